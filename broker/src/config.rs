@@ -1,0 +1,615 @@
+//! Broker and topic configuration, by Kafka's property names.
+//!
+//! Broker properties come from `--config FILE` (YAML map) and `--set name=value`; a name that is
+//! not in [`BROKER_PROPERTIES`] is an error at start-up. Topic configs ([`TOPIC_CONFIGS`]) take
+//! their defaults from the broker property that Kafka names as their synonym
+//! (`retention.ms` ← `log.retention.ms` ← `log.retention.hours`), and per-topic overrides.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::error::ConfigError;
+
+/// Value types of configuration properties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    Boolean,
+    Int,
+    Long,
+    Double,
+    String,
+    List,
+}
+
+impl ConfigType {
+    /// The type code of DescribeConfigs v3+.
+    pub fn describe_configs_type(self) -> i8 {
+        match self {
+            ConfigType::Boolean => 1,
+            ConfigType::String => 2,
+            ConfigType::Int => 3,
+            ConfigType::Long => 5,
+            ConfigType::Double => 6,
+            ConfigType::List => 7,
+        }
+    }
+}
+
+/// One broker property: name, type, default and the valid range or choices.
+pub struct PropertyDef {
+    pub name: &'static str,
+    pub kind: ConfigType,
+    pub default: Option<&'static str>,
+    pub min: Option<i64>,
+    pub choices: &'static [&'static str],
+}
+
+const fn prop(name: &'static str, kind: ConfigType, default: &'static str) -> PropertyDef {
+    PropertyDef {
+        name,
+        kind,
+        default: Some(default),
+        min: None,
+        choices: &[],
+    }
+}
+
+const fn prop_min(
+    name: &'static str,
+    kind: ConfigType,
+    default: &'static str,
+    min: i64,
+) -> PropertyDef {
+    PropertyDef {
+        name,
+        kind,
+        default: Some(default),
+        min: Some(min),
+        choices: &[],
+    }
+}
+
+const fn prop_unset(name: &'static str, kind: ConfigType) -> PropertyDef {
+    PropertyDef {
+        name,
+        kind,
+        default: None,
+        min: None,
+        choices: &[],
+    }
+}
+
+const fn prop_choice(
+    name: &'static str,
+    default: &'static str,
+    choices: &'static [&'static str],
+) -> PropertyDef {
+    PropertyDef {
+        name,
+        kind: ConfigType::String,
+        default: Some(default),
+        min: None,
+        choices,
+    }
+}
+
+/// Upper bound on the uncompressed size of one compressed batch when the broker decompresses it
+/// (validation, timestamp search). Protects against decompression bombs.
+pub const MAX_DECOMPRESSED_BATCH_BYTES: usize = 256 * 1024 * 1024;
+
+const LONG_MAX: &str = "9223372036854775807";
+const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
+const CLEANUP_POLICIES: &[&str] = &["delete"];
+const COMPRESSION_TYPES: &[&str] = &["producer"];
+
+/// Every broker property Weir accepts, with Kafka's defaults.
+pub const BROKER_PROPERTIES: &[PropertyDef] = &[
+    prop_min("node.id", ConfigType::Int, "1", 0),
+    prop_unset("broker.id", ConfigType::Int),
+    prop_unset("cluster.id", ConfigType::String),
+    prop_min("num.partitions", ConfigType::Int, "1", 1),
+    prop_min("default.replication.factor", ConfigType::Int, "1", 1),
+    prop("auto.create.topics.enable", ConfigType::Boolean, "true"),
+    prop("delete.topic.enable", ConfigType::Boolean, "true"),
+    prop_min("min.insync.replicas", ConfigType::Int, "1", 1),
+    prop_unset("log.retention.ms", ConfigType::Long),
+    prop_unset("log.retention.minutes", ConfigType::Int),
+    prop("log.retention.hours", ConfigType::Int, "168"),
+    prop("log.retention.bytes", ConfigType::Long, "-1"),
+    prop_min(
+        "log.retention.check.interval.ms",
+        ConfigType::Long,
+        "300000",
+        1,
+    ),
+    prop_min("log.segment.bytes", ConfigType::Int, "1073741824", 14),
+    prop_unset("log.roll.ms", ConfigType::Long),
+    prop("log.roll.hours", ConfigType::Int, "168"),
+    prop_min("log.index.interval.bytes", ConfigType::Int, "4096", 0),
+    prop_min("log.segment.delete.delay.ms", ConfigType::Long, "60000", 0),
+    prop_min("message.max.bytes", ConfigType::Int, "1048588", 0),
+    prop_choice("log.message.timestamp.type", "CreateTime", TIMESTAMP_TYPES),
+    prop_choice("log.cleanup.policy", "delete", CLEANUP_POLICIES),
+    prop_choice("compression.type", "producer", COMPRESSION_TYPES),
+    prop_min("log.flush.interval.messages", ConfigType::Long, LONG_MAX, 1),
+    prop_unset("log.flush.interval.ms", ConfigType::Long),
+    prop_min(
+        "log.flush.scheduler.interval.ms",
+        ConfigType::Long,
+        LONG_MAX,
+        1,
+    ),
+    prop("log.flush.on.ack", ConfigType::Boolean, "false"),
+    prop_min("socket.request.max.bytes", ConfigType::Int, "104857600", 1),
+    prop_min("queued.max.requests", ConfigType::Int, "500", 1),
+    prop_min("fetch.max.bytes", ConfigType::Int, "57671680", 0),
+    prop_min("connections.max.idle.ms", ConfigType::Long, "600000", 1),
+];
+
+/// One topic config: its name, the broker property that supplies its default, and its type.
+pub struct TopicConfigDef {
+    pub name: &'static str,
+    pub broker_synonym: Option<&'static str>,
+    pub kind: ConfigType,
+    pub default: &'static str,
+    pub min: Option<i64>,
+    pub choices: &'static [&'static str],
+}
+
+const fn topic(
+    name: &'static str,
+    broker_synonym: Option<&'static str>,
+    kind: ConfigType,
+    default: &'static str,
+    min: Option<i64>,
+    choices: &'static [&'static str],
+) -> TopicConfigDef {
+    TopicConfigDef {
+        name,
+        broker_synonym,
+        kind,
+        default,
+        min,
+        choices,
+    }
+}
+
+/// Every topic config Weir accepts. `default` is used when the broker synonym has no value.
+pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
+    topic(
+        "cleanup.policy",
+        Some("log.cleanup.policy"),
+        ConfigType::List,
+        "delete",
+        None,
+        CLEANUP_POLICIES,
+    ),
+    topic(
+        "compression.type",
+        Some("compression.type"),
+        ConfigType::String,
+        "producer",
+        None,
+        COMPRESSION_TYPES,
+    ),
+    topic(
+        "file.delete.delay.ms",
+        Some("log.segment.delete.delay.ms"),
+        ConfigType::Long,
+        "60000",
+        Some(0),
+        &[],
+    ),
+    topic(
+        "flush.messages",
+        Some("log.flush.interval.messages"),
+        ConfigType::Long,
+        LONG_MAX,
+        Some(1),
+        &[],
+    ),
+    topic(
+        "flush.ms",
+        Some("log.flush.interval.ms"),
+        ConfigType::Long,
+        LONG_MAX,
+        Some(0),
+        &[],
+    ),
+    topic(
+        "flush.on.ack",
+        Some("log.flush.on.ack"),
+        ConfigType::Boolean,
+        "false",
+        None,
+        &[],
+    ),
+    topic(
+        "index.interval.bytes",
+        Some("log.index.interval.bytes"),
+        ConfigType::Int,
+        "4096",
+        Some(0),
+        &[],
+    ),
+    topic(
+        "max.message.bytes",
+        Some("message.max.bytes"),
+        ConfigType::Int,
+        "1048588",
+        Some(0),
+        &[],
+    ),
+    topic(
+        "message.timestamp.type",
+        Some("log.message.timestamp.type"),
+        ConfigType::String,
+        "CreateTime",
+        None,
+        TIMESTAMP_TYPES,
+    ),
+    topic(
+        "min.insync.replicas",
+        Some("min.insync.replicas"),
+        ConfigType::Int,
+        "1",
+        Some(1),
+        &[],
+    ),
+    topic(
+        "retention.bytes",
+        Some("log.retention.bytes"),
+        ConfigType::Long,
+        "-1",
+        None,
+        &[],
+    ),
+    topic(
+        "retention.ms",
+        Some("log.retention.ms"),
+        ConfigType::Long,
+        "604800000",
+        Some(-1),
+        &[],
+    ),
+    topic(
+        "segment.bytes",
+        Some("log.segment.bytes"),
+        ConfigType::Int,
+        "1073741824",
+        Some(14),
+        &[],
+    ),
+    topic(
+        "segment.ms",
+        Some("log.roll.ms"),
+        ConfigType::Long,
+        "604800000",
+        Some(1),
+        &[],
+    ),
+];
+
+pub fn topic_config_def(name: &str) -> Option<&'static TopicConfigDef> {
+    TOPIC_CONFIGS.iter().find(|def| def.name == name)
+}
+
+fn broker_property_def(name: &str) -> Option<&'static PropertyDef> {
+    BROKER_PROPERTIES.iter().find(|def| def.name == name)
+}
+
+fn invalid(name: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::InvalidValue {
+        name: name.to_string(),
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Checks a value against a type, a lower bound and a list of choices.
+fn validate_value(
+    name: &str,
+    value: &str,
+    kind: ConfigType,
+    min: Option<i64>,
+    choices: &[&str],
+) -> Result<(), ConfigError> {
+    match kind {
+        ConfigType::Boolean => {
+            if !matches!(value, "true" | "false") {
+                return Err(invalid(name, value, "expected true or false"));
+            }
+        }
+        ConfigType::Int | ConfigType::Long => {
+            let number: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| invalid(name, value, "expected an integer"))?;
+            if kind == ConfigType::Int && i32::try_from(number).is_err() {
+                return Err(invalid(name, value, "out of range for a 32-bit integer"));
+            }
+            if let Some(min) = min {
+                if number < min {
+                    return Err(invalid(name, value, format!("must be at least {min}")));
+                }
+            }
+        }
+        ConfigType::Double => {
+            value
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| invalid(name, value, "expected a number"))?;
+        }
+        ConfigType::String | ConfigType::List => {}
+    }
+    if !choices.is_empty() {
+        let items: Vec<&str> = if kind == ConfigType::List {
+            value.split(',').map(str::trim).collect()
+        } else {
+            vec![value]
+        };
+        for item in items {
+            if !choices.contains(&item) {
+                return Err(invalid(
+                    name,
+                    value,
+                    format!("supported values: {}", choices.join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Validates a topic config override (CreateTopics, AlterConfigs).
+pub fn validate_topic_config(name: &str, value: &str) -> Result<(), ConfigError> {
+    let def = topic_config_def(name).ok_or_else(|| ConfigError::Unknown {
+        name: name.to_string(),
+    })?;
+    validate_value(name, value, def.kind, def.min, def.choices)
+}
+
+/// The broker's configuration: where it listens and stores data, and its properties.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub listen: SocketAddr,
+    /// host:port given to clients in Metadata; defaults to the bound listen address.
+    pub advertised_listener: Option<(String, u16)>,
+    pub data_dir: PathBuf,
+    /// Where `/metrics` is served; `None` turns the endpoint off (tests).
+    pub metrics_listen: Option<SocketAddr>,
+    /// Properties explicitly set (by file or `--set`); defaults come from the tables.
+    properties: BTreeMap<String, String>,
+}
+
+impl BrokerConfig {
+    pub fn new(listen: SocketAddr, data_dir: PathBuf) -> Self {
+        BrokerConfig {
+            listen,
+            advertised_listener: None,
+            data_dir,
+            metrics_listen: None,
+            properties: BTreeMap::new(),
+        }
+    }
+
+    /// Sets a broker property by its Kafka name, validating name and value.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let def = broker_property_def(name).ok_or_else(|| ConfigError::Unknown {
+            name: name.to_string(),
+        })?;
+        validate_value(name, value, def.kind, def.min, def.choices)?;
+        self.properties.insert(name.to_string(), value.to_string());
+        Ok(())
+    }
+
+    /// The explicitly set value of a property, if any.
+    pub fn explicit(&self, name: &str) -> Option<&str> {
+        self.properties.get(name).map(String::as_str)
+    }
+
+    fn value(&self, name: &str) -> Option<&str> {
+        self.explicit(name)
+            .or_else(|| broker_property_def(name).and_then(|def| def.default))
+    }
+
+    fn long(&self, name: &str) -> Option<i64> {
+        self.value(name).and_then(|value| value.trim().parse().ok())
+    }
+
+    fn long_or(&self, name: &str, fallback: i64) -> i64 {
+        self.long(name).unwrap_or(fallback)
+    }
+
+    fn boolean(&self, name: &str) -> bool {
+        self.value(name) == Some("true")
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.explicit("broker.id")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| self.long_or("node.id", 1) as i32)
+    }
+
+    pub fn num_partitions(&self) -> i32 {
+        self.long_or("num.partitions", 1) as i32
+    }
+
+    pub fn auto_create_topics_enable(&self) -> bool {
+        self.boolean("auto.create.topics.enable")
+    }
+
+    pub fn delete_topic_enable(&self) -> bool {
+        self.boolean("delete.topic.enable")
+    }
+
+    pub fn retention_check_interval_ms(&self) -> u64 {
+        self.long_or("log.retention.check.interval.ms", 300_000)
+            .max(1) as u64
+    }
+
+    pub fn socket_request_max_bytes(&self) -> usize {
+        self.long_or("socket.request.max.bytes", 104_857_600).max(1) as usize
+    }
+
+    pub fn queued_max_requests(&self) -> usize {
+        self.long_or("queued.max.requests", 500).max(1) as usize
+    }
+
+    pub fn fetch_max_bytes(&self) -> i32 {
+        self.long_or("fetch.max.bytes", 57_671_680) as i32
+    }
+
+    pub fn flush_scheduler_interval_ms(&self) -> i64 {
+        self.long_or("log.flush.scheduler.interval.ms", i64::MAX)
+    }
+
+    /// The broker-level default of a topic config and whether it was set explicitly.
+    pub fn topic_default(&self, def: &TopicConfigDef) -> (String, bool) {
+        match def.name {
+            "retention.ms" => {
+                if let Some(ms) = self.explicit("log.retention.ms") {
+                    return (ms.to_string(), true);
+                }
+                if let Some(minutes) = self.explicit("log.retention.minutes") {
+                    let ms = minutes.parse::<i64>().unwrap_or(0).saturating_mul(60_000);
+                    return (ms.to_string(), true);
+                }
+                let hours = self.long_or("log.retention.hours", 168);
+                let explicit = self.explicit("log.retention.hours").is_some();
+                return (hours.saturating_mul(3_600_000).to_string(), explicit);
+            }
+            "segment.ms" => {
+                if let Some(ms) = self.explicit("log.roll.ms") {
+                    return (ms.to_string(), true);
+                }
+                let hours = self.long_or("log.roll.hours", 168);
+                let explicit = self.explicit("log.roll.hours").is_some();
+                return (hours.saturating_mul(3_600_000).to_string(), explicit);
+            }
+            "flush.ms" => {
+                if let Some(ms) = self.explicit("log.flush.interval.ms") {
+                    return (ms.to_string(), true);
+                }
+                return (self.flush_scheduler_interval_ms().to_string(), false);
+            }
+            _ => {}
+        }
+        match def.broker_synonym {
+            Some(synonym) => match self.explicit(synonym) {
+                Some(value) => (value.to_string(), true),
+                None => (
+                    self.value(synonym).unwrap_or(def.default).to_string(),
+                    false,
+                ),
+            },
+            None => (def.default.to_string(), false),
+        }
+    }
+
+    /// The effective configuration of a topic with these overrides.
+    pub fn log_config(&self, overrides: &BTreeMap<String, String>) -> LogConfig {
+        let get = |name: &str| -> String {
+            overrides.get(name).cloned().unwrap_or_else(|| {
+                topic_config_def(name)
+                    .map(|def| self.topic_default(def).0)
+                    .unwrap_or_default()
+            })
+        };
+        let long = |name: &str, fallback: i64| get(name).trim().parse().unwrap_or(fallback);
+        LogConfig {
+            retention_ms: long("retention.ms", 604_800_000),
+            retention_bytes: long("retention.bytes", -1),
+            segment_bytes: long("segment.bytes", 1 << 30).max(14) as u64,
+            segment_ms: long("segment.ms", 604_800_000).max(1),
+            max_message_bytes: long("max.message.bytes", 1_048_588).max(0) as usize,
+            log_append_time: get("message.timestamp.type") == "LogAppendTime",
+            flush_messages: long("flush.messages", i64::MAX).max(1),
+            flush_ms: long("flush.ms", i64::MAX).max(0),
+            flush_on_ack: get("flush.on.ack") == "true",
+            index_interval_bytes: long("index.interval.bytes", 4096).max(0) as u64,
+            file_delete_delay_ms: long("file.delete.delay.ms", 60_000).max(0) as u64,
+        }
+    }
+}
+
+/// The effective, typed configuration of one topic's logs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogConfig {
+    pub retention_ms: i64,
+    pub retention_bytes: i64,
+    pub segment_bytes: u64,
+    pub segment_ms: i64,
+    pub max_message_bytes: usize,
+    pub log_append_time: bool,
+    pub flush_messages: i64,
+    pub flush_ms: i64,
+    pub flush_on_ack: bool,
+    pub index_interval_bytes: u64,
+    pub file_delete_delay_ms: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            retention_ms: 604_800_000,
+            retention_bytes: -1,
+            segment_bytes: 1 << 30,
+            segment_ms: 604_800_000,
+            max_message_bytes: 1_048_588,
+            log_append_time: false,
+            flush_messages: i64::MAX,
+            flush_ms: i64::MAX,
+            flush_on_ack: false,
+            index_interval_bytes: 4096,
+            file_delete_delay_ms: 60_000,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> BrokerConfig {
+        BrokerConfig::new("127.0.0.1:0".parse().unwrap(), PathBuf::from("/tmp/x"))
+    }
+
+    #[test]
+    fn unknown_broker_property_is_rejected() {
+        let error = config().set("log.retention.hourz", "1").unwrap_err();
+        assert_eq!(
+            error,
+            ConfigError::Unknown {
+                name: "log.retention.hourz".into()
+            }
+        );
+    }
+
+    #[test]
+    fn retention_precedence_follows_kafka() {
+        let mut broker = config();
+        let empty = BTreeMap::new();
+        assert_eq!(broker.log_config(&empty).retention_ms, 168 * 3_600_000);
+        broker.set("log.retention.hours", "1").unwrap();
+        assert_eq!(broker.log_config(&empty).retention_ms, 3_600_000);
+        broker.set("log.retention.minutes", "2").unwrap();
+        assert_eq!(broker.log_config(&empty).retention_ms, 120_000);
+        broker.set("log.retention.ms", "5").unwrap();
+        assert_eq!(broker.log_config(&empty).retention_ms, 5);
+        let overrides = BTreeMap::from([("retention.ms".to_string(), "7".to_string())]);
+        assert_eq!(broker.log_config(&overrides).retention_ms, 7);
+    }
+
+    #[test]
+    fn bad_values_are_rejected_with_reason() {
+        let mut broker = config();
+        assert!(broker.set("num.partitions", "0").is_err());
+        assert!(broker.set("num.partitions", "x").is_err());
+        assert!(broker.set("auto.create.topics.enable", "yes").is_err());
+        assert!(validate_topic_config("message.timestamp.type", "Wall").is_err());
+        assert!(validate_topic_config("no.such.config", "1").is_err());
+        validate_topic_config("message.timestamp.type", "LogAppendTime").unwrap();
+    }
+}

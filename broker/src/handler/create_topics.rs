@@ -1,0 +1,130 @@
+//! CreateTopics: validates name, partitions, replication factor and configs, then creates.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::error::BrokerError;
+use crate::handler::configs::{describe_topic_configs, ConfigEntry};
+use crate::handler::errors::error_for;
+use crate::server::BrokerContext;
+
+pub fn handle(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    request: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let mut seen = std::collections::HashSet::new();
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let name = topic.name.clone();
+            let result = CreatableTopicResult::default().with_name(name.clone());
+            if !seen.insert(name.to_string()) {
+                let error = BrokerError::InvalidRequest(format!(
+                    "topic '{}' appears more than once",
+                    name.as_str()
+                ));
+                return with_error(result, &error);
+            }
+            let mut configs = BTreeMap::new();
+            for config in &topic.configs {
+                if let Some(value) = &config.value {
+                    configs.insert(config.name.to_string(), value.to_string());
+                }
+            }
+            let (partitions, replication_factor) = match explicit_assignment(&topic) {
+                Ok(Some(count)) => (count, 1),
+                Ok(None) => (topic.num_partitions, topic.replication_factor),
+                Err(error) => return with_error(result, &error),
+            };
+            let outcome = if request.validate_only {
+                let partitions = if partitions == -1 {
+                    context.config.num_partitions()
+                } else {
+                    partitions
+                };
+                let factor = if replication_factor == -1 {
+                    1
+                } else {
+                    replication_factor
+                };
+                context
+                    .topics
+                    .validate_new_topic(name.as_str(), partitions, factor, &configs)
+                    .map(|()| (uuid::Uuid::nil(), partitions, configs.clone()))
+            } else {
+                context
+                    .topics
+                    .create(
+                        name.as_str(),
+                        partitions,
+                        replication_factor,
+                        configs.clone(),
+                    )
+                    .map(|t| (t.id, t.partitions.len() as i32, t.overrides.clone()))
+            };
+            match outcome {
+                Ok((topic_id, partitions, overrides)) => {
+                    let mut result = result
+                        .with_topic_id(topic_id)
+                        .with_num_partitions(partitions)
+                        .with_replication_factor(1);
+                    if version >= 5 {
+                        let entries = describe_topic_configs(&context.config, &overrides, None);
+                        result.configs = Some(entries.into_iter().map(creatable_config).collect());
+                    }
+                    result
+                }
+                Err(error) => with_error(result, &error),
+            }
+        })
+        .collect();
+    CreateTopicsResponse::default().with_topics(topics)
+}
+
+/// With explicit replica assignments, the partition count is their number; each must name only
+/// this broker.
+fn explicit_assignment(
+    topic: &kafka_protocol::messages::create_topics_request::CreatableTopic,
+) -> Result<Option<i32>, BrokerError> {
+    if topic.assignments.is_empty() {
+        return Ok(None);
+    }
+    if topic.num_partitions != -1 || topic.replication_factor != -1 {
+        return Err(BrokerError::InvalidRequest(
+            "both replica assignments and partitions/replication factor were given".into(),
+        ));
+    }
+    for assignment in &topic.assignments {
+        if assignment.broker_ids.len() != 1 {
+            return Err(BrokerError::InvalidReplicationFactor {
+                factor: assignment.broker_ids.len() as i32,
+                reason: "this broker runs alone: only 1 replica is possible".into(),
+            });
+        }
+    }
+    Ok(Some(topic.assignments.len() as i32))
+}
+
+fn with_error(result: CreatableTopicResult, error: &BrokerError) -> CreatableTopicResult {
+    result
+        .with_error_code(error_for(error).code())
+        .with_error_message(Some(StrBytes::from_string(error.to_string())))
+        .with_num_partitions(-1)
+        .with_replication_factor(-1)
+}
+
+fn creatable_config(entry: ConfigEntry) -> CreatableTopicConfigs {
+    CreatableTopicConfigs::default()
+        .with_name(StrBytes::from_string(entry.name))
+        .with_value(Some(StrBytes::from_string(entry.value)))
+        .with_config_source(entry.source)
+        .with_read_only(false)
+}

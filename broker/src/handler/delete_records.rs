@@ -1,0 +1,50 @@
+//! DeleteRecords: moves a partition's log start offset; whole segments below it are removed.
+//! An offset of -1 means the high watermark.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
+use kafka_protocol::ResponseError;
+
+use crate::handler::errors::log_error;
+use crate::server::BrokerContext;
+
+pub fn handle(
+    context: &Arc<BrokerContext>,
+    request: DeleteRecordsRequest,
+) -> DeleteRecordsResponse {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let found = context.topics.get(topic.name.as_str());
+            let partitions = topic
+                .partitions
+                .into_iter()
+                .map(|requested| {
+                    let result = DeleteRecordsPartitionResult::default()
+                        .with_partition_index(requested.partition_index)
+                        .with_low_watermark(-1);
+                    let Some(partition) = found
+                        .as_ref()
+                        .and_then(|t| t.partition(requested.partition_index))
+                    else {
+                        return result
+                            .with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                    };
+                    match partition.delete_records_before(requested.offset) {
+                        Ok(low_watermark) => result.with_low_watermark(low_watermark),
+                        Err(error) => result.with_error_code(log_error(&error).code()),
+                    }
+                })
+                .collect();
+            DeleteRecordsTopicResult::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    DeleteRecordsResponse::default().with_topics(topics)
+}

@@ -1,0 +1,62 @@
+//! The one place where internal errors become Kafka error codes.
+
+use kafka_protocol::ResponseError;
+
+use crate::error::{BatchError, BrokerError, ConfigError, LogError};
+
+/// The Kafka error for a broker error. Exhaustive on purpose: a new variant must be mapped here.
+pub fn error_for(error: &BrokerError) -> ResponseError {
+    match error {
+        BrokerError::UnknownTopicOrPartition { .. } | BrokerError::UnknownTopic { .. } => {
+            ResponseError::UnknownTopicOrPartition
+        }
+        BrokerError::UnknownTopicId { .. } => ResponseError::UnknownTopicId,
+        BrokerError::InvalidTopic { .. } => ResponseError::InvalidTopicException,
+        BrokerError::TopicAlreadyExists { .. } => ResponseError::TopicAlreadyExists,
+        BrokerError::InvalidPartitions { .. } => ResponseError::InvalidPartitions,
+        BrokerError::InvalidReplicationFactor { .. } => ResponseError::InvalidReplicationFactor,
+        BrokerError::InvalidRequest(_) => ResponseError::InvalidRequest,
+        BrokerError::Config(config) => config_error(config),
+        BrokerError::Log(log) => log_error(log),
+        BrokerError::ShuttingDown => ResponseError::NotLeaderOrFollower,
+    }
+}
+
+fn config_error(error: &ConfigError) -> ResponseError {
+    match error {
+        ConfigError::Unknown { .. } | ConfigError::InvalidValue { .. } => {
+            ResponseError::InvalidConfig
+        }
+        ConfigError::Unsupported { .. } => ResponseError::InvalidConfig,
+    }
+}
+
+pub fn log_error(error: &LogError) -> ResponseError {
+    match error {
+        LogError::Io { .. } => ResponseError::KafkaStorageError,
+        LogError::Batch(batch) => batch_error(batch),
+        LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
+        LogError::Closed => ResponseError::NotLeaderOrFollower,
+    }
+}
+
+pub fn batch_error(error: &BatchError) -> ResponseError {
+    match error {
+        BatchError::Truncated { .. }
+        | BatchError::InvalidLength(_)
+        | BatchError::CrcMismatch { .. } => ResponseError::CorruptMessage,
+        BatchError::UnsupportedMagic(_) => ResponseError::UnsupportedForMessageFormat,
+        BatchError::MoreThanOneBatch | BatchError::InvalidRecords(_) => {
+            ResponseError::InvalidRecord
+        }
+        BatchError::TooLarge { .. } => ResponseError::MessageTooLarge,
+        BatchError::UnknownCompression(_) => ResponseError::UnsupportedCompressionType,
+        BatchError::Decompression { .. } => ResponseError::CorruptMessage,
+        BatchError::DecompressedTooLarge { .. } => ResponseError::MessageTooLarge,
+    }
+}
+
+/// The code of an optional error (0 for none).
+pub fn code(error: Option<ResponseError>) -> i16 {
+    error.map_or(0, |e| e.code())
+}

@@ -1,0 +1,230 @@
+//! Fetch: whole batches from each requested partition, with long polling.
+//!
+//! - The batch holding the fetch offset is returned whole (the client skips earlier records).
+//! - The first partition with data gets at least one batch even when it exceeds `max_bytes` or
+//!   `partition_max_bytes` (KIP-74); later partitions only what fits.
+//! - With fewer than `min_bytes` available, the request waits up to `max_wait_ms` for any of its
+//!   partitions' high watermark to move (watch channels, not sleeps), then reads again.
+//! - v13+ names topics by id. Fetch sessions (KIP-227) are not offered: `session_id` is 0, so
+//!   clients send full fetches.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::select_all;
+use futures::FutureExt;
+use kafka_protocol::messages::fetch_request::FetchTopic;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kafka_protocol::ResponseError;
+use tokio::sync::watch;
+
+use crate::handler::errors::log_error;
+use crate::log::batch::BatchIter;
+use crate::partition::Partition;
+use crate::server::BrokerContext;
+use crate::topic::Topic;
+
+/// Isolation level READ_COMMITTED.
+const READ_COMMITTED: i8 = 1;
+
+struct ResolvedTopic {
+    request: FetchTopic,
+    topic: Option<Arc<Topic>>,
+}
+
+pub async fn handle(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    request: FetchRequest,
+) -> FetchResponse {
+    let resolved: Vec<ResolvedTopic> = request
+        .topics
+        .iter()
+        .map(|requested| ResolvedTopic {
+            topic: if version >= 13 {
+                context.topics.get_by_id(requested.topic_id)
+            } else {
+                context.topics.get(requested.topic.as_str())
+            },
+            request: requested.clone(),
+        })
+        .collect();
+    let partitions: Vec<Arc<Partition>> = resolved
+        .iter()
+        .filter_map(|r| r.topic.as_ref().map(|t| (r, t)))
+        .flat_map(|(r, t)| {
+            r.request
+                .partitions
+                .iter()
+                .filter_map(|p| t.partition(p.partition).cloned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut watchers: Vec<watch::Receiver<i64>> = partitions
+        .iter()
+        .map(|p| p.watch_high_watermark())
+        .collect();
+    for watcher in &mut watchers {
+        watcher.borrow_and_update();
+    }
+    let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
+    let deadline = tokio::time::Instant::now() + max_wait;
+    loop {
+        let (response, bytes, any_error) = read_all(context, version, &request, &resolved);
+        let done = bytes >= request.min_bytes.max(0) as usize
+            || any_error
+            || watchers.is_empty()
+            || tokio::time::Instant::now() >= deadline;
+        if done {
+            record_metrics(context, &response);
+            return response;
+        }
+        let woke = {
+            let changed = select_all(watchers.iter_mut().map(|w| w.changed().boxed()));
+            tokio::time::timeout_at(deadline, changed).await.is_ok()
+        };
+        match woke {
+            true => {
+                for watcher in &mut watchers {
+                    watcher.borrow_and_update();
+                }
+            }
+            false => {
+                let (response, _, _) = read_all(context, version, &request, &resolved);
+                record_metrics(context, &response);
+                return response;
+            }
+        }
+    }
+}
+
+/// Reads every requested partition once. Returns the response, the record bytes in it, and
+/// whether any partition had an error.
+fn read_all(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    request: &FetchRequest,
+    resolved: &[ResolvedTopic],
+) -> (FetchResponse, usize, bool) {
+    let response_max = if version >= 3 {
+        request.max_bytes.clamp(0, context.config.fetch_max_bytes()) as usize
+    } else {
+        usize::MAX
+    };
+    let read_committed = request.isolation_level == READ_COMMITTED;
+    let mut total_bytes = 0usize;
+    let mut any_error = false;
+    let mut topics = Vec::with_capacity(resolved.len());
+    for entry in resolved {
+        let mut partitions = Vec::with_capacity(entry.request.partitions.len());
+        for requested in &entry.request.partitions {
+            let mut data = PartitionData::default()
+                .with_partition_index(requested.partition)
+                .with_high_watermark(-1)
+                .with_last_stable_offset(-1)
+                .with_log_start_offset(-1);
+            let partition = match &entry.topic {
+                None if version >= 13 => Err(ResponseError::UnknownTopicId),
+                None => Err(ResponseError::UnknownTopicOrPartition),
+                Some(topic) => topic
+                    .partition(requested.partition)
+                    .ok_or(ResponseError::UnknownTopicOrPartition),
+            };
+            let result = partition.and_then(|partition| {
+                check_leader_epoch(partition, requested.current_leader_epoch)?;
+                let offsets = partition.offsets();
+                data = std::mem::take(&mut data)
+                    .with_high_watermark(offsets.high_watermark)
+                    .with_last_stable_offset(offsets.high_watermark)
+                    .with_log_start_offset(offsets.log_start_offset)
+                    .with_aborted_transactions(read_committed.then(Vec::new));
+                let remaining = response_max.saturating_sub(total_bytes);
+                let limit = (requested.partition_max_bytes.max(0) as usize).min(remaining);
+                let min_one_batch = total_bytes == 0;
+                partition
+                    .read(requested.fetch_offset, limit, min_one_batch)
+                    .map_err(|error| log_error(&error))
+            });
+            match result {
+                Ok(read) => {
+                    total_bytes += read.records.len();
+                    data.records = Some(read.records);
+                }
+                Err(error) => {
+                    any_error = true;
+                    data.error_code = error.code();
+                    data.records = Some(Default::default());
+                }
+            }
+            partitions.push(data);
+        }
+        let mut topic_response = FetchableTopicResponse::default().with_partitions(partitions);
+        if version >= 13 {
+            topic_response.topic_id = entry.request.topic_id;
+        } else {
+            topic_response.topic = entry.request.topic.clone();
+        }
+        topics.push(topic_response);
+    }
+    (
+        FetchResponse::default().with_responses(topics),
+        total_bytes,
+        any_error,
+    )
+}
+
+/// KIP-320: a client that knows a newer epoch than ours is ahead of us; an older one is fenced.
+pub fn check_leader_epoch(
+    partition: &Partition,
+    current_leader_epoch: i32,
+) -> Result<(), ResponseError> {
+    if current_leader_epoch < 0 {
+        return Ok(());
+    }
+    let ours = partition.leader_epoch();
+    if current_leader_epoch > ours {
+        Err(ResponseError::UnknownLeaderEpoch)
+    } else if current_leader_epoch < ours {
+        Err(ResponseError::FencedLeaderEpoch)
+    } else {
+        Ok(())
+    }
+}
+
+fn record_metrics(context: &Arc<BrokerContext>, response: &FetchResponse) {
+    for topic in &response.responses {
+        let name = if topic.topic.is_empty() {
+            context
+                .topics
+                .get_by_id(topic.topic_id)
+                .map(|t| t.name.to_string())
+                .unwrap_or_default()
+        } else {
+            topic.topic.to_string()
+        };
+        let mut bytes = 0u64;
+        let mut records = 0u64;
+        for partition in &topic.partitions {
+            if let Some(data) = &partition.records {
+                bytes += data.len() as u64;
+                records += BatchIter::new(data)
+                    .filter_map(Result::ok)
+                    .map(|(_, h)| h.records_count.max(0) as u64)
+                    .sum::<u64>();
+            }
+        }
+        if bytes > 0 {
+            context
+                .metrics
+                .bytes_out_total
+                .with_label_values(&[&name])
+                .inc_by(bytes);
+            context
+                .metrics
+                .records_out_total
+                .with_label_values(&[&name])
+                .inc_by(records);
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! ListOffsets: earliest, latest, by timestamp (exact to the record) and max timestamp.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
+use kafka_protocol::ResponseError;
+
+use crate::config::MAX_DECOMPRESSED_BATCH_BYTES;
+use crate::handler::errors::log_error;
+use crate::handler::fetch::check_leader_epoch;
+use crate::partition::Partition;
+use crate::server::BrokerContext;
+
+pub const LATEST_TIMESTAMP: i64 = -1;
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+pub const MAX_TIMESTAMP: i64 = -3;
+
+pub fn handle(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    request: ListOffsetsRequest,
+) -> ListOffsetsResponse {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let found = context.topics.get(topic.name.as_str());
+            let partitions = topic
+                .partitions
+                .into_iter()
+                .map(|requested| {
+                    let response = ListOffsetsPartitionResponse::default()
+                        .with_partition_index(requested.partition_index);
+                    let partition = found
+                        .as_ref()
+                        .and_then(|t| t.partition(requested.partition_index))
+                        .ok_or(ResponseError::UnknownTopicOrPartition);
+                    let result = partition.and_then(|partition| {
+                        check_leader_epoch(partition, requested.current_leader_epoch)?;
+                        lookup(partition, requested.timestamp, version)
+                    });
+                    match result {
+                        Ok((offset, timestamp, leader_epoch)) => response
+                            .with_offset(offset)
+                            .with_timestamp(timestamp)
+                            // The field exists from v4; older versions must leave it at -1.
+                            .with_leader_epoch(if version >= 4 { leader_epoch } else { -1 }),
+                        Err(error) => response
+                            .with_error_code(error.code())
+                            .with_offset(-1)
+                            .with_timestamp(-1),
+                    }
+                })
+                .collect();
+            ListOffsetsTopicResponse::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    ListOffsetsResponse::default().with_topics(topics)
+}
+
+/// (offset, timestamp, leader epoch) for one partition.
+fn lookup(
+    partition: &Partition,
+    timestamp: i64,
+    version: i16,
+) -> Result<(i64, i64, i32), ResponseError> {
+    let epoch = partition.leader_epoch();
+    let offsets = partition.offsets();
+    match timestamp {
+        LATEST_TIMESTAMP => Ok((offsets.high_watermark, -1, epoch)),
+        EARLIEST_TIMESTAMP => Ok((offsets.log_start_offset, -1, epoch)),
+        MAX_TIMESTAMP if version >= 7 => {
+            let found = partition
+                .log()
+                .max_timestamp_offset(offsets.high_watermark, MAX_DECOMPRESSED_BATCH_BYTES)
+                .map_err(|e| log_error(&e))?;
+            Ok(found.map_or((-1, -1, -1), |(offset, ts)| (offset, ts, epoch)))
+        }
+        target if target >= 0 => {
+            let found = partition
+                .log()
+                .offset_for_timestamp(target, offsets.high_watermark, MAX_DECOMPRESSED_BATCH_BYTES)
+                .map_err(|e| log_error(&e))?;
+            Ok(found.map_or((-1, -1, -1), |(offset, ts)| (offset, ts, epoch)))
+        }
+        _ => Err(ResponseError::InvalidRequest),
+    }
+}

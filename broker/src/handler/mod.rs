@@ -1,0 +1,121 @@
+//! One file per Kafka API. Each handler translates a decoded request into calls on the topic
+//! registry and partitions, and builds the response; errors become Kafka codes in `errors`.
+//!
+//! `SUPPORTED_APIS` is the single source of truth for ApiVersions and for which requests the
+//! connection accepts.
+
+pub mod api_versions;
+pub mod configs;
+pub mod create_partitions;
+pub mod create_topics;
+pub mod delete_records;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod errors;
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+pub mod offset_for_leader_epoch;
+pub mod produce;
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+
+use crate::server::BrokerContext;
+
+/// Kafka APIs this broker implements, with the version ranges it implements.
+pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 9),
+    (ApiKey::Fetch, 4, 13),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::ApiVersions, 0, 3),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::DeleteRecords, 0, 2),
+    (ApiKey::OffsetForLeaderEpoch, 2, 4),
+    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::AlterConfigs, 0, 2),
+    (ApiKey::CreatePartitions, 0, 3),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::DescribeCluster, 0, 1),
+];
+
+/// The version range implemented for an API, if any.
+pub fn supported_versions(api_key: ApiKey) -> Option<(i16, i16)> {
+    SUPPORTED_APIS
+        .iter()
+        .find(|(key, _, _)| *key == api_key)
+        .map(|(_, min, max)| (*min, *max))
+}
+
+/// What a handler produces.
+pub enum HandlerOutput {
+    /// The response is ready.
+    Ready(ResponseKind),
+    /// The request's effects are applied; the response waits for something (e.g. an fsync)
+    /// and is sent, in order, when ready. Later requests on the connection proceed meanwhile.
+    Deferred(BoxFuture<'static, ResponseKind>),
+    /// No response is sent (Produce with acks=0).
+    None,
+    /// The request cannot be answered; the connection is closed, as Kafka does.
+    Close,
+}
+
+/// Dispatches one decoded request to its handler.
+pub async fn handle(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    request: RequestKind,
+) -> HandlerOutput {
+    use HandlerOutput::Ready;
+    match request {
+        RequestKind::ApiVersions(r) => {
+            Ready(ResponseKind::ApiVersions(api_versions::handle(version, r)))
+        }
+        RequestKind::Metadata(r) => Ready(ResponseKind::Metadata(metadata::handle(
+            context, version, r,
+        ))),
+        RequestKind::Produce(r) => produce::handle(context, version, r),
+        RequestKind::Fetch(r) => Ready(ResponseKind::Fetch(
+            fetch::handle(context, version, r).await,
+        )),
+        RequestKind::ListOffsets(r) => Ready(ResponseKind::ListOffsets(list_offsets::handle(
+            context, version, r,
+        ))),
+        RequestKind::CreateTopics(r) => Ready(ResponseKind::CreateTopics(create_topics::handle(
+            context, version, r,
+        ))),
+        RequestKind::DeleteTopics(r) => Ready(ResponseKind::DeleteTopics(delete_topics::handle(
+            context, version, r,
+        ))),
+        RequestKind::DeleteRecords(r) => Ready(ResponseKind::DeleteRecords(
+            delete_records::handle(context, r),
+        )),
+        RequestKind::OffsetForLeaderEpoch(r) => Ready(ResponseKind::OffsetForLeaderEpoch(
+            offset_for_leader_epoch::handle(context, r),
+        )),
+        RequestKind::DescribeConfigs(r) => Ready(ResponseKind::DescribeConfigs(configs::describe(
+            context, version, r,
+        ))),
+        RequestKind::AlterConfigs(r) => {
+            Ready(ResponseKind::AlterConfigs(configs::alter(context, r)))
+        }
+        RequestKind::IncrementalAlterConfigs(r) => Ready(ResponseKind::IncrementalAlterConfigs(
+            configs::incremental_alter(context, r),
+        )),
+        RequestKind::CreatePartitions(r) => Ready(ResponseKind::CreatePartitions(
+            create_partitions::handle(context, r),
+        )),
+        RequestKind::DescribeCluster(r) => Ready(ResponseKind::DescribeCluster(
+            describe_cluster::handle(context, r),
+        )),
+        other => {
+            // The connection only passes requests listed in SUPPORTED_APIS.
+            tracing::error!(request = ?std::mem::discriminant(&other), "request reached dispatch without a handler");
+            HandlerOutput::Close
+        }
+    }
+}

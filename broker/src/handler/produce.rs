@@ -1,0 +1,193 @@
+//! Produce: validate each partition's batch, append it, and answer after the acks ask for.
+//!
+//! Appends happen in request order (the connection handles one request at a time). With
+//! `flush.on.ack`, the answer waits for a group-commit fsync, as a deferred response, so the
+//! connection can take the next request meanwhile.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use futures::FutureExt;
+use kafka_protocol::messages::produce_request::PartitionProduceData;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use crate::config::MAX_DECOMPRESSED_BATCH_BYTES;
+use crate::error::{BatchError, BrokerError};
+use crate::handler::errors::{batch_error, error_for, log_error};
+use crate::handler::HandlerOutput;
+use crate::log::batch::{validate_producer_batch, ValidationLimits};
+use crate::partition::Partition;
+use crate::server::BrokerContext;
+use crate::topic::Topic;
+
+pub fn handle(
+    context: &Arc<BrokerContext>,
+    _version: i16,
+    request: ProduceRequest,
+) -> HandlerOutput {
+    let acks = request.acks;
+    let valid_acks = matches!(acks, -1..=1);
+    let mut durable_waits: Vec<(usize, usize, Arc<Partition>, i64)> = Vec::new();
+    let mut responses = Vec::with_capacity(request.topic_data.len());
+    for (topic_index, topic_data) in request.topic_data.into_iter().enumerate() {
+        let topic = lookup_topic(context, topic_data.name.as_str());
+        let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
+        for (partition_slot, data) in topic_data.partition_data.into_iter().enumerate() {
+            let index = data.index;
+            let response = if !valid_acks {
+                failed(index, ResponseError::InvalidRequiredAcks, None)
+            } else {
+                match &topic {
+                    Ok(topic) => {
+                        let (response, wait) = produce_partition(context, topic, data);
+                        if let Some((partition, last_offset)) = wait {
+                            durable_waits.push((
+                                topic_index,
+                                partition_slot,
+                                partition,
+                                last_offset,
+                            ));
+                        }
+                        response
+                    }
+                    Err(error) => failed(index, *error, None),
+                }
+            };
+            partition_responses.push(response);
+        }
+        responses.push(
+            TopicProduceResponse::default()
+                .with_name(topic_data.name)
+                .with_partition_responses(partition_responses),
+        );
+    }
+    if acks == 0 {
+        return HandlerOutput::None;
+    }
+    let response = ProduceResponse::default().with_responses(responses);
+    if durable_waits.is_empty() {
+        return HandlerOutput::Ready(ResponseKind::Produce(response));
+    }
+    HandlerOutput::Deferred(
+        async move {
+            let mut response = response;
+            for (topic_slot, partition_slot, partition, last_offset) in durable_waits {
+                if let Err(error) = partition.wait_durable(last_offset).await {
+                    tracing::error!(%error, topic = %partition.topic, partition = partition.index, "fsync failed");
+                    let slot = &mut response.responses[topic_slot].partition_responses[partition_slot];
+                    *slot = failed(slot.index, log_error(&error), Some(error.to_string()));
+                }
+            }
+            ResponseKind::Produce(response)
+        }
+        .boxed(),
+    )
+}
+
+fn lookup_topic(context: &Arc<BrokerContext>, name: &str) -> Result<Arc<Topic>, ResponseError> {
+    if let Some(topic) = context.topics.get(name) {
+        return Ok(topic);
+    }
+    if !context.config.auto_create_topics_enable() {
+        return Err(ResponseError::UnknownTopicOrPartition);
+    }
+    match context.topics.create(name, -1, -1, BTreeMap::new()) {
+        Ok(topic) => Ok(topic),
+        Err(BrokerError::TopicAlreadyExists { .. }) => context
+            .topics
+            .get(name)
+            .ok_or(ResponseError::UnknownTopicOrPartition),
+        Err(error) => Err(error_for(&error)),
+    }
+}
+
+type DurableWait = Option<(Arc<Partition>, i64)>;
+
+fn produce_partition(
+    context: &Arc<BrokerContext>,
+    topic: &Arc<Topic>,
+    data: PartitionProduceData,
+) -> (PartitionProduceResponse, DurableWait) {
+    let index = data.index;
+    let Some(partition) = topic.partition(index) else {
+        return (
+            failed(index, ResponseError::UnknownTopicOrPartition, None),
+            None,
+        );
+    };
+    let Some(records) = data.records else {
+        let error = BatchError::InvalidRecords("no records".into());
+        return (
+            failed(index, batch_error(&error), Some(error.to_string())),
+            None,
+        );
+    };
+    let limits = ValidationLimits {
+        max_batch_bytes: topic.config.max_message_bytes,
+        max_decompressed_bytes: MAX_DECOMPRESSED_BATCH_BYTES,
+    };
+    let validated = match validate_producer_batch(&records, &limits) {
+        Ok(validated) => validated,
+        Err(error) => {
+            tracing::debug!(topic = %topic.name, partition = index, %error, "rejected batch");
+            return (
+                failed(index, batch_error(&error), Some(error.to_string())),
+                None,
+            );
+        }
+    };
+    if validated.header.producer_id >= 0 {
+        let message = "idempotent and transactional batches need InitProducerId, which this broker does not implement yet";
+        return (
+            failed(index, ResponseError::InvalidRecord, Some(message.into())),
+            None,
+        );
+    }
+    let bytes = records.len();
+    match partition.append(BytesMut::from(&records[..])) {
+        Ok(info) => {
+            let labels = [&*topic.name];
+            context
+                .metrics
+                .bytes_in_total
+                .with_label_values(&labels)
+                .inc_by(bytes as u64);
+            context
+                .metrics
+                .records_in_total
+                .with_label_values(&labels)
+                .inc_by(validated.records_count as u64);
+            let response = PartitionProduceResponse::default()
+                .with_index(index)
+                .with_base_offset(info.base_offset)
+                .with_log_append_time_ms(info.log_append_time_ms)
+                .with_log_start_offset(info.log_start_offset);
+            let wait = topic
+                .config
+                .flush_on_ack
+                .then(|| (Arc::clone(partition), info.last_offset));
+            (response, wait)
+        }
+        Err(error) => {
+            tracing::error!(topic = %topic.name, partition = index, %error, "append failed");
+            (
+                failed(index, log_error(&error), Some(error.to_string())),
+                None,
+            )
+        }
+    }
+}
+
+fn failed(index: i32, error: ResponseError, message: Option<String>) -> PartitionProduceResponse {
+    PartitionProduceResponse::default()
+        .with_index(index)
+        .with_error_code(error.code())
+        .with_base_offset(-1)
+        .with_log_append_time_ms(-1)
+        .with_log_start_offset(-1)
+        .with_error_message(message.map(StrBytes::from_string))
+}

@@ -1,0 +1,47 @@
+//! # weir-broker
+//!
+//! A Kafka-compatible broker: it speaks the Kafka wire protocol (via the `kafka-protocol` crate),
+//! so existing Kafka clients work unchanged, and stores each partition as a durable, segmented,
+//! append-only log.
+//!
+//! ## Module map
+//! - [`server`]: the running [`Broker`] — listener, per-connection framing and in-order
+//!   responses, `/metrics`, background retention/flush tasks, clean shutdown.
+//! - [`handler`]: one file per Kafka API (`produce.rs`, `fetch.rs`, …); `handler::errors` is the
+//!   one mapping from internal errors to Kafka error codes; `SUPPORTED_APIS` is what ApiVersions
+//!   reports.
+//! - [`topic`]: topic registry — names, ids, partitions, config overrides, persistence.
+//! - [`partition`]: a partition's replication-facing state (leader epoch, high watermark) and
+//!   waiters (long-poll fetches, group-commit fsyncs).
+//! - [`log`]: storage — record batches, segments, indexes, recovery, retention.
+//! - [`config`]: broker and topic configuration by Kafka's property names.
+//! - [`metrics`], [`clock`] (time behind a seam), [`error`].
+//!
+//! ## Data flow
+//! Produce: connection reads a frame → `handler::produce` validates the batch (CRC, size, record
+//! framing, bounded decompression) → `Partition::append` stamps offsets and leader epoch and
+//! writes it to the active segment → high watermark moves, waking long-poll fetchers → the
+//! response is sent (after a group-commit fsync when `flush.on.ack` is set).
+//! Fetch: `handler::fetch` → `Partition::read` → offset index lookup → whole batches, as stored.
+//!
+//! ## Invariants
+//! - Batches are stored byte-for-byte as producers sent them, except base offset, partition
+//!   leader epoch and (LogAppendTime topics) timestamps + CRC.
+//! - Offsets within a partition strictly increase; consumers see only offsets below the high
+//!   watermark.
+//! - After a crash, recovery cuts each log at its first torn or corrupt batch; nothing before it
+//!   is lost.
+
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod handler;
+pub mod log;
+pub mod metrics;
+pub mod partition;
+pub mod server;
+pub mod topic;
+
+pub use config::BrokerConfig;
+pub use error::BrokerError;
+pub use server::Broker;

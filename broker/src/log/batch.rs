@@ -1,0 +1,363 @@
+//! Record batches (magic v2) as they travel on the wire and sit in segments.
+//!
+//! The log stores batches exactly as producers sent them. The broker only ever rewrites the
+//! fields that are not covered by the CRC (base offset, partition leader epoch) and, for topics
+//! with `message.timestamp.type=LogAppendTime`, the timestamp fields (then the CRC is recomputed).
+//!
+//! Layout of the 61-byte header (all big-endian):
+//! ```text
+//! 0  base_offset i64        | 8  batch_length i32 | 12 partition_leader_epoch i32 | 16 magic i8
+//! 17 crc u32 (CRC-32C of bytes 21..end)           | 21 attributes i16 | 23 last_offset_delta i32
+//! 27 base_timestamp i64     | 35 max_timestamp i64 | 43 producer_id i64 | 51 producer_epoch i16
+//! 53 base_sequence i32      | 57 records_count i32 | 61 records…
+//! ```
+
+use bytes::{Buf, BytesMut};
+
+use crate::error::BatchError;
+use crate::log::compression::{decompress_bounded, CompressionCodec};
+
+/// Size of the fixed v2 batch header.
+pub const BATCH_HEADER_BYTES: usize = 61;
+/// Bytes before (and including) the `batch_length` field.
+pub const LOG_OVERHEAD_BYTES: usize = 12;
+const PARTITION_LEADER_EPOCH_OFFSET: usize = 12;
+const CRC_OFFSET: usize = 17;
+const ATTRIBUTES_OFFSET: usize = 21;
+const BASE_TIMESTAMP_OFFSET: usize = 27;
+const MAX_TIMESTAMP_OFFSET: usize = 35;
+
+const TIMESTAMP_TYPE_LOG_APPEND_TIME_BIT: i16 = 1 << 3;
+const TRANSACTIONAL_BIT: i16 = 1 << 4;
+const CONTROL_BIT: i16 = 1 << 5;
+
+/// The decoded fixed header of one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    pub base_offset: i64,
+    /// Bytes following the `batch_length` field; the whole batch is `batch_length + 12` bytes.
+    pub batch_length: i32,
+    pub partition_leader_epoch: i32,
+    pub magic: i8,
+    pub crc: u32,
+    pub attributes: i16,
+    pub last_offset_delta: i32,
+    pub base_timestamp: i64,
+    pub max_timestamp: i64,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub records_count: i32,
+}
+
+impl BatchHeader {
+    /// Parses the header at the start of `bytes`, which must hold at least the 61 header bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Self, BatchError> {
+        if bytes.len() < BATCH_HEADER_BYTES {
+            return Err(BatchError::Truncated {
+                needed: BATCH_HEADER_BYTES,
+                available: bytes.len(),
+            });
+        }
+        let mut buf = bytes;
+        let header = BatchHeader {
+            base_offset: buf.get_i64(),
+            batch_length: buf.get_i32(),
+            partition_leader_epoch: buf.get_i32(),
+            magic: buf.get_i8(),
+            crc: buf.get_u32(),
+            attributes: buf.get_i16(),
+            last_offset_delta: buf.get_i32(),
+            base_timestamp: buf.get_i64(),
+            max_timestamp: buf.get_i64(),
+            producer_id: buf.get_i64(),
+            producer_epoch: buf.get_i16(),
+            base_sequence: buf.get_i32(),
+            records_count: buf.get_i32(),
+        };
+        if header.magic != 2 {
+            return Err(BatchError::UnsupportedMagic(header.magic));
+        }
+        if (header.batch_length as i64) < (BATCH_HEADER_BYTES - LOG_OVERHEAD_BYTES) as i64 {
+            return Err(BatchError::InvalidLength(header.batch_length));
+        }
+        Ok(header)
+    }
+
+    /// Total bytes of the batch including the offset and length fields.
+    pub fn total_bytes(&self) -> usize {
+        self.batch_length as usize + LOG_OVERHEAD_BYTES
+    }
+
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + self.last_offset_delta as i64
+    }
+
+    /// The offset after this batch.
+    pub fn next_offset(&self) -> i64 {
+        self.last_offset() + 1
+    }
+
+    pub fn compression(&self) -> Result<CompressionCodec, BatchError> {
+        CompressionCodec::from_attributes(self.attributes)
+    }
+
+    pub fn is_log_append_time(&self) -> bool {
+        self.attributes & TIMESTAMP_TYPE_LOG_APPEND_TIME_BIT != 0
+    }
+
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & TRANSACTIONAL_BIT != 0
+    }
+
+    pub fn is_control(&self) -> bool {
+        self.attributes & CONTROL_BIT != 0
+    }
+}
+
+/// Reads just `base_offset` and `batch_length` (the first 12 bytes) without validating anything.
+pub fn peek_offset_and_length(bytes: &[u8]) -> Option<(i64, usize)> {
+    if bytes.len() < LOG_OVERHEAD_BYTES {
+        return None;
+    }
+    let mut buf = bytes;
+    let base_offset = buf.get_i64();
+    let batch_length = buf.get_i32();
+    if batch_length < (BATCH_HEADER_BYTES - LOG_OVERHEAD_BYTES) as i32 {
+        return None;
+    }
+    Some((base_offset, batch_length as usize + LOG_OVERHEAD_BYTES))
+}
+
+/// CRC-32C over the bytes the batch CRC covers (attributes to the end).
+pub fn compute_crc(batch: &[u8]) -> u32 {
+    crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..])
+}
+
+/// Checks the CRC of one whole batch.
+pub fn verify_crc(batch: &[u8], header: &BatchHeader) -> Result<(), BatchError> {
+    let computed = compute_crc(batch);
+    if computed != header.crc {
+        return Err(BatchError::CrcMismatch {
+            stored: header.crc,
+            computed,
+        });
+    }
+    Ok(())
+}
+
+/// Limits applied while validating a batch from a producer.
+#[derive(Debug, Clone, Copy)]
+pub struct ValidationLimits {
+    /// `max.message.bytes` of the topic: the largest batch accepted.
+    pub max_batch_bytes: usize,
+    /// Upper bound on the uncompressed size of a compressed batch.
+    pub max_decompressed_bytes: usize,
+}
+
+/// What validation learned about a producer batch.
+#[derive(Debug, Clone, Copy)]
+pub struct ValidatedBatch {
+    pub header: BatchHeader,
+    pub records_count: i32,
+}
+
+/// Validates the `records` field of a Produce request: exactly one v2 batch with a good CRC,
+/// a size within limits, and records whose count and offset deltas match the header.
+pub fn validate_producer_batch(
+    records: &[u8],
+    limits: &ValidationLimits,
+) -> Result<ValidatedBatch, BatchError> {
+    let header = BatchHeader::parse(records)?;
+    let total = header.total_bytes();
+    if total != records.len() {
+        if total > records.len() {
+            return Err(BatchError::Truncated {
+                needed: total,
+                available: records.len(),
+            });
+        }
+        return Err(BatchError::MoreThanOneBatch);
+    }
+    if total > limits.max_batch_bytes {
+        return Err(BatchError::TooLarge {
+            size: total,
+            max: limits.max_batch_bytes,
+        });
+    }
+    verify_crc(records, &header)?;
+    if header.records_count <= 0 {
+        return Err(BatchError::InvalidRecords(
+            "a batch must hold at least one record".into(),
+        ));
+    }
+    if header.last_offset_delta != header.records_count - 1 {
+        return Err(BatchError::InvalidRecords(format!(
+            "last offset delta {} does not match record count {}",
+            header.last_offset_delta, header.records_count
+        )));
+    }
+    let codec = header.compression()?;
+    let body = &records[BATCH_HEADER_BYTES..];
+    match codec {
+        CompressionCodec::None => check_records(body, header.records_count)?,
+        codec => {
+            let plain = decompress_bounded(codec, body, limits.max_decompressed_bytes)?;
+            check_records(&plain, header.records_count)?;
+        }
+    }
+    Ok(ValidatedBatch {
+        header,
+        records_count: header.records_count,
+    })
+}
+
+/// Walks the record framing: each record is a varint length, attributes, a timestamp delta and an
+/// offset delta that must count up from zero. Calls `visit(offset_delta, timestamp_delta)`.
+fn walk_records(
+    mut body: &[u8],
+    records_count: i32,
+    mut visit: impl FnMut(i64, i64),
+) -> Result<(), BatchError> {
+    for expected_delta in 0..records_count as i64 {
+        let length = read_varint(&mut body)?;
+        if length < 0 || length as usize > body.len() {
+            return Err(BatchError::InvalidRecords(format!(
+                "record {expected_delta} claims {length} bytes, {} remain",
+                body.len()
+            )));
+        }
+        let (mut record, rest) = body.split_at(length as usize);
+        body = rest;
+        if record.is_empty() {
+            return Err(BatchError::InvalidRecords("empty record".into()));
+        }
+        record.advance(1); // attributes
+        let timestamp_delta = read_varlong(&mut record)?;
+        let offset_delta = read_varlong(&mut record)?;
+        if offset_delta != expected_delta {
+            return Err(BatchError::InvalidRecords(format!(
+                "record offset delta {offset_delta}, expected {expected_delta}"
+            )));
+        }
+        visit(offset_delta, timestamp_delta);
+    }
+    if !body.is_empty() {
+        return Err(BatchError::InvalidRecords(format!(
+            "{} bytes after the last of {records_count} records",
+            body.len()
+        )));
+    }
+    Ok(())
+}
+
+fn check_records(body: &[u8], records_count: i32) -> Result<(), BatchError> {
+    walk_records(body, records_count, |_, _| {})
+}
+
+/// (offset, timestamp) of every record, given the (decompressed) records section of a batch.
+pub fn record_offsets_and_timestamps(
+    records: &[u8],
+    header: &BatchHeader,
+) -> Result<Vec<(i64, i64)>, BatchError> {
+    let mut out = Vec::with_capacity(header.records_count.max(0) as usize);
+    walk_records(
+        records,
+        header.records_count,
+        |offset_delta, timestamp_delta| {
+            out.push((
+                header.base_offset + offset_delta,
+                header.base_timestamp + timestamp_delta,
+            ))
+        },
+    )?;
+    Ok(out)
+}
+
+fn read_varint(buf: &mut &[u8]) -> Result<i32, BatchError> {
+    let value = read_varlong(buf)?;
+    i32::try_from(value).map_err(|_| BatchError::InvalidRecords("varint out of range".into()))
+}
+
+/// Zig-zag varlong as used inside records.
+fn read_varlong(buf: &mut &[u8]) -> Result<i64, BatchError> {
+    let mut raw: u64 = 0;
+    for shift in (0..70).step_by(7) {
+        let Some((&byte, rest)) = buf.split_first() else {
+            return Err(BatchError::InvalidRecords("truncated varint".into()));
+        };
+        *buf = rest;
+        if shift == 63 && byte > 1 {
+            return Err(BatchError::InvalidRecords("varint too long".into()));
+        }
+        raw |= ((byte & 0x7f) as u64) << shift;
+        if byte & 0x80 == 0 {
+            return Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64));
+        }
+    }
+    Err(BatchError::InvalidRecords("varint too long".into()))
+}
+
+/// Stamps the broker-assigned fields onto a validated batch before it is appended.
+pub fn assign_offsets(
+    batch: &mut BytesMut,
+    base_offset: i64,
+    partition_leader_epoch: i32,
+    log_append_time_ms: Option<i64>,
+) {
+    batch[0..8].copy_from_slice(&base_offset.to_be_bytes());
+    batch[PARTITION_LEADER_EPOCH_OFFSET..PARTITION_LEADER_EPOCH_OFFSET + 4]
+        .copy_from_slice(&partition_leader_epoch.to_be_bytes());
+    if let Some(now_ms) = log_append_time_ms {
+        let mut attributes =
+            i16::from_be_bytes([batch[ATTRIBUTES_OFFSET], batch[ATTRIBUTES_OFFSET + 1]]);
+        attributes |= TIMESTAMP_TYPE_LOG_APPEND_TIME_BIT;
+        batch[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+        // Kafka sets both the base and the max timestamp to the append time.
+        batch[BASE_TIMESTAMP_OFFSET..BASE_TIMESTAMP_OFFSET + 8]
+            .copy_from_slice(&now_ms.to_be_bytes());
+        batch[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8]
+            .copy_from_slice(&now_ms.to_be_bytes());
+        let crc = compute_crc(batch);
+        batch[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    }
+}
+
+/// Iterates over complete batches in a byte range read from a segment.
+pub struct BatchIter<'a> {
+    bytes: &'a [u8],
+    position: usize,
+}
+
+impl<'a> BatchIter<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        BatchIter { bytes, position: 0 }
+    }
+
+    /// Bytes consumed by the complete batches returned so far.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    /// (position of the batch in the slice, its header)
+    type Item = Result<(usize, BatchHeader), BatchError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rest = &self.bytes[self.position..];
+        if rest.len() < BATCH_HEADER_BYTES {
+            return None;
+        }
+        let header = match BatchHeader::parse(rest) {
+            Ok(header) => header,
+            Err(error) => return Some(Err(error)),
+        };
+        if header.total_bytes() > rest.len() {
+            return None;
+        }
+        let position = self.position;
+        self.position += header.total_bytes();
+        Some(Ok((position, header)))
+    }
+}

@@ -1,0 +1,638 @@
+//! The log of one partition: an ordered set of segments, the last of which is active.
+//!
+//! Offsets: `log_start_offset` ≤ first retained offset; `log_end_offset` is the next offset to be
+//! assigned. The log itself knows nothing of high watermarks or leaders; `partition` does.
+//!
+//! Durability: appends go to the OS page cache. `flush_plan`/`mark_flushed` let a caller fsync
+//! outside the lock (group commit); `recovery_point` is the offset below which everything is
+//! known flushed, persisted so that recovery after a crash rescans only what may be torn.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::config::LogConfig;
+use crate::error::LogError;
+use crate::log::batch::{self, BatchHeader, BatchIter};
+use crate::log::compression::decompress_bounded;
+use crate::log::index::write_file_synced;
+use crate::log::segment::{read_file_at, Segment};
+
+const LOG_START_OFFSET_FILE: &str = "log-start-offset";
+const RECOVERY_POINT_FILE: &str = "recovery-point";
+
+/// Where an appended batch landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    /// The append time when the topic uses LogAppendTime, else -1.
+    pub log_append_time_ms: i64,
+    pub log_start_offset: i64,
+}
+
+/// Data read for a fetch: whole batches, possibly none.
+#[derive(Debug, Clone, Default)]
+pub struct ReadResult {
+    pub records: Bytes,
+    /// Offset after the last batch returned (equals the fetch offset when nothing was read).
+    pub next_offset: i64,
+}
+
+/// What must be fsynced to make everything appended so far durable.
+pub struct FlushPlan {
+    pub files: Vec<(Arc<File>, PathBuf)>,
+    pub up_to_offset: i64,
+}
+
+pub struct PartitionLog {
+    dir: PathBuf,
+    config: LogConfig,
+    segments: BTreeMap<i64, Segment>,
+    log_start_offset: i64,
+    /// Sealed segments not yet fsynced.
+    unflushed_sealed: Vec<(Arc<File>, PathBuf)>,
+    recovery_point: i64,
+    unflushed_messages: i64,
+    last_flush_ms: i64,
+}
+
+impl PartitionLog {
+    /// Opens (or creates) the log in `dir`. With `clean_shutdown`, only the active segment's tail is
+    /// located from its index; otherwise every segment from the recovery point on is scanned and cut
+    /// at the first torn or corrupt batch (later segments are then removed).
+    pub fn open(
+        dir: &Path,
+        config: LogConfig,
+        clean_shutdown: bool,
+        now_ms: i64,
+    ) -> Result<Self, LogError> {
+        fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+        let mut bases = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
+            let entry = entry.map_err(|e| LogError::io(dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".tmp") {
+                let _ = fs::remove_file(entry.path());
+                continue;
+            }
+            if let Some(stem) = name.strip_suffix(".log") {
+                if let Ok(base) = stem.parse::<i64>() {
+                    bases.push(base);
+                }
+            }
+        }
+        bases.sort_unstable();
+        let saved_log_start = read_offset_file(&dir.join(LOG_START_OFFSET_FILE));
+        let recovery_point = read_offset_file(&dir.join(RECOVERY_POINT_FILE)).unwrap_or(0);
+        let mut log = PartitionLog {
+            dir: dir.to_path_buf(),
+            config,
+            segments: BTreeMap::new(),
+            log_start_offset: 0,
+            unflushed_sealed: Vec::new(),
+            recovery_point,
+            unflushed_messages: 0,
+            last_flush_ms: now_ms,
+        };
+        log.load_segments(&bases, clean_shutdown, now_ms)?;
+        if log.segments.is_empty() {
+            let base = saved_log_start.unwrap_or(0);
+            log.segments
+                .insert(base, Segment::create(dir, base, now_ms)?);
+        }
+        let first_base = *log.segments.keys().next().unwrap_or(&0);
+        let log_end = log.log_end_offset();
+        log.log_start_offset = saved_log_start
+            .unwrap_or(first_base)
+            .max(first_base)
+            .min(log_end);
+        log.recovery_point = log.recovery_point.min(log_end);
+        Ok(log)
+    }
+
+    fn load_segments(
+        &mut self,
+        bases: &[i64],
+        clean_shutdown: bool,
+        now_ms: i64,
+    ) -> Result<(), LogError> {
+        let interval = self.config.index_interval_bytes;
+        let mut index = 0;
+        while index < bases.len() {
+            let base = bases[index];
+            let next_base = bases.get(index + 1).copied();
+            let is_last = next_base.is_none();
+            let must_scan =
+                !clean_shutdown && next_base.is_none_or(|next| next > self.recovery_point);
+            if must_scan || is_last {
+                let (segment, cut) = Segment::recover(&self.dir, base, interval, now_ms)?;
+                let ends_short = next_base.is_some_and(|next| segment.next_offset() < next);
+                if cut > 0 || ends_short {
+                    tracing::warn!(
+                        dir = %self.dir.display(),
+                        segment = base,
+                        cut_bytes = cut,
+                        "recovered segment ends early; removing later segments"
+                    );
+                    self.segments.insert(base, segment);
+                    for &later in &bases[index + 1..] {
+                        let (later_segment, _) =
+                            Segment::recover(&self.dir, later, interval, now_ms)?;
+                        later_segment.delete_files()?;
+                    }
+                    return Ok(());
+                }
+                self.segments.insert(base, segment);
+            } else {
+                let next = next_base.unwrap_or(base);
+                self.segments
+                    .insert(base, Segment::open_sealed(&self.dir, base, next, interval)?);
+            }
+            index += 1;
+        }
+        Ok(())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    pub fn set_config(&mut self, config: LogConfig) {
+        self.config = config;
+    }
+
+    pub fn log_start_offset(&self) -> i64 {
+        self.log_start_offset
+    }
+
+    pub fn log_end_offset(&self) -> i64 {
+        self.active().next_offset()
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.segments.values().map(Segment::size).sum()
+    }
+
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    fn active(&self) -> &Segment {
+        self.segments
+            .values()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .values_mut()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+
+    /// Appends a validated producer batch, assigning offsets from the log end.
+    pub fn append(
+        &mut self,
+        mut batch: BytesMut,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        let header = BatchHeader::parse(&batch)?;
+        self.maybe_roll(batch.len() as u64, now_ms)?;
+        let base_offset = self.log_end_offset();
+        let log_append_time = self.config.log_append_time.then_some(now_ms);
+        batch::assign_offsets(&mut batch, base_offset, leader_epoch, log_append_time);
+        let header = BatchHeader {
+            base_offset,
+            partition_leader_epoch: leader_epoch,
+            max_timestamp: log_append_time.unwrap_or(header.max_timestamp),
+            ..header
+        };
+        let interval = self.config.index_interval_bytes;
+        self.active_mut().append(&batch, &header, interval)?;
+        self.unflushed_messages += header.records_count as i64;
+        Ok(AppendInfo {
+            base_offset,
+            last_offset: header.last_offset(),
+            log_append_time_ms: log_append_time.unwrap_or(-1),
+            log_start_offset: self.log_start_offset,
+        })
+    }
+
+    /// Appends batches whose offsets are already assigned (a follower copying its leader, tests).
+    pub fn append_as_is(&mut self, batch: &[u8], now_ms: i64) -> Result<(), LogError> {
+        let header = BatchHeader::parse(batch)?;
+        batch::verify_crc(batch, &header)?;
+        if header.base_offset < self.log_end_offset() {
+            return Err(LogError::OffsetOutOfRange {
+                requested: header.base_offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: self.log_end_offset(),
+            });
+        }
+        self.maybe_roll(batch.len() as u64, now_ms)?;
+        let interval = self.config.index_interval_bytes;
+        self.active_mut().append(batch, &header, interval)?;
+        self.unflushed_messages += header.records_count as i64;
+        Ok(())
+    }
+
+    fn maybe_roll(&mut self, incoming_bytes: u64, now_ms: i64) -> Result<(), LogError> {
+        let active = self.active();
+        if active.is_empty() {
+            return Ok(());
+        }
+        let full = active.size() + incoming_bytes > self.config.segment_bytes;
+        let aged = now_ms - active.created_ms() >= self.config.segment_ms;
+        let offsets_fit = self.log_end_offset() - active.base_offset < u32::MAX as i64 - 1;
+        if full || aged || !offsets_fit {
+            self.roll(now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Seals the active segment and starts a new one at the log end offset.
+    pub fn roll(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let new_base = self.log_end_offset();
+        if self.active().base_offset == new_base {
+            return Ok(());
+        }
+        let active = self.active_mut();
+        active.write_indexes()?;
+        let sealed = (active.file(), active.path().to_path_buf());
+        self.unflushed_sealed.push(sealed);
+        let segment = Segment::create(&self.dir, new_base, now_ms)?;
+        self.segments.insert(new_base, segment);
+        sync_dir(&self.dir)?;
+        Ok(())
+    }
+
+    /// Reads whole batches starting with the one that holds `fetch_offset`, stopping before
+    /// `max_offset` (exclusive, e.g. the high watermark). At most `max_bytes`, except that with
+    /// `min_one_batch` the first batch is returned whole even when larger (KIP-74).
+    pub fn read(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+        min_one_batch: bool,
+    ) -> Result<ReadResult, LogError> {
+        let log_end = self.log_end_offset();
+        if fetch_offset < self.log_start_offset || fetch_offset > log_end {
+            return Err(LogError::OffsetOutOfRange {
+                requested: fetch_offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: log_end,
+            });
+        }
+        let empty = ReadResult {
+            records: Bytes::new(),
+            next_offset: fetch_offset,
+        };
+        if fetch_offset >= max_offset {
+            return Ok(empty);
+        }
+        for segment in self
+            .segments
+            .range(..=fetch_offset)
+            .next_back()
+            .into_iter()
+            .map(|(_, s)| s)
+            .chain(self.segments.range(fetch_offset + 1..).map(|(_, s)| s))
+        {
+            if segment.next_offset() <= fetch_offset {
+                continue;
+            }
+            let Some((position, first)) = segment.find_batch(fetch_offset)? else {
+                continue;
+            };
+            if first.base_offset >= max_offset
+                || (!min_one_batch && first.total_bytes() > max_bytes)
+            {
+                return Ok(empty);
+            }
+            let want = max_bytes.max(first.total_bytes());
+            let available = (segment.size() - position) as usize;
+            let bytes = segment.read_at(position, want.min(available))?;
+            let mut end = 0;
+            let mut next_offset = fetch_offset;
+            for item in BatchIter::new(&bytes) {
+                let (at, header) = item?;
+                if header.base_offset >= max_offset {
+                    break;
+                }
+                end = at + header.total_bytes();
+                next_offset = header.next_offset();
+            }
+            let mut records = Bytes::from(bytes);
+            records.truncate(end);
+            return Ok(ReadResult {
+                records,
+                next_offset,
+            });
+        }
+        Ok(empty)
+    }
+
+    /// Offset of the first record with a timestamp ≥ `timestamp`, with that record's timestamp.
+    pub fn offset_for_timestamp(
+        &self,
+        timestamp: i64,
+        max_offset: i64,
+        max_decompressed_bytes: usize,
+    ) -> Result<Option<(i64, i64)>, LogError> {
+        for segment in self.segments.values() {
+            if segment.max_timestamp() < timestamp || segment.next_offset() <= self.log_start_offset
+            {
+                continue;
+            }
+            let start = segment.time_search_start(timestamp);
+            let log_start = self.log_start_offset;
+            let found = segment.find_batch_from(start, |header| {
+                header.max_timestamp >= timestamp && header.last_offset() >= log_start
+            })?;
+            let Some((position, header)) = found else {
+                continue;
+            };
+            if header.base_offset >= max_offset {
+                return Ok(None);
+            }
+            let bytes = segment.read_at(position, header.total_bytes())?;
+            let records = decode_records(&bytes, &header, max_decompressed_bytes)?;
+            let hit = records.into_iter().find(|(offset, record_timestamp)| {
+                *record_timestamp >= timestamp && *offset >= log_start && *offset < max_offset
+            });
+            if let Some(hit) = hit {
+                return Ok(Some(hit));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Offset and timestamp of the record with the largest timestamp (the first such record).
+    pub fn max_timestamp_offset(
+        &self,
+        max_offset: i64,
+        max_decompressed_bytes: usize,
+    ) -> Result<Option<(i64, i64)>, LogError> {
+        let best = self
+            .segments
+            .values()
+            .filter(|s| !s.is_empty() && s.next_offset() > self.log_start_offset)
+            .max_by_key(|s| (s.max_timestamp(), std::cmp::Reverse(s.base_offset)));
+        let Some(segment) = best else {
+            return Ok(None);
+        };
+        let target = segment.offset_of_max_timestamp();
+        let Some((position, header)) = segment.find_batch(target)? else {
+            return Ok(None);
+        };
+        if header.base_offset >= max_offset {
+            return Ok(None);
+        }
+        let bytes = segment.read_at(position, header.total_bytes())?;
+        let records = decode_records(&bytes, &header, max_decompressed_bytes)?;
+        Ok(records
+            .into_iter()
+            .find(|(_, record_timestamp)| *record_timestamp == header.max_timestamp))
+    }
+
+    /// Moves the log start offset forward (DeleteRecords); whole segments below it are removed.
+    pub fn advance_log_start_offset(&mut self, offset: i64, now_ms: i64) -> Result<i64, LogError> {
+        let log_end = self.log_end_offset();
+        if offset > log_end {
+            return Err(LogError::OffsetOutOfRange {
+                requested: offset,
+                log_start_offset: self.log_start_offset,
+                log_end_offset: log_end,
+            });
+        }
+        if offset > self.log_start_offset {
+            self.log_start_offset = offset;
+            self.write_log_start_offset()?;
+            self.delete_segments_below_log_start(now_ms)?;
+        }
+        Ok(self.log_start_offset)
+    }
+
+    fn delete_segments_below_log_start(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let doomed: Vec<i64> = self
+            .segments
+            .values()
+            .filter(|s| {
+                s.next_offset() <= self.log_start_offset
+                    && s.base_offset != self.active().base_offset
+            })
+            .map(|s| s.base_offset)
+            .collect();
+        let whole_log =
+            self.active().next_offset() <= self.log_start_offset && !self.active().is_empty();
+        if whole_log {
+            self.roll(now_ms)?;
+            return self.delete_segments_below_log_start(now_ms);
+        }
+        self.delete_segments(&doomed)
+    }
+
+    fn delete_segments(&mut self, bases: &[i64]) -> Result<(), LogError> {
+        for base in bases {
+            if let Some(segment) = self.segments.remove(base) {
+                let path = segment.path().to_path_buf();
+                self.unflushed_sealed.retain(|(_, p)| *p != path);
+                segment.delete_files()?;
+            }
+        }
+        if let Some(first) = self.segments.keys().next() {
+            if *first > self.log_start_offset {
+                self.log_start_offset = *first;
+                self.write_log_start_offset()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `retention.ms` and `retention.bytes`; returns the number of segments deleted.
+    pub fn apply_retention(&mut self, now_ms: i64) -> Result<usize, LogError> {
+        let mut doomed = Vec::new();
+        let retention_ms = self.config.retention_ms;
+        let retention_bytes = self.config.retention_bytes;
+        let mut total = self.size_bytes() as i64;
+        for segment in self.segments.values() {
+            if segment.is_empty() {
+                break;
+            }
+            let expired = retention_ms >= 0
+                && segment.max_timestamp() >= 0
+                && now_ms - segment.max_timestamp() > retention_ms;
+            let oversized =
+                retention_bytes >= 0 && total - segment.size() as i64 >= retention_bytes;
+            if !(expired || oversized) {
+                break;
+            }
+            total -= segment.size() as i64;
+            doomed.push(segment.base_offset);
+        }
+        if doomed.is_empty() {
+            return Ok(0);
+        }
+        if doomed.last() == Some(&self.active().base_offset) {
+            self.roll(now_ms)?;
+        }
+        let count = doomed.len();
+        let new_start = self
+            .segments
+            .range(doomed[count - 1] + 1..)
+            .next()
+            .map_or(self.log_end_offset(), |(base, _)| *base);
+        self.delete_segments(&doomed)?;
+        if new_start > self.log_start_offset {
+            self.log_start_offset = new_start;
+            self.write_log_start_offset()?;
+        }
+        Ok(count)
+    }
+
+    /// Removes every batch at or after `offset` (recovery, followers, tests).
+    pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
+        if offset >= self.log_end_offset() {
+            return Ok(());
+        }
+        let offset = offset.max(self.log_start_offset);
+        let doomed: Vec<i64> = self.segments.range(offset + 1..).map(|(b, _)| *b).collect();
+        let keep_one = doomed.len() == self.segments.len();
+        let doomed: Vec<i64> = if keep_one {
+            doomed[1..].to_vec()
+        } else {
+            doomed
+        };
+        for base in &doomed {
+            if let Some(segment) = self.segments.remove(base) {
+                let path = segment.path().to_path_buf();
+                self.unflushed_sealed.retain(|(_, p)| *p != path);
+                segment.delete_files()?;
+            }
+        }
+        let interval = self.config.index_interval_bytes;
+        self.active_mut().truncate_to(offset, interval)?;
+        self.recovery_point = self.recovery_point.min(offset);
+        Ok(())
+    }
+
+    /// What to fsync to make everything appended durable; see `mark_flushed`.
+    pub fn flush_plan(&self) -> FlushPlan {
+        let mut files = self.unflushed_sealed.clone();
+        let active = self.active();
+        files.push((active.file(), active.path().to_path_buf()));
+        FlushPlan {
+            files,
+            up_to_offset: self.log_end_offset(),
+        }
+    }
+
+    /// Records that a flush plan's files were fsynced.
+    pub fn mark_flushed(&mut self, plan: &FlushPlan, now_ms: i64) {
+        self.unflushed_sealed
+            .retain(|(_, path)| !plan.files.iter().any(|(_, p)| p == path));
+        if plan.up_to_offset > self.recovery_point {
+            self.recovery_point = plan.up_to_offset;
+        }
+        self.unflushed_messages = 0;
+        self.last_flush_ms = now_ms;
+    }
+
+    /// Whether `flush.messages` or `flush.ms` call for a flush now.
+    pub fn flush_due(&self, now_ms: i64) -> bool {
+        let pending =
+            self.recovery_point < self.log_end_offset() || !self.unflushed_sealed.is_empty();
+        pending
+            && (self.unflushed_messages >= self.config.flush_messages
+                || now_ms - self.last_flush_ms >= self.config.flush_ms)
+    }
+
+    /// Persists the recovery point (call after a flush, periodically and at shutdown).
+    pub fn checkpoint_recovery_point(&self) -> Result<(), LogError> {
+        let path = self.dir.join(RECOVERY_POINT_FILE);
+        write_file_synced(&path, self.recovery_point.to_string().as_bytes())
+            .map_err(|e| LogError::io(&path, e))
+    }
+
+    /// Flushes everything and writes indexes and checkpoints: the clean-shutdown path.
+    pub fn close(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let plan = self.flush_plan();
+        for (file, path) in &plan.files {
+            file.sync_data().map_err(|e| LogError::io(path, e))?;
+        }
+        self.mark_flushed(&plan, now_ms);
+        self.active_mut().write_indexes()?;
+        self.checkpoint_recovery_point()?;
+        self.write_log_start_offset()
+    }
+
+    fn write_log_start_offset(&self) -> Result<(), LogError> {
+        let path = self.dir.join(LOG_START_OFFSET_FILE);
+        write_file_synced(&path, self.log_start_offset.to_string().as_bytes())
+            .map_err(|e| LogError::io(&path, e))
+    }
+
+    /// Deletes every file of the log (topic deletion).
+    pub fn delete(self) -> Result<(), LogError> {
+        fs::remove_dir_all(&self.dir).map_err(|e| LogError::io(&self.dir, e))
+    }
+
+    /// Reads raw bytes of the log for tests and tools: all batches from the start.
+    pub fn read_all_batches(&self) -> Result<Vec<(BatchHeader, Bytes)>, LogError> {
+        let mut out = Vec::new();
+        for segment in self.segments.values() {
+            let bytes = read_file_at(&segment.file(), segment.path(), 0, segment.size() as usize)?;
+            let bytes = Bytes::from(bytes);
+            for item in BatchIter::new(&bytes) {
+                let (at, header) = item?;
+                out.push((header, bytes.slice(at..at + header.total_bytes())));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// (offset, timestamp) of each record in a batch.
+fn decode_records(
+    bytes: &[u8],
+    header: &BatchHeader,
+    max_decompressed_bytes: usize,
+) -> Result<Vec<(i64, i64)>, LogError> {
+    if header.is_log_append_time() {
+        return Ok((header.base_offset..=header.last_offset())
+            .map(|offset| (offset, header.max_timestamp))
+            .collect());
+    }
+    let codec = header.compression()?;
+    let body = &bytes[batch::BATCH_HEADER_BYTES..];
+    let plain;
+    let records = match codec {
+        crate::log::compression::CompressionCodec::None => body,
+        codec => {
+            plain = decompress_bounded(codec, body, max_decompressed_bytes)?;
+            &plain[..]
+        }
+    };
+    Ok(batch::record_offsets_and_timestamps(records, header)?)
+}
+
+fn read_offset_file(path: &Path) -> Option<i64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+fn sync_dir(dir: &Path) -> Result<(), LogError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LogError::io(dir, e))
+}

@@ -1,0 +1,447 @@
+//! One segment of a partition log: `<base offset>.log` with its offset and time indexes.
+//!
+//! Invariants: the file holds whole, CRC-valid batches back to back from position 0 to `size`;
+//! batch offsets strictly increase and are ≥ `base_offset`; `next_offset` is one past the last
+//! batch's last offset (or `base_offset` when empty).
+
+use std::fs::{self, File, OpenOptions};
+use std::ops::ControlFlow;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{BatchError, LogError};
+use crate::log::batch::{self, BatchHeader, BATCH_HEADER_BYTES};
+use crate::log::index::{OffsetIndex, TimeIndex};
+
+/// Bytes read at a time while walking batches.
+const SCAN_CHUNK_BYTES: usize = 256 * 1024;
+
+pub fn segment_file_name(base_offset: i64, extension: &str) -> String {
+    format!("{base_offset:020}.{extension}")
+}
+
+pub struct Segment {
+    pub base_offset: i64,
+    path: PathBuf,
+    file: Arc<File>,
+    size: u64,
+    next_offset: i64,
+    max_timestamp: i64,
+    /// Base offset of the batch holding `max_timestamp`.
+    offset_of_max_timestamp: i64,
+    /// Wall-clock time (ms) used for `segment.ms` rolling and retention of an empty segment.
+    created_ms: i64,
+    offset_index: OffsetIndex,
+    time_index: TimeIndex,
+    bytes_since_index_entry: u64,
+}
+
+/// Why a scan stopped before the end of the segment.
+#[derive(Debug)]
+pub struct ScanStop {
+    pub position: u64,
+    pub error: BatchError,
+}
+
+impl Segment {
+    /// Creates a new, empty segment file.
+    pub fn create(dir: &Path, base_offset: i64, now_ms: i64) -> Result<Self, LogError> {
+        let path = dir.join(segment_file_name(base_offset, "log"));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| LogError::io(&path, e))?;
+        Ok(Segment {
+            base_offset,
+            path,
+            file: Arc::new(file),
+            size: 0,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            created_ms: now_ms,
+            offset_index: OffsetIndex::default(),
+            time_index: TimeIndex::default(),
+            bytes_since_index_entry: 0,
+        })
+    }
+
+    fn open_file(dir: &Path, base_offset: i64) -> Result<(PathBuf, File, u64), LogError> {
+        let path = dir.join(segment_file_name(base_offset, "log"));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| LogError::io(&path, e))?;
+        let size = file.metadata().map_err(|e| LogError::io(&path, e))?.len();
+        Ok((path, file, size))
+    }
+
+    /// Opens a sealed segment that was flushed before: indexes come from their files (rebuilt
+    /// when missing or inconsistent); the log is not scanned. `next_offset` is the base offset of
+    /// the following segment.
+    pub fn open_sealed(
+        dir: &Path,
+        base_offset: i64,
+        next_offset: i64,
+        index_interval_bytes: u64,
+    ) -> Result<Self, LogError> {
+        let (path, file, size) = Self::open_file(dir, base_offset)?;
+        let offset_index = OffsetIndex::load(&path.with_extension("index"), size.max(1));
+        let time_index = TimeIndex::load(&path.with_extension("timeindex"));
+        let mut segment = Segment {
+            base_offset,
+            path,
+            file: Arc::new(file),
+            size,
+            next_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            created_ms: 0,
+            offset_index: OffsetIndex::default(),
+            time_index: TimeIndex::default(),
+            bytes_since_index_entry: 0,
+        };
+        match (offset_index, time_index) {
+            (Some(offset_index), Some(time_index)) if size == 0 || !offset_index.is_empty() => {
+                if let Some(last) = time_index.last() {
+                    segment.max_timestamp = last.timestamp;
+                    segment.offset_of_max_timestamp = base_offset + last.relative_offset as i64;
+                }
+                segment.offset_index = offset_index;
+                segment.time_index = time_index;
+            }
+            _ => {
+                tracing::info!(segment = %segment.path.display(), "rebuilding segment indexes");
+                segment.rebuild(index_interval_bytes, false)?;
+            }
+        }
+        segment.created_ms = segment.max_timestamp.max(0);
+        Ok(segment)
+    }
+
+    /// Opens a segment that may have a torn or corrupt tail: every batch is read and its CRC
+    /// checked; the file is cut at the first bad batch and the indexes are rebuilt.
+    /// Returns the segment and the number of bytes cut.
+    pub fn recover(
+        dir: &Path,
+        base_offset: i64,
+        index_interval_bytes: u64,
+        now_ms: i64,
+    ) -> Result<(Self, u64), LogError> {
+        let (path, file, size) = Self::open_file(dir, base_offset)?;
+        let mut segment = Segment {
+            base_offset,
+            path,
+            file: Arc::new(file),
+            size,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            created_ms: now_ms,
+            offset_index: OffsetIndex::default(),
+            time_index: TimeIndex::default(),
+            bytes_since_index_entry: 0,
+        };
+        let valid_bytes = segment.rebuild(index_interval_bytes, true)?;
+        let cut = size - valid_bytes;
+        if cut > 0 {
+            segment
+                .file
+                .set_len(valid_bytes)
+                .map_err(|e| LogError::io(&segment.path, e))?;
+            segment
+                .file
+                .sync_data()
+                .map_err(|e| LogError::io(&segment.path, e))?;
+            segment.size = valid_bytes;
+        }
+        if segment.max_timestamp >= 0 {
+            segment.created_ms = segment.max_timestamp.min(now_ms);
+        }
+        Ok((segment, cut))
+    }
+
+    /// Rebuilds indexes and offsets by walking the log; with `verify`, also checks each CRC and
+    /// stops at the first bad batch. Returns the number of valid bytes.
+    fn rebuild(&mut self, index_interval_bytes: u64, verify: bool) -> Result<u64, LogError> {
+        self.offset_index = OffsetIndex::default();
+        self.time_index = TimeIndex::default();
+        self.bytes_since_index_entry = 0;
+        self.max_timestamp = -1;
+        let file_size = self.size;
+        let mut previous_next_offset = self.base_offset;
+        let mut tracked: Vec<(u64, BatchHeader)> = Vec::new();
+        let stop = self.scan(0, file_size, verify, |position, header, _| {
+            if header.base_offset < previous_next_offset {
+                return ControlFlow::Break(BatchError::InvalidRecords(format!(
+                    "batch offset {} goes backwards (expected ≥ {previous_next_offset})",
+                    header.base_offset
+                )));
+            }
+            previous_next_offset = header.next_offset();
+            tracked.push((position, *header));
+            ControlFlow::Continue(())
+        })?;
+        let mut valid_bytes = 0;
+        self.size = 0;
+        for (position, header) in tracked {
+            self.note_appended(position, &header, index_interval_bytes);
+            valid_bytes = position + header.total_bytes() as u64;
+        }
+        self.size = valid_bytes;
+        if let Some(stop) = stop {
+            tracing::warn!(
+                segment = %self.path.display(),
+                position = stop.position,
+                error = %stop.error,
+                "invalid data in segment; it will be cut here"
+            );
+        }
+        Ok(valid_bytes)
+    }
+
+    /// Walks batches from `start` to `end`, calling `visit(position, header, bytes)` where
+    /// `bytes` is the whole batch when `with_bytes` is set. A batch that does not parse (or, with
+    /// `with_bytes`, fails its CRC) or runs past `end` stops the walk and is reported.
+    pub fn scan(
+        &self,
+        start: u64,
+        end: u64,
+        with_bytes: bool,
+        mut visit: impl FnMut(u64, &BatchHeader, Option<&[u8]>) -> ControlFlow<BatchError>,
+    ) -> Result<Option<ScanStop>, LogError> {
+        let mut position = start;
+        let mut chunk: Vec<u8> = Vec::new();
+        let mut chunk_start = start;
+        while position < end {
+            let in_chunk = (position - chunk_start) as usize;
+            if in_chunk + BATCH_HEADER_BYTES > chunk.len() {
+                let length = SCAN_CHUNK_BYTES.min((end - position) as usize);
+                chunk = self.read_at(position, length)?;
+                chunk_start = position;
+                if chunk.len() < BATCH_HEADER_BYTES {
+                    let error = BatchError::Truncated {
+                        needed: BATCH_HEADER_BYTES,
+                        available: chunk.len(),
+                    };
+                    return Ok(Some(ScanStop { position, error }));
+                }
+                continue;
+            }
+            let header = match BatchHeader::parse(&chunk[in_chunk..]) {
+                Ok(header) => header,
+                Err(error) => return Ok(Some(ScanStop { position, error })),
+            };
+            let total = header.total_bytes() as u64;
+            if position + total > end {
+                let error = BatchError::Truncated {
+                    needed: total as usize,
+                    available: (end - position) as usize,
+                };
+                return Ok(Some(ScanStop { position, error }));
+            }
+            let flow = if with_bytes {
+                let owned;
+                let bytes = if in_chunk + total as usize <= chunk.len() {
+                    &chunk[in_chunk..in_chunk + total as usize]
+                } else {
+                    owned = self.read_at(position, total as usize)?;
+                    &owned[..]
+                };
+                if let Err(error) = batch::verify_crc(bytes, &header) {
+                    return Ok(Some(ScanStop { position, error }));
+                }
+                visit(position, &header, Some(bytes))
+            } else {
+                visit(position, &header, None)
+            };
+            if let ControlFlow::Break(error) = flow {
+                return Ok(Some(ScanStop { position, error }));
+            }
+            position += total;
+        }
+        Ok(None)
+    }
+
+    /// Updates offsets, timestamps and indexes for a batch written at `position`.
+    fn note_appended(&mut self, position: u64, header: &BatchHeader, index_interval_bytes: u64) {
+        let relative_offset = (header.base_offset - self.base_offset) as u32;
+        if self.offset_index.is_empty() || self.bytes_since_index_entry >= index_interval_bytes {
+            self.offset_index.append(relative_offset, position as u32);
+            if header.max_timestamp > self.max_timestamp {
+                self.time_index
+                    .append(header.max_timestamp, relative_offset);
+            }
+            self.bytes_since_index_entry = 0;
+        }
+        self.bytes_since_index_entry += header.total_bytes() as u64;
+        if header.max_timestamp > self.max_timestamp {
+            self.max_timestamp = header.max_timestamp;
+            self.offset_of_max_timestamp = header.base_offset;
+        }
+        self.next_offset = header.next_offset();
+        self.size = position + header.total_bytes() as u64;
+    }
+
+    /// Appends one batch whose offsets are already assigned.
+    pub fn append(
+        &mut self,
+        bytes: &[u8],
+        header: &BatchHeader,
+        index_interval_bytes: u64,
+    ) -> Result<(), LogError> {
+        let position = self.size;
+        self.file
+            .write_all_at(bytes, position)
+            .map_err(|e| LogError::io(&self.path, e))?;
+        self.note_appended(position, header, index_interval_bytes);
+        Ok(())
+    }
+
+    pub fn read_at(&self, position: u64, length: usize) -> Result<Vec<u8>, LogError> {
+        read_file_at(&self.file, &self.path, position, length)
+    }
+
+    /// Position of the first batch whose last offset is ≥ `offset`, with its header.
+    pub fn find_batch(&self, offset: i64) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        let relative = (offset - self.base_offset).clamp(0, u32::MAX as i64) as u32;
+        let start = self
+            .offset_index
+            .lookup(relative)
+            .map_or(0, |entry| entry.position as u64);
+        self.find_batch_from(start, |header| header.last_offset() >= offset)
+    }
+
+    /// The first batch at or after `start` for which `matches` holds.
+    pub fn find_batch_from(
+        &self,
+        start: u64,
+        mut matches: impl FnMut(&BatchHeader) -> bool,
+    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        let mut found = None;
+        self.scan(start, self.size, false, |position, header, _| {
+            if matches(header) {
+                found = Some((position, *header));
+                ControlFlow::Break(BatchError::InvalidLength(0))
+            } else {
+                ControlFlow::Continue(())
+            }
+        })?;
+        Ok(found)
+    }
+
+    /// Position to start a search for the first batch with a timestamp ≥ `timestamp`.
+    pub fn time_search_start(&self, timestamp: i64) -> u64 {
+        match self.time_index.last_below(timestamp) {
+            None => 0,
+            Some(entry) => self
+                .offset_index
+                .lookup(entry.relative_offset)
+                .map_or(0, |e| e.position as u64),
+        }
+    }
+
+    /// Cuts the segment so that it ends before the first batch holding an offset ≥ `offset`.
+    pub fn truncate_to(&mut self, offset: i64, index_interval_bytes: u64) -> Result<(), LogError> {
+        let Some((position, _)) = self.find_batch_from(0, |h| h.last_offset() >= offset)? else {
+            return Ok(());
+        };
+        self.file
+            .set_len(position)
+            .map_err(|e| LogError::io(&self.path, e))?;
+        self.size = position;
+        self.rebuild(index_interval_bytes, false)?;
+        if self.size == 0 {
+            self.next_offset = self.base_offset;
+        }
+        Ok(())
+    }
+
+    /// Writes the index files; called when the segment stops being the active one.
+    pub fn write_indexes(&mut self) -> Result<(), LogError> {
+        if self.max_timestamp >= 0 {
+            let relative = (self.offset_of_max_timestamp - self.base_offset) as u32;
+            self.time_index.append(self.max_timestamp, relative);
+        }
+        let offset_path = self.path.with_extension("index");
+        self.offset_index
+            .write_to(&offset_path)
+            .map_err(|e| LogError::io(&offset_path, e))?;
+        let time_path = self.path.with_extension("timeindex");
+        self.time_index
+            .write_to(&time_path)
+            .map_err(|e| LogError::io(&time_path, e))?;
+        Ok(())
+    }
+
+    /// Removes the segment's files. Open readers keep their handle until they finish.
+    pub fn delete_files(&self) -> Result<(), LogError> {
+        for extension in ["log", "index", "timeindex"] {
+            let path = self.path.with_extension(extension);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io(&path, e)),
+            }
+        }
+        Ok(())
+    }
+
+    pub fn file(&self) -> Arc<File> {
+        Arc::clone(&self.file)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    pub fn max_timestamp(&self) -> i64 {
+        self.max_timestamp
+    }
+
+    pub fn offset_of_max_timestamp(&self) -> i64 {
+        self.offset_of_max_timestamp
+    }
+
+    pub fn created_ms(&self) -> i64 {
+        self.created_ms
+    }
+}
+
+/// Reads up to `length` bytes at `position` (fewer at the end of the file).
+pub fn read_file_at(
+    file: &File,
+    path: &Path,
+    position: u64,
+    length: usize,
+) -> Result<Vec<u8>, LogError> {
+    let mut buffer = vec![0u8; length];
+    let mut filled = 0;
+    while filled < length {
+        match file.read_at(&mut buffer[filled..], position + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(LogError::io(path, e)),
+        }
+    }
+    buffer.truncate(filled);
+    Ok(buffer)
+}

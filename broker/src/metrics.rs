@@ -1,0 +1,186 @@
+//! Prometheus metrics of the broker, served as text on `/metrics`.
+//!
+//! Counters and histograms are updated on the request path; per-partition gauges (log size,
+//! segment count, offsets) are refreshed from the logs when scraped.
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+
+use crate::topic::TopicRegistry;
+
+pub struct Metrics {
+    registry: Registry,
+    pub requests_total: IntCounterVec,
+    pub request_errors_total: IntCounterVec,
+    pub request_duration_seconds: HistogramVec,
+    pub bytes_in_total: IntCounterVec,
+    pub records_in_total: IntCounterVec,
+    pub bytes_out_total: IntCounterVec,
+    pub records_out_total: IntCounterVec,
+    pub connections: IntGauge,
+    pub connections_total: IntCounter,
+    pub log_size_bytes: IntGaugeVec,
+    pub log_segments: IntGaugeVec,
+    pub log_end_offset: IntGaugeVec,
+    pub log_start_offset: IntGaugeVec,
+    pub recovered_bytes_cut_total: IntCounter,
+}
+
+fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let metric = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("unique metric");
+    metric
+}
+
+fn gauge_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    let metric = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("unique metric");
+    metric
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let registry = Registry::new_custom(Some("weir".into()), None).expect("valid registry");
+        let request_duration_seconds = HistogramVec::new(
+            HistogramOpts::new(
+                "request_duration_seconds",
+                "Time from a request's arrival to its response being ready, per API",
+            )
+            .buckets(vec![
+                0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                1.0, 2.5, 5.0, 10.0, 30.0,
+            ]),
+            &["api"],
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(request_duration_seconds.clone()))
+            .expect("unique metric");
+        let connections = IntGauge::new("connections", "Open client connections").expect("valid");
+        registry
+            .register(Box::new(connections.clone()))
+            .expect("unique");
+        let connections_total =
+            IntCounter::new("connections_total", "Client connections accepted").expect("valid");
+        registry
+            .register(Box::new(connections_total.clone()))
+            .expect("unique");
+        let recovered_bytes_cut_total = IntCounter::new(
+            "recovered_bytes_cut_total",
+            "Bytes of torn or corrupt segment tails cut during recovery",
+        )
+        .expect("valid");
+        registry
+            .register(Box::new(recovered_bytes_cut_total.clone()))
+            .expect("unique");
+        Metrics {
+            requests_total: counter_vec(
+                &registry,
+                "requests_total",
+                "Requests handled, per API",
+                &["api"],
+            ),
+            request_errors_total: counter_vec(
+                &registry,
+                "request_errors_total",
+                "Partition- or topic-level errors returned, per API and Kafka error code",
+                &["api", "error"],
+            ),
+            bytes_in_total: counter_vec(
+                &registry,
+                "bytes_in_total",
+                "Record batch bytes appended",
+                &["topic"],
+            ),
+            records_in_total: counter_vec(
+                &registry,
+                "records_in_total",
+                "Records appended",
+                &["topic"],
+            ),
+            bytes_out_total: counter_vec(
+                &registry,
+                "bytes_out_total",
+                "Record batch bytes fetched",
+                &["topic"],
+            ),
+            records_out_total: counter_vec(
+                &registry,
+                "records_out_total",
+                "Records fetched (whole batches)",
+                &["topic"],
+            ),
+            log_size_bytes: gauge_vec(
+                &registry,
+                "log_size_bytes",
+                "Bytes of log on disk",
+                &["topic", "partition"],
+            ),
+            log_segments: gauge_vec(
+                &registry,
+                "log_segments",
+                "Segments of a partition log",
+                &["topic", "partition"],
+            ),
+            log_end_offset: gauge_vec(
+                &registry,
+                "log_end_offset",
+                "Next offset to be written",
+                &["topic", "partition"],
+            ),
+            log_start_offset: gauge_vec(
+                &registry,
+                "log_start_offset",
+                "First offset retained",
+                &["topic", "partition"],
+            ),
+            request_duration_seconds,
+            connections,
+            connections_total,
+            recovered_bytes_cut_total,
+            registry,
+        }
+    }
+
+    /// Refreshes per-partition gauges and renders everything in the text format.
+    pub fn render(&self, topics: &TopicRegistry) -> String {
+        self.log_size_bytes.reset();
+        self.log_segments.reset();
+        self.log_end_offset.reset();
+        self.log_start_offset.reset();
+        for partition in topics.all_partitions() {
+            let index = partition.index.to_string();
+            let labels = [&*partition.topic, index.as_str()];
+            let log = partition.log();
+            self.log_size_bytes
+                .with_label_values(&labels)
+                .set(log.size_bytes() as i64);
+            self.log_segments
+                .with_label_values(&labels)
+                .set(log.segment_count() as i64);
+            self.log_end_offset
+                .with_label_values(&labels)
+                .set(log.log_end_offset());
+            self.log_start_offset
+                .with_label_values(&labels)
+                .set(log.log_start_offset());
+        }
+        let mut out = Vec::new();
+        if let Err(error) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+            tracing::warn!(%error, "could not encode metrics");
+        }
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

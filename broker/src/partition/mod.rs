@@ -1,0 +1,182 @@
+//! A partition as the broker serves it: its log plus the replication-facing state — leader epoch,
+//! log start offset, high watermark and log end offset — and the waiters on them.
+//!
+//! With one replica the high watermark follows the log end offset on every append; the state is
+//! modelled separately from day one so that replication can hold it back.
+//!
+//! Waiting is never a sleep loop: fetchers wait on the `high_watermark` watch channel; producers
+//! that need durability wait on `durable_offset`, advanced by group commits (one fsync covering
+//! every append made before it started).
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::BytesMut;
+use tokio::sync::watch;
+
+use crate::clock::Clock;
+use crate::config::LogConfig;
+use crate::error::LogError;
+use crate::log::{AppendInfo, PartitionLog, ReadResult};
+
+/// Offsets a fetch or list-offsets answer reports alongside data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartitionOffsets {
+    pub log_start_offset: i64,
+    pub high_watermark: i64,
+    pub log_end_offset: i64,
+}
+
+pub struct Partition {
+    pub topic: Arc<str>,
+    pub index: i32,
+    log: Mutex<PartitionLog>,
+    leader_epoch: AtomicI32,
+    high_watermark: watch::Sender<i64>,
+    durable_offset: watch::Sender<i64>,
+    flush_lock: tokio::sync::Mutex<()>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Partition {
+    pub fn new(
+        topic: Arc<str>,
+        index: i32,
+        log: PartitionLog,
+        leader_epoch: i32,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let log_end = log.log_end_offset();
+        Partition {
+            topic,
+            index,
+            log: Mutex::new(log),
+            leader_epoch: AtomicI32::new(leader_epoch),
+            high_watermark: watch::Sender::new(log_end),
+            durable_offset: watch::Sender::new(0),
+            flush_lock: tokio::sync::Mutex::new(()),
+            clock,
+        }
+    }
+
+    /// The log, locked. Hold it briefly: appends and reads of this partition wait on it.
+    pub fn log(&self) -> MutexGuard<'_, PartitionLog> {
+        // A panic while holding the lock must not wedge the partition forever; the log's own
+        // invariants are re-established by recovery, so take the data as it is.
+        self.log
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        *self.high_watermark.borrow()
+    }
+
+    /// A receiver that changes whenever the high watermark moves.
+    pub fn watch_high_watermark(&self) -> watch::Receiver<i64> {
+        self.high_watermark.subscribe()
+    }
+
+    pub fn offsets(&self) -> PartitionOffsets {
+        let log = self.log();
+        PartitionOffsets {
+            log_start_offset: log.log_start_offset(),
+            high_watermark: self.high_watermark(),
+            log_end_offset: log.log_end_offset(),
+        }
+    }
+
+    /// Appends a validated producer batch as leader.
+    pub fn append(&self, batch: BytesMut) -> Result<AppendInfo, LogError> {
+        let now_ms = self.clock.now_ms();
+        let mut log = self.log();
+        let info = log.append(batch, self.leader_epoch(), now_ms)?;
+        // Single replica: everything appended is replicated everywhere it needs to be.
+        let log_end = log.log_end_offset();
+        drop(log);
+        self.high_watermark.send_replace(log_end);
+        Ok(info)
+    }
+
+    /// Reads committed data (below the high watermark).
+    pub fn read(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<ReadResult, LogError> {
+        let high_watermark = self.high_watermark();
+        self.log()
+            .read(fetch_offset, max_bytes, high_watermark, min_one_batch)
+    }
+
+    /// Waits until everything up to and including `offset` is fsynced. Concurrent callers share
+    /// fsyncs: whoever takes the flush lock flushes all that was appended by then.
+    pub async fn wait_durable(&self, offset: i64) -> Result<(), LogError> {
+        if *self.durable_offset.borrow() > offset {
+            return Ok(());
+        }
+        let _guard = self.flush_lock.lock().await;
+        if *self.durable_offset.borrow() > offset {
+            return Ok(());
+        }
+        self.flush_now().await
+    }
+
+    /// Fsyncs all appended data now (outside the log lock).
+    pub async fn flush_now(&self) -> Result<(), LogError> {
+        let plan = self.log().flush_plan();
+        let files: Vec<_> = plan.files.clone();
+        tokio::task::spawn_blocking(move || {
+            for (file, path) in &files {
+                file.sync_data().map_err(|e| LogError::io(path, e))?;
+            }
+            Ok::<(), LogError>(())
+        })
+        .await
+        .map_err(|_| LogError::Closed)??;
+        let up_to = plan.up_to_offset;
+        self.log().mark_flushed(&plan, self.clock.now_ms());
+        self.durable_offset.send_if_modified(|durable| {
+            let moved = up_to > *durable;
+            if moved {
+                *durable = up_to;
+            }
+            moved
+        });
+        Ok(())
+    }
+
+    /// Moves the log start offset (DeleteRecords); returns the new log start offset.
+    pub fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
+        let now_ms = self.clock.now_ms();
+        let high_watermark = self.high_watermark();
+        let target = if offset == -1 { high_watermark } else { offset };
+        if target > high_watermark {
+            let log = self.log();
+            return Err(LogError::OffsetOutOfRange {
+                requested: offset,
+                log_start_offset: log.log_start_offset(),
+                log_end_offset: high_watermark,
+            });
+        }
+        self.log().advance_log_start_offset(target, now_ms)
+    }
+
+    pub fn apply_retention(&self) -> Result<usize, LogError> {
+        let now_ms = self.clock.now_ms();
+        self.log().apply_retention(now_ms)
+    }
+
+    pub fn set_config(&self, config: LogConfig) {
+        self.log().set_config(config);
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+}

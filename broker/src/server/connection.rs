@@ -1,0 +1,303 @@
+//! One client connection: length-prefixed frames in, responses out in request order.
+//!
+//! The reader half handles one request at a time (so appends keep the client's order, as in
+//! Kafka) and queues its response — ready, or deferred until e.g. an fsync completes — to the
+//! writer half, which sends them strictly in order. Up to `MAX_QUEUED_RESPONSES` responses may be
+//! in flight, which gives pipelining without unbounded memory.
+//!
+//! Bad input closes the connection with a log line: a frame over `socket.request.max.bytes`, an
+//! unknown API key, an API or version we do not implement (except ApiVersions, which gets the
+//! version-0 fallback), or a body that does not decode.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use futures::future::BoxFuture;
+use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::handler::{self, api_versions, HandlerOutput};
+use crate::server::BrokerContext;
+
+/// Responses queued per connection before the reader stops taking requests.
+const MAX_QUEUED_RESPONSES: usize = 64;
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+const WRITE_BUFFER_BYTES: usize = 256 * 1024;
+
+pub async fn accept_loop(
+    listener: TcpListener,
+    context: Arc<BrokerContext>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    let for_connections = shutdown.clone();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    connections.spawn(serve(stream, peer, Arc::clone(&context), for_connections.clone()));
+                }
+                Err(error) => {
+                    // Out of file descriptors and similar: back off briefly instead of spinning.
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = super::stopped(&mut shutdown) => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    while connections.join_next().await.is_some() {}
+}
+
+/// A response on its way to the writer.
+enum Pending {
+    Ready(BytesMut),
+    Deferred {
+        response: BoxFuture<'static, ResponseKind>,
+        header: FrameHeader,
+        started: Instant,
+    },
+}
+
+#[derive(Clone, Copy)]
+struct FrameHeader {
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+}
+
+async fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    context: Arc<BrokerContext>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    context.metrics.connections.inc();
+    context.metrics.connections_total.inc();
+    tracing::debug!(%peer, "connection opened");
+    let (read_half, write_half) = stream.into_split();
+    let (queue, pending) = mpsc::channel(MAX_QUEUED_RESPONSES);
+    let writer = tokio::spawn(write_responses(
+        write_half,
+        pending,
+        Arc::clone(&context),
+        peer,
+    ));
+    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, read_half);
+    let max_frame = context.config.socket_request_max_bytes();
+    let idle = Duration::from_millis(
+        context
+            .config
+            .explicit("connections.max.idle.ms")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(600_000),
+    );
+    loop {
+        let frame = tokio::select! {
+            frame = tokio::time::timeout(idle, read_frame(&mut reader, max_frame)) => frame,
+            _ = super::stopped(&mut shutdown) => break,
+        };
+        let frame = match frame {
+            Err(_) => {
+                tracing::debug!(%peer, "closing idle connection");
+                break;
+            }
+            Ok(Ok(Some(frame))) => frame,
+            Ok(Ok(None)) => break,
+            Ok(Err(reason)) => {
+                tracing::warn!(%peer, %reason, "closing connection");
+                break;
+            }
+        };
+        let started = Instant::now();
+        let pending = match handle_frame(&context, frame, started).await {
+            Ok(Some(pending)) => pending,
+            Ok(None) => continue,
+            Err(reason) => {
+                tracing::warn!(%peer, %reason, "closing connection");
+                break;
+            }
+        };
+        if queue.send(pending).await.is_err() {
+            break;
+        }
+    }
+    drop(queue);
+    let _ = writer.await;
+    context.metrics.connections.dec();
+    tracing::debug!(%peer, "connection closed");
+}
+
+/// Reads one size-prefixed frame; `None` at a clean end of stream.
+async fn read_frame(
+    reader: &mut BufReader<OwnedReadHalf>,
+    max_frame: usize,
+) -> Result<Option<Bytes>, String> {
+    let size = match reader.read_i32().await {
+        Ok(size) => size,
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(format!("read failed: {e}")),
+    };
+    if size < 0 || size as usize > max_frame {
+        return Err(format!(
+            "request of {size} bytes exceeds socket.request.max.bytes {max_frame}"
+        ));
+    }
+    let mut frame = BytesMut::zeroed(size as usize);
+    reader
+        .read_exact(&mut frame)
+        .await
+        .map_err(|e| format!("truncated request: {e}"))?;
+    Ok(Some(frame.freeze()))
+}
+
+async fn handle_frame(
+    context: &Arc<BrokerContext>,
+    mut frame: Bytes,
+    started: Instant,
+) -> Result<Option<Pending>, String> {
+    if frame.len() < 8 {
+        return Err(format!(
+            "request of {} bytes is too short for a header",
+            frame.len()
+        ));
+    }
+    let raw_key = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let api_key = ApiKey::try_from(raw_key).map_err(|_| format!("unknown API key {raw_key}"))?;
+    let header_info = FrameHeader {
+        api_key,
+        version,
+        correlation_id,
+    };
+    let Some((min, max)) = handler::supported_versions(api_key) else {
+        return Err(format!("API {api_key:?} (key {raw_key}) is not supported"));
+    };
+    if api_key == ApiKey::ApiVersions && version > max {
+        // KIP-511: answer in v0 so the client learns what we support.
+        let response = ResponseKind::ApiVersions(api_versions::unsupported_version_response());
+        let header = FrameHeader {
+            version: 0,
+            ..header_info
+        };
+        return encode(context, header, &response, started).map(|b| Some(Pending::Ready(b)));
+    }
+    if version < min || version > max {
+        return Err(format!(
+            "{api_key:?} v{version} is not supported (v{min}–v{max})"
+        ));
+    }
+    let header_version = api_key.request_header_version(version);
+    let _header = RequestHeader::decode(&mut frame, header_version)
+        .map_err(|e| format!("malformed {api_key:?} v{version} request header: {e}"))?;
+    let request = RequestKind::decode(api_key, &mut frame, version)
+        .map_err(|e| format!("malformed {api_key:?} v{version} request: {e}"))?;
+    if frame.has_remaining() {
+        tracing::debug!(api = ?api_key, version, trailing = frame.remaining(), "ignoring trailing request bytes");
+    }
+    match handler::handle(context, version, request).await {
+        HandlerOutput::Ready(response) => {
+            encode(context, header_info, &response, started).map(|b| Some(Pending::Ready(b)))
+        }
+        HandlerOutput::Deferred(response) => Ok(Some(Pending::Deferred {
+            response,
+            header: header_info,
+            started,
+        })),
+        HandlerOutput::None => {
+            record_request(context, api_key, started);
+            Ok(None)
+        }
+        HandlerOutput::Close => Err(format!("{api_key:?} cannot be answered")),
+    }
+}
+
+fn record_request(context: &BrokerContext, api_key: ApiKey, started: Instant) {
+    let api = format!("{api_key:?}");
+    context
+        .metrics
+        .requests_total
+        .with_label_values(&[&api])
+        .inc();
+    context
+        .metrics
+        .request_duration_seconds
+        .with_label_values(&[&api])
+        .observe(started.elapsed().as_secs_f64());
+}
+
+fn encode(
+    context: &BrokerContext,
+    header: FrameHeader,
+    response: &ResponseKind,
+    started: Instant,
+) -> Result<BytesMut, String> {
+    record_request(context, header.api_key, started);
+    let header_version = header.api_key.response_header_version(header.version);
+    let response_header = ResponseHeader::default().with_correlation_id(header.correlation_id);
+    let mut buffer = BytesMut::with_capacity(1024);
+    buffer.put_i32(0);
+    response_header
+        .encode(&mut buffer, header_version)
+        .map_err(|e| format!("cannot encode response header: {e}"))?;
+    response.encode(&mut buffer, header.version).map_err(|e| {
+        format!(
+            "cannot encode {:?} v{} response: {e}",
+            header.api_key, header.version
+        )
+    })?;
+    let size = (buffer.len() - 4) as i32;
+    buffer[0..4].copy_from_slice(&size.to_be_bytes());
+    Ok(buffer)
+}
+
+async fn write_responses(
+    write_half: OwnedWriteHalf,
+    mut pending: mpsc::Receiver<Pending>,
+    context: Arc<BrokerContext>,
+    peer: SocketAddr,
+) {
+    let mut writer = BufWriter::with_capacity(WRITE_BUFFER_BYTES, write_half);
+    while let Some(next) = pending.recv().await {
+        let bytes = match next {
+            Pending::Ready(bytes) => bytes,
+            Pending::Deferred {
+                response,
+                header,
+                started,
+            } => {
+                let response = response.await;
+                match encode(&context, header, &response, started) {
+                    Ok(bytes) => bytes,
+                    Err(reason) => {
+                        tracing::error!(%peer, %reason, "dropping connection");
+                        return;
+                    }
+                }
+            }
+        };
+        if let Err(error) = writer.write_all(&bytes).await {
+            tracing::debug!(%peer, %error, "write failed");
+            return;
+        }
+        if pending.is_empty() {
+            if let Err(error) = writer.flush().await {
+                tracing::debug!(%peer, %error, "flush failed");
+                return;
+            }
+        }
+    }
+    let _ = writer.flush().await;
+    let _ = writer.shutdown().await;
+}

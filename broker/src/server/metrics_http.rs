@@ -1,0 +1,50 @@
+//! The `/metrics` endpoint (Prometheus text format).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::error::BrokerError;
+use crate::server::BrokerContext;
+
+pub async fn spawn(
+    tasks: &mut JoinSet<()>,
+    addr: SocketAddr,
+    context: Arc<BrokerContext>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<SocketAddr, BrokerError> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        BrokerError::InvalidRequest(format!("cannot listen for metrics on {addr}: {e}"))
+    })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
+    let app = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/health", get(|| async { "ok\n" }))
+        .with_state(context);
+    tasks.spawn(async move {
+        let stop = async move {
+            super::stopped(&mut shutdown).await;
+        };
+        if let Err(error) = axum::serve(listener, app)
+            .with_graceful_shutdown(stop)
+            .await
+        {
+            tracing::error!(%error, "metrics endpoint failed");
+        }
+    });
+    Ok(bound)
+}
+
+async fn metrics(State(context): State<Arc<BrokerContext>>) -> impl IntoResponse {
+    let body = context.metrics.render(&context.topics);
+    ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body)
+}

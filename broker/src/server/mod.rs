@@ -1,0 +1,212 @@
+//! The running broker: listener, connections, background tasks and shutdown.
+//!
+//! - `connection`: framing, request decoding, in-order responses with pipelining.
+//! - `metrics_http`: the `/metrics` endpoint.
+//! - `background`: retention, flushing and recovery-point checkpoints.
+
+mod background;
+mod connection;
+mod metrics_http;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::BrokerConfig;
+use crate::error::{BrokerError, LogError};
+use crate::metrics::Metrics;
+use crate::topic::TopicRegistry;
+
+const CLEAN_SHUTDOWN_FILE: &str = ".clean-shutdown";
+const CLUSTER_ID_FILE: &str = "meta/cluster-id";
+
+/// Everything request handlers share.
+pub struct BrokerContext {
+    pub config: BrokerConfig,
+    pub topics: TopicRegistry,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Metrics,
+    pub cluster_id: String,
+    pub node_id: i32,
+    /// host and port given to clients in Metadata.
+    pub advertised_host: String,
+    pub advertised_port: u16,
+}
+
+/// A running broker. Dropping it without `shutdown` leaves the data as after a crash.
+pub struct Broker {
+    context: Arc<BrokerContext>,
+    local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
+    shutdown: watch::Sender<bool>,
+    tasks: JoinSet<()>,
+}
+
+impl Broker {
+    /// Recovers the data directory, binds the listeners and starts serving.
+    pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
+        Self::start_with_clock(config, Arc::new(SystemClock)).await
+    }
+
+    pub async fn start_with_clock(
+        config: BrokerConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Broker, BrokerError> {
+        let data_dir = config.data_dir.clone();
+        std::fs::create_dir_all(&data_dir).map_err(|e| LogError::io(&data_dir, e))?;
+        let clean_shutdown = take_clean_shutdown_marker(&data_dir)?;
+        if !clean_shutdown {
+            tracing::info!(data_dir = %data_dir.display(), "no clean-shutdown marker: recovering logs");
+        }
+        let cluster_id = load_or_create_cluster_id(&data_dir, config.explicit("cluster.id"))?;
+        let started = std::time::Instant::now();
+        let topics = TopicRegistry::open(config.clone(), Arc::clone(&clock), clean_shutdown)?;
+        tracing::info!(
+            topics = topics.all().len(),
+            partitions = topics.all_partitions().len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "logs loaded"
+        );
+        let listener = TcpListener::bind(config.listen).await.map_err(|e| {
+            BrokerError::InvalidRequest(format!("cannot listen on {}: {e}", config.listen))
+        })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
+        let (advertised_host, advertised_port) = match &config.advertised_listener {
+            Some((host, port)) => (host.clone(), *port),
+            None => (local_addr.ip().to_string(), local_addr.port()),
+        };
+        let node_id = config.node_id();
+        let context = Arc::new(BrokerContext {
+            config: config.clone(),
+            topics,
+            clock,
+            metrics: Metrics::new(),
+            cluster_id,
+            node_id,
+            advertised_host,
+            advertised_port,
+        });
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let mut tasks = JoinSet::new();
+        let metrics_addr = match config.metrics_listen {
+            Some(addr) => Some(
+                metrics_http::spawn(&mut tasks, addr, Arc::clone(&context), shutdown_rx.clone())
+                    .await?,
+            ),
+            None => None,
+        };
+        background::spawn(&mut tasks, Arc::clone(&context), shutdown_rx.clone());
+        tasks.spawn(connection::accept_loop(
+            listener,
+            Arc::clone(&context),
+            shutdown_rx,
+        ));
+        tracing::info!(
+            listen = %local_addr,
+            advertised = %format!("{}:{}", context.advertised_host, context.advertised_port),
+            metrics = ?metrics_addr,
+            node_id,
+            cluster_id = %context.cluster_id,
+            "weir broker ready"
+        );
+        Ok(Broker {
+            context,
+            local_addr,
+            metrics_addr,
+            shutdown,
+            tasks,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    pub fn context(&self) -> &Arc<BrokerContext> {
+        &self.context
+    }
+
+    /// Stops accepting, lets in-flight requests finish, flushes and closes every log, and leaves
+    /// the clean-shutdown marker.
+    pub async fn shutdown(mut self) -> Result<(), BrokerError> {
+        tracing::info!("shutting down");
+        let _ = self.shutdown.send(true);
+        while self.tasks.join_next().await.is_some() {}
+        let now_ms = self.context.clock.now_ms();
+        let mut first_error = None;
+        for partition in self.context.topics.all_partitions() {
+            if let Err(error) = partition.log().close(now_ms) {
+                tracing::error!(%error, topic = %partition.topic, partition = partition.index, "closing log failed");
+                first_error.get_or_insert(error);
+            }
+        }
+        if let Some(error) = first_error {
+            return Err(error.into());
+        }
+        let marker = self.context.config.data_dir.join(CLEAN_SHUTDOWN_FILE);
+        std::fs::write(&marker, b"").map_err(|e| LogError::io(&marker, e))?;
+        tracing::info!("shutdown complete");
+        Ok(())
+    }
+
+    /// Stops serving without flushing or closing logs, as a crash would (tests).
+    pub async fn abort(mut self) {
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+fn take_clean_shutdown_marker(data_dir: &Path) -> Result<bool, BrokerError> {
+    let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
+    match std::fs::remove_file(&marker) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(LogError::io(&marker, e).into()),
+    }
+}
+
+fn load_or_create_cluster_id(
+    data_dir: &Path,
+    configured: Option<&str>,
+) -> Result<String, BrokerError> {
+    let path = data_dir.join(CLUSTER_ID_FILE);
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let existing = existing.trim().to_string();
+        if let Some(configured) = configured {
+            if configured != existing {
+                return Err(BrokerError::InvalidRequest(format!(
+                    "cluster.id {configured} does not match {existing} stored in {}",
+                    path.display()
+                )));
+            }
+        }
+        return Ok(existing);
+    }
+    let id = configured.map(str::to_string).unwrap_or_else(|| {
+        let uuid = uuid::Uuid::new_v4();
+        // Kafka's cluster ids are URL-safe base64 of 16 bytes; any string works for clients.
+        uuid.simple().to_string()
+    });
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| LogError::io(parent, e))?;
+    }
+    crate::log::index::write_file_synced(&path, id.as_bytes())
+        .map_err(|e| LogError::io(&path, e))?;
+    Ok(id)
+}
+
+/// Resolves once shutdown has been signalled (drops the channel's read guard before returning).
+pub(crate) async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}

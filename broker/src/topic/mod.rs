@@ -1,0 +1,456 @@
+//! Topics: names, ids, partitions and config overrides, persisted under `<data dir>/meta/topics`.
+//!
+//! Each topic's definition is one JSON file written atomically; partition logs live in
+//! `<data dir>/<topic>-<partition>/`. Topics are immutable values swapped under a lock
+//! (copy-on-write), so request handlers work on a consistent snapshot without holding the lock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::clock::Clock;
+use crate::config::{validate_topic_config, BrokerConfig, LogConfig};
+use crate::error::{BrokerError, LogError};
+use crate::log::index::write_file_synced;
+use crate::log::PartitionLog;
+use crate::partition::Partition;
+
+/// Kafka's limit on topic name length.
+pub const MAX_TOPIC_NAME_CHARS: usize = 249;
+/// Upper bound on partitions per topic, so a typo cannot create millions of directories.
+pub const MAX_PARTITIONS_PER_TOPIC: i32 = 10_000;
+
+pub struct Topic {
+    pub name: Arc<str>,
+    pub id: Uuid,
+    pub partitions: Vec<Arc<Partition>>,
+    pub overrides: BTreeMap<String, String>,
+    pub config: LogConfig,
+}
+
+impl Topic {
+    pub fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.partitions.get(i))
+    }
+
+    pub fn is_internal(&self) -> bool {
+        self.name.starts_with("__")
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct TopicRecord {
+    id: Uuid,
+    partitions: i32,
+    #[serde(default)]
+    configs: BTreeMap<String, String>,
+}
+
+/// Checks a topic name as Kafka does.
+pub fn validate_topic_name(name: &str) -> Result<(), BrokerError> {
+    let invalid = |reason: &str| BrokerError::InvalidTopic {
+        name: name.to_string(),
+        reason: reason.to_string(),
+    };
+    if name.is_empty() {
+        return Err(invalid("the name is empty"));
+    }
+    if name == "." || name == ".." {
+        return Err(invalid("'.' and '..' are not allowed"));
+    }
+    if name.chars().count() > MAX_TOPIC_NAME_CHARS {
+        return Err(invalid("longer than 249 characters"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        return Err(invalid(
+            "only ASCII letters, digits, '.', '_' and '-' are allowed",
+        ));
+    }
+    Ok(())
+}
+
+pub struct TopicRegistry {
+    data_dir: PathBuf,
+    meta_dir: PathBuf,
+    config: BrokerConfig,
+    clock: Arc<dyn Clock>,
+    topics: RwLock<HashMap<Arc<str>, Arc<Topic>>>,
+    /// Serialises create/delete/alter so that files and the map change together.
+    admin_lock: std::sync::Mutex<()>,
+}
+
+impl TopicRegistry {
+    /// Loads every topic under the data directory, recovering each partition log.
+    pub fn open(
+        config: BrokerConfig,
+        clock: Arc<dyn Clock>,
+        clean_shutdown: bool,
+    ) -> Result<Self, BrokerError> {
+        let data_dir = config.data_dir.clone();
+        let meta_dir = data_dir.join("meta").join("topics");
+        fs::create_dir_all(&meta_dir).map_err(|e| LogError::io(&meta_dir, e))?;
+        let registry = TopicRegistry {
+            data_dir,
+            meta_dir,
+            config,
+            clock,
+            topics: RwLock::new(HashMap::new()),
+            admin_lock: std::sync::Mutex::new(()),
+        };
+        registry.remove_deleted_dirs();
+        let mut loaded = HashMap::new();
+        for entry in
+            fs::read_dir(&registry.meta_dir).map_err(|e| LogError::io(&registry.meta_dir, e))?
+        {
+            let entry = entry.map_err(|e| LogError::io(&registry.meta_dir, e))?;
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            let Some(name) = file_name.strip_suffix(".json") else {
+                continue;
+            };
+            let bytes = fs::read(entry.path()).map_err(|e| LogError::io(entry.path(), e))?;
+            let record: TopicRecord = serde_json::from_slice(&bytes).map_err(|e| {
+                BrokerError::InvalidRequest(format!(
+                    "topic metadata {} is unreadable: {e}",
+                    entry.path().display()
+                ))
+            })?;
+            let topic = registry.open_topic(name, record, clean_shutdown)?;
+            loaded.insert(Arc::clone(&topic.name), Arc::new(topic));
+        }
+        *registry.write_topics() = loaded;
+        Ok(registry)
+    }
+
+    fn remove_deleted_dirs(&self) {
+        if let Ok(entries) = fs::read_dir(&self.data_dir) {
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().ends_with("-delete") {
+                    let _ = fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+    }
+
+    fn open_topic(
+        &self,
+        name: &str,
+        record: TopicRecord,
+        clean_shutdown: bool,
+    ) -> Result<Topic, BrokerError> {
+        let name: Arc<str> = Arc::from(name);
+        let config = self.config.log_config(&record.configs);
+        let now_ms = self.clock.now_ms();
+        let mut partitions = Vec::with_capacity(record.partitions as usize);
+        for index in 0..record.partitions {
+            let dir = self.partition_dir(&name, index);
+            let log = PartitionLog::open(&dir, config.clone(), clean_shutdown, now_ms)?;
+            partitions.push(Arc::new(Partition::new(
+                Arc::clone(&name),
+                index,
+                log,
+                0,
+                Arc::clone(&self.clock),
+            )));
+        }
+        Ok(Topic {
+            name,
+            id: record.id,
+            partitions,
+            overrides: record.configs,
+            config,
+        })
+    }
+
+    fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
+        self.data_dir.join(format!("{topic}-{index}"))
+    }
+
+    fn meta_path(&self, topic: &str) -> PathBuf {
+        self.meta_dir.join(format!("{topic}.json"))
+    }
+
+    fn read_topics(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Arc<str>, Arc<Topic>>> {
+        self.topics.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_topics(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Arc<str>, Arc<Topic>>> {
+        self.topics.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
+        self.read_topics().get(name).cloned()
+    }
+
+    pub fn get_by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
+        self.read_topics().values().find(|t| t.id == id).cloned()
+    }
+
+    /// All topics, sorted by name.
+    pub fn all(&self) -> Vec<Arc<Topic>> {
+        let mut topics: Vec<_> = self.read_topics().values().cloned().collect();
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
+        topics
+    }
+
+    pub fn partition(&self, topic: &str, index: i32) -> Result<Arc<Partition>, BrokerError> {
+        self.get(topic)
+            .and_then(|t| t.partition(index).cloned())
+            .ok_or_else(|| BrokerError::UnknownTopicOrPartition {
+                topic: topic.to_string(),
+                partition: index,
+            })
+    }
+
+    pub fn broker_config(&self) -> &BrokerConfig {
+        &self.config
+    }
+
+    /// Checks a CreateTopics request without creating anything.
+    pub fn validate_new_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), BrokerError> {
+        validate_topic_name(name)?;
+        if self.get(name).is_some() {
+            return Err(BrokerError::TopicAlreadyExists {
+                topic: name.to_string(),
+            });
+        }
+        if partitions < 1 || partitions > MAX_PARTITIONS_PER_TOPIC {
+            return Err(BrokerError::InvalidPartitions {
+                count: partitions,
+                reason: format!("must be between 1 and {MAX_PARTITIONS_PER_TOPIC}"),
+            });
+        }
+        if replication_factor != 1 {
+            return Err(BrokerError::InvalidReplicationFactor {
+                factor: replication_factor as i32,
+                reason: "this broker runs alone: only 1 replica is possible".into(),
+            });
+        }
+        for (key, value) in configs {
+            validate_topic_config(key, value)?;
+        }
+        Ok(())
+    }
+
+    /// Creates a topic. `partitions` and `replication_factor` of -1 take the broker defaults.
+    pub fn create(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        configs: BTreeMap<String, String>,
+    ) -> Result<Arc<Topic>, BrokerError> {
+        let partitions = if partitions == -1 {
+            self.config.num_partitions()
+        } else {
+            partitions
+        };
+        let replication_factor = if replication_factor == -1 {
+            1
+        } else {
+            replication_factor
+        };
+        let _admin = self.admin_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.validate_new_topic(name, partitions, replication_factor, &configs)?;
+        let record = TopicRecord {
+            id: Uuid::new_v4(),
+            partitions,
+            configs,
+        };
+        let topic = Arc::new(self.open_topic(name, record_clone(&record), false)?);
+        self.persist(name, &record)?;
+        self.write_topics()
+            .insert(Arc::clone(&topic.name), Arc::clone(&topic));
+        tracing::info!(topic = name, partitions, "created topic");
+        Ok(topic)
+    }
+
+    fn persist(&self, name: &str, record: &TopicRecord) -> Result<(), BrokerError> {
+        let path = self.meta_path(name);
+        let bytes = serde_json::to_vec_pretty(record)
+            .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
+        write_file_synced(&path, &bytes).map_err(|e| LogError::io(&path, e))?;
+        Ok(())
+    }
+
+    /// Deletes a topic and its data.
+    pub fn delete(&self, name: &str) -> Result<Uuid, BrokerError> {
+        let _admin = self.admin_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let topic = self
+            .write_topics()
+            .remove(name)
+            .ok_or_else(|| BrokerError::UnknownTopic {
+                topic: name.to_string(),
+            })?;
+        let path = self.meta_path(name);
+        fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
+        for partition in &topic.partitions {
+            let dir = self.partition_dir(name, partition.index);
+            let doomed = self.data_dir.join(format!(
+                "{name}-{}.{}-delete",
+                partition.index,
+                topic.id.simple()
+            ));
+            if let Err(e) = fs::rename(&dir, &doomed) {
+                tracing::warn!(dir = %dir.display(), error = %e, "could not rename deleted partition");
+                continue;
+            }
+            if let Err(e) = fs::remove_dir_all(&doomed) {
+                tracing::warn!(dir = %doomed.display(), error = %e, "could not remove deleted partition");
+            }
+        }
+        tracing::info!(topic = name, "deleted topic");
+        Ok(topic.id)
+    }
+
+    /// Grows a topic to `count` partitions.
+    pub fn create_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), BrokerError> {
+        let _admin = self.admin_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let topic = self.get(name).ok_or_else(|| BrokerError::UnknownTopic {
+            topic: name.to_string(),
+        })?;
+        let current = topic.partitions.len() as i32;
+        if count <= current {
+            return Err(BrokerError::InvalidPartitions {
+                count,
+                reason: format!("topic currently has {current} partitions, which is higher than or equal to the requested {count}"),
+            });
+        }
+        if count > MAX_PARTITIONS_PER_TOPIC {
+            return Err(BrokerError::InvalidPartitions {
+                count,
+                reason: format!("at most {MAX_PARTITIONS_PER_TOPIC} partitions"),
+            });
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let now_ms = self.clock.now_ms();
+        let mut partitions = topic.partitions.clone();
+        for index in current..count {
+            let log = PartitionLog::open(
+                &self.partition_dir(name, index),
+                topic.config.clone(),
+                false,
+                now_ms,
+            )?;
+            partitions.push(Arc::new(Partition::new(
+                Arc::clone(&topic.name),
+                index,
+                log,
+                0,
+                Arc::clone(&self.clock),
+            )));
+        }
+        let record = TopicRecord {
+            id: topic.id,
+            partitions: count,
+            configs: topic.overrides.clone(),
+        };
+        self.persist(name, &record)?;
+        let updated = Topic {
+            name: Arc::clone(&topic.name),
+            id: topic.id,
+            partitions,
+            overrides: topic.overrides.clone(),
+            config: topic.config.clone(),
+        };
+        self.write_topics()
+            .insert(Arc::clone(&topic.name), Arc::new(updated));
+        Ok(())
+    }
+
+    /// Replaces a topic's config overrides (after validating each).
+    pub fn set_overrides(
+        &self,
+        name: &str,
+        overrides: BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<(), BrokerError> {
+        let _admin = self.admin_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let topic = self.get(name).ok_or_else(|| BrokerError::UnknownTopic {
+            topic: name.to_string(),
+        })?;
+        for (key, value) in &overrides {
+            validate_topic_config(key, value)?;
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let config = self.config.log_config(&overrides);
+        let record = TopicRecord {
+            id: topic.id,
+            partitions: topic.partitions.len() as i32,
+            configs: overrides.clone(),
+        };
+        self.persist(name, &record)?;
+        for partition in &topic.partitions {
+            partition.set_config(config.clone());
+        }
+        let updated = Topic {
+            name: Arc::clone(&topic.name),
+            id: topic.id,
+            partitions: topic.partitions.clone(),
+            overrides,
+            config,
+        };
+        self.write_topics()
+            .insert(Arc::clone(&topic.name), Arc::new(updated));
+        Ok(())
+    }
+
+    /// Every partition of every topic.
+    pub fn all_partitions(&self) -> Vec<Arc<Partition>> {
+        self.read_topics()
+            .values()
+            .flat_map(|t| t.partitions.iter().cloned())
+            .collect()
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+}
+
+fn record_clone(record: &TopicRecord) -> TopicRecord {
+    TopicRecord {
+        id: record.id,
+        partitions: record.partitions,
+        configs: record.configs.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names_follow_kafka_rules() {
+        validate_topic_name("web.logs_v1-2").unwrap();
+        assert!(validate_topic_name("").is_err());
+        assert!(validate_topic_name("..").is_err());
+        assert!(validate_topic_name("a b").is_err());
+        assert!(validate_topic_name("ümlaut").is_err());
+        assert!(validate_topic_name(&"x".repeat(250)).is_err());
+        validate_topic_name(&"x".repeat(249)).unwrap();
+    }
+}

@@ -1,0 +1,130 @@
+//! `weir broker`: start a broker and serve until SIGTERM or SIGINT.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use weir_broker::{Broker, BrokerConfig};
+
+#[derive(Args)]
+pub struct BrokerArgs {
+    /// Address to accept Kafka clients on (port 0 picks a free port; the bound port is logged).
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    listen: String,
+    /// host:port given to clients in Metadata (default: the bound listen address).
+    #[arg(long)]
+    advertised_listener: Option<String>,
+    /// Directory for logs and metadata.
+    #[arg(long, default_value = "./weir-data")]
+    data_dir: PathBuf,
+    /// Address of the Prometheus /metrics endpoint; "off" disables it.
+    #[arg(long, default_value = "127.0.0.1:9644")]
+    metrics_listen: String,
+    /// YAML file of broker properties (Kafka names), e.g. `num.partitions: 3`.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// A broker property by its Kafka name, e.g. --set num.partitions=3 (repeatable; wins over --config).
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+}
+
+fn resolve(address: &str, what: &str) -> anyhow::Result<SocketAddr> {
+    address
+        .to_socket_addrs()
+        .with_context(|| format!("invalid {what} address '{address}'"))?
+        .next()
+        .with_context(|| format!("{what} address '{address}' resolves to nothing"))
+}
+
+pub fn build_config(args: &BrokerArgs) -> anyhow::Result<BrokerConfig> {
+    let listen = resolve(&args.listen, "--listen")?;
+    let mut config = BrokerConfig::new(listen, args.data_dir.clone());
+    if args.metrics_listen != "off" {
+        config.metrics_listen = Some(resolve(&args.metrics_listen, "--metrics-listen")?);
+    }
+    if let Some(advertised) = &args.advertised_listener {
+        let (host, port) = advertised
+            .rsplit_once(':')
+            .with_context(|| format!("--advertised-listener '{advertised}' must be HOST:PORT"))?;
+        let port: u16 = port
+            .parse()
+            .with_context(|| format!("--advertised-listener '{advertised}': bad port"))?;
+        config.advertised_listener = Some((host.trim_matches(['[', ']']).to_string(), port));
+    }
+    if let Some(path) = &args.config {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config file {}", path.display()))?;
+        let properties: serde_yaml::Mapping = serde_yaml::from_str(&text).with_context(|| {
+            format!("{} is not a YAML map of broker properties", path.display())
+        })?;
+        for (name, value) in properties {
+            let name = yaml_scalar(&name)
+                .with_context(|| format!("{}: property names must be strings", path.display()))?;
+            let value = yaml_scalar(&value).with_context(|| {
+                format!("{}: value of '{name}' must be a scalar", path.display())
+            })?;
+            config
+                .set(&name, &value)
+                .with_context(|| format!("in {}", path.display()))?;
+        }
+    }
+    for assignment in &args.set {
+        let Some((name, value)) = assignment.split_once('=') else {
+            bail!("--set '{assignment}' must be NAME=VALUE");
+        };
+        config.set(name.trim(), value.trim()).context("in --set")?;
+    }
+    Ok(config)
+}
+
+fn yaml_scalar(value: &serde_yaml::Value) -> Option<String> {
+    match value {
+        serde_yaml::Value::String(s) => Some(s.clone()),
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        serde_yaml::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+pub async fn run(args: BrokerArgs) -> anyhow::Result<()> {
+    let config = build_config(&args)?;
+    raise_open_files_limit();
+    let broker = Broker::start(config)
+        .await
+        .context("broker failed to start")?;
+    wait_for_signal().await?;
+    broker.shutdown().await.context("shutdown failed")?;
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("SIGTERM received"),
+        result = tokio::signal::ctrl_c() => {
+            result.context("cannot listen for SIGINT")?;
+            tracing::info!("SIGINT received");
+        }
+    }
+    Ok(())
+}
+
+/// Each partition keeps a file handle per segment; lift the soft limit to the hard one.
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed by pointer.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                tracing::warn!("could not raise the open files limit");
+            }
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! `weir`: the Weir binary. Thin: parses arguments and calls into the libraries.
+//!
+//! - `weir broker`: run a broker (see `broker_command`).
+//! - `weir topic …`, `weir produce`, `weir consume`, `weir cluster info`: a Kafka client
+//!   (rdkafka), so they work against Weir or any Kafka cluster (`-b host:port`).
+
+mod broker_command;
+mod client;
+mod consume;
+mod produce;
+mod topic;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "weir",
+    version,
+    about = "Weir: a Kafka-compatible broker and stream processor"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a broker.
+    Broker(broker_command::BrokerArgs),
+    /// Create, list, describe, delete and configure topics.
+    Topic(topic::TopicArgs),
+    /// Produce lines from standard input, one record per line.
+    Produce(produce::ProduceArgs),
+    /// Consume records and print them.
+    Consume(consume::ConsumeArgs),
+    /// Cluster information.
+    Cluster(topic::ClusterArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    init_tracing(matches!(cli.command, Command::Broker(_)));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Broker(args) => broker_command::run(args).await,
+            Command::Topic(args) => topic::run(args).await,
+            Command::Produce(args) => produce::run(args).await,
+            Command::Consume(args) => consume::run(args).await,
+            Command::Cluster(args) => topic::run_cluster(args).await,
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing(is_server: bool) {
+    let default = if is_server { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}

@@ -1,0 +1,232 @@
+//! `weir topic create|list|describe|delete|alter-config` and `weir cluster info`.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use rdkafka::admin::{
+    AdminClient, AdminOptions, AlterConfig, NewTopic, ResourceSpecifier, TopicReplication,
+};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+
+use crate::client::{ConnectArgs, REQUEST_TIMEOUT};
+
+#[derive(Args)]
+pub struct TopicArgs {
+    #[command(flatten)]
+    connect: ConnectArgs,
+    #[command(subcommand)]
+    command: TopicCommand,
+}
+
+#[derive(Subcommand)]
+enum TopicCommand {
+    /// Create a topic.
+    Create {
+        name: String,
+        /// Number of partitions (default: the broker's num.partitions).
+        #[arg(short, long)]
+        partitions: Option<i32>,
+        /// Replication factor (default: the broker's default).
+        #[arg(short, long)]
+        replicas: Option<i32>,
+        /// Topic config, e.g. -c retention.ms=60000 (repeatable).
+        #[arg(short = 'c', long = "config", value_name = "NAME=VALUE")]
+        configs: Vec<String>,
+    },
+    /// List topics.
+    List,
+    /// Show partitions, leaders and configs of a topic.
+    Describe { name: String },
+    /// Delete topics.
+    Delete { names: Vec<String> },
+    /// Set topic configs (only the ones named change).
+    AlterConfig {
+        name: String,
+        #[arg(
+            short = 'c',
+            long = "config",
+            value_name = "NAME=VALUE",
+            required = true
+        )]
+        configs: Vec<String>,
+    },
+}
+
+#[derive(Args)]
+pub struct ClusterArgs {
+    #[command(flatten)]
+    connect: ConnectArgs,
+    #[command(subcommand)]
+    command: ClusterCommand,
+}
+
+#[derive(Subcommand)]
+enum ClusterCommand {
+    /// Brokers, controller and topic count.
+    Info,
+}
+
+fn parse_configs(configs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+    configs
+        .iter()
+        .map(|c| {
+            c.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .with_context(|| format!("config '{c}' must be NAME=VALUE"))
+        })
+        .collect()
+}
+
+fn admin(connect: &ConnectArgs) -> anyhow::Result<AdminClient<DefaultClientContext>> {
+    connect
+        .client_config()?
+        .create()
+        .context("cannot create admin client")
+}
+
+pub async fn run(args: TopicArgs) -> anyhow::Result<()> {
+    let options = AdminOptions::new().request_timeout(Some(REQUEST_TIMEOUT));
+    match args.command {
+        TopicCommand::Create {
+            name,
+            partitions,
+            replicas,
+            configs,
+        } => {
+            let configs = parse_configs(&configs)?;
+            let mut topic = NewTopic::new(
+                &name,
+                partitions.unwrap_or(-1),
+                TopicReplication::Fixed(replicas.unwrap_or(-1)),
+            );
+            for (key, value) in &configs {
+                topic = topic.set(key, value);
+            }
+            let results = admin(&args.connect)?
+                .create_topics([&topic], &options)
+                .await?;
+            for result in results {
+                match result {
+                    Ok(name) => println!("created topic {name}"),
+                    Err((name, code)) => bail!("cannot create topic {name}: {code}"),
+                }
+            }
+        }
+        TopicCommand::List => {
+            let metadata = metadata(&args.connect, None)?;
+            for topic in metadata.topics() {
+                println!("{}\t{} partitions", topic.name(), topic.partitions().len());
+            }
+        }
+        TopicCommand::Describe { name } => {
+            let metadata = metadata(&args.connect, Some(&name))?;
+            let topic = metadata
+                .topics()
+                .first()
+                .context("no such topic in metadata")?;
+            if let Some(error) = topic.error() {
+                bail!(
+                    "topic {name}: {:?}",
+                    rdkafka::types::RDKafkaRespErr::from(error)
+                );
+            }
+            println!("topic: {}", topic.name());
+            println!("partitions: {}", topic.partitions().len());
+            for partition in topic.partitions() {
+                println!(
+                    "  partition {}\tleader {}\treplicas {:?}\tisr {:?}",
+                    partition.id(),
+                    partition.leader(),
+                    partition.replicas(),
+                    partition.isr()
+                );
+            }
+            let described = admin(&args.connect)?
+                .describe_configs([&ResourceSpecifier::Topic(&name)], &options)
+                .await?;
+            println!("configs:");
+            for resource in described {
+                let resource = resource.map_err(|e| anyhow::anyhow!("describe configs: {e}"))?;
+                for entry in resource.entries {
+                    let marker = if entry.is_default { "" } else { "  (set)" };
+                    println!(
+                        "  {}={}{}",
+                        entry.name,
+                        entry.value.unwrap_or_default(),
+                        marker
+                    );
+                }
+            }
+        }
+        TopicCommand::Delete { names } => {
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            let results = admin(&args.connect)?.delete_topics(&refs, &options).await?;
+            for result in results {
+                match result {
+                    Ok(name) => println!("deleted topic {name}"),
+                    Err((name, code)) => bail!("cannot delete topic {name}: {code}"),
+                }
+            }
+        }
+        TopicCommand::AlterConfig { name, configs } => {
+            let configs = parse_configs(&configs)?;
+            let admin = admin(&args.connect)?;
+            let mut alter = AlterConfig::new(ResourceSpecifier::Topic(&name));
+            // AlterConfigs replaces the whole set: start from the current overrides.
+            let current = admin
+                .describe_configs([&ResourceSpecifier::Topic(&name)], &options)
+                .await?;
+            let mut merged: BTreeMap<String, String> = BTreeMap::new();
+            for resource in current {
+                let resource = resource.map_err(|e| anyhow::anyhow!("describe configs: {e}"))?;
+                for entry in resource.entries {
+                    if !entry.is_default
+                        && entry.source == rdkafka::admin::ConfigSource::DynamicTopic
+                    {
+                        merged.insert(entry.name, entry.value.unwrap_or_default());
+                    }
+                }
+            }
+            merged.extend(configs);
+            for (key, value) in &merged {
+                alter = alter.set(key, value);
+            }
+            for result in admin.alter_configs([&alter], &options).await? {
+                result.map_err(|(resource, code)| {
+                    anyhow::anyhow!("cannot alter {resource:?}: {code}")
+                })?;
+            }
+            println!("updated configs of {name}");
+        }
+    }
+    Ok(())
+}
+
+fn metadata(
+    connect: &ConnectArgs,
+    topic: Option<&str>,
+) -> anyhow::Result<rdkafka::metadata::Metadata> {
+    let mut config = connect.client_config()?;
+    config.set("allow.auto.create.topics", "false");
+    let consumer: BaseConsumer = config.create().context("cannot create client")?;
+    consumer
+        .fetch_metadata(topic, REQUEST_TIMEOUT)
+        .context("metadata request failed")
+}
+
+pub async fn run_cluster(args: ClusterArgs) -> anyhow::Result<()> {
+    match args.command {
+        ClusterCommand::Info => {
+            let metadata = metadata(&args.connect, None)?;
+            println!("brokers:");
+            for broker in metadata.brokers() {
+                println!("  {}\t{}:{}", broker.id(), broker.host(), broker.port());
+            }
+            println!("reporting broker: {}", metadata.orig_broker_id());
+            println!("topics: {}", metadata.topics().len());
+        }
+    }
+    Ok(())
+}
