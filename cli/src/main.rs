@@ -8,6 +8,7 @@ mod broker_command;
 mod client;
 mod consume;
 mod produce;
+mod protocol_client;
 mod topic;
 
 use clap::{Parser, Subcommand};

@@ -4,9 +4,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use rdkafka::admin::{
-    AdminClient, AdminOptions, AlterConfig, NewTopic, ResourceSpecifier, TopicReplication,
-};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 
@@ -171,33 +169,7 @@ pub async fn run(args: TopicArgs) -> anyhow::Result<()> {
             }
         }
         TopicCommand::AlterConfig { name, configs } => {
-            let configs = parse_configs(&configs)?;
-            let admin = admin(&args.connect)?;
-            let mut alter = AlterConfig::new(ResourceSpecifier::Topic(&name));
-            // AlterConfigs replaces the whole set: start from the current overrides.
-            let current = admin
-                .describe_configs([&ResourceSpecifier::Topic(&name)], &options)
-                .await?;
-            let mut merged: BTreeMap<String, String> = BTreeMap::new();
-            for resource in current {
-                let resource = resource.map_err(|e| anyhow::anyhow!("describe configs: {e}"))?;
-                for entry in resource.entries {
-                    if !entry.is_default
-                        && entry.source == rdkafka::admin::ConfigSource::DynamicTopic
-                    {
-                        merged.insert(entry.name, entry.value.unwrap_or_default());
-                    }
-                }
-            }
-            merged.extend(configs);
-            for (key, value) in &merged {
-                alter = alter.set(key, value);
-            }
-            for result in admin.alter_configs([&alter], &options).await? {
-                result.map_err(|(resource, code)| {
-                    anyhow::anyhow!("cannot alter {resource:?}: {code}")
-                })?;
-            }
+            alter_topic_configs(&args.connect, &name, &parse_configs(&configs)?).await?;
             println!("updated configs of {name}");
         }
     }

@@ -355,9 +355,12 @@ fn apply(
 fn outcome_codes(outcome: Result<(), BrokerError>) -> (i16, Option<StrBytes>) {
     match outcome {
         Ok(()) => (0, None),
-        Err(error) => (
-            error_for(&error).code(),
-            Some(StrBytes::from_string(error.to_string())),
-        ),
+        Err(error) => {
+            tracing::info!(%error, "config change refused");
+            (
+                error_for(&error).code(),
+                Some(StrBytes::from_string(error.to_string())),
+            )
+        }
     }
 }

@@ -44,7 +44,9 @@ pub(crate) mod test_support {
                 producer_epoch: -1,
                 timestamp_type: TimestampType::Creation,
                 offset: i as i64,
-                sequence: -1,
+                // kafka-protocol starts a new batch unless offset − sequence stays constant;
+                // this keeps one batch whose base sequence is -1 (no idempotence).
+                sequence: i as i32 - 1,
                 timestamp: first_timestamp + i as i64,
                 key: None,
                 value: Some(bytes::Bytes::copy_from_slice(value)),

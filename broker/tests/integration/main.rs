@@ -1,0 +1,11 @@
+//! Integration tests: the real broker in-process on 127.0.0.1:0, driven by real Kafka clients
+//! (rdkafka) and, for protocol edge cases no client will send, by raw kafka-protocol frames.
+
+mod admin;
+mod bad_input;
+mod common;
+mod durability;
+mod fetch;
+mod produce_consume;
+mod raw;
+mod retention;

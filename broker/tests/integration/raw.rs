@@ -1,0 +1,85 @@
+//! A bare Kafka protocol connection built on kafka-protocol, for the requests and byte-level
+//! abuse that real clients never send.
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub struct RawClient {
+    stream: TcpStream,
+    next_correlation_id: i32,
+}
+
+impl RawClient {
+    pub async fn connect(addr: std::net::SocketAddr) -> Self {
+        RawClient {
+            stream: TcpStream::connect(addr).await.expect("connect"),
+            next_correlation_id: 1,
+        }
+    }
+
+    /// Encodes a request (header + body) without the size prefix.
+    pub fn encode<R: Request>(&mut self, version: i16, request: &R) -> (i32, BytesMut) {
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("weir-raw-test")));
+        let mut body = BytesMut::new();
+        header
+            .encode(&mut body, R::header_version(version))
+            .expect("encode header");
+        request.encode(&mut body, version).expect("encode request");
+        (correlation_id, body)
+    }
+
+    pub async fn send_frame(&mut self, body: &[u8]) {
+        let mut frame = BytesMut::with_capacity(body.len() + 4);
+        frame.put_i32(body.len() as i32);
+        frame.put_slice(body);
+        self.stream.write_all(&frame).await.expect("write");
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.expect("write");
+    }
+
+    /// The next response frame, or None when the broker closed the connection.
+    pub async fn read_frame(&mut self) -> Option<Bytes> {
+        let read = async {
+            let size = self.stream.read_i32().await.ok()?;
+            let mut frame = vec![0u8; size as usize];
+            self.stream.read_exact(&mut frame).await.ok()?;
+            Some(Bytes::from(frame))
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), read)
+            .await
+            .expect("broker neither answered nor closed within 10 s")
+    }
+
+    pub fn decode<R: Request>(version: i16, mut frame: Bytes) -> (i32, R::Response) {
+        let header = ResponseHeader::decode(&mut frame, R::Response::header_version(version))
+            .expect("response header");
+        let response = R::Response::decode(&mut frame, version).expect("response body");
+        assert!(!frame.has_remaining(), "trailing bytes in response");
+        (header.correlation_id, response)
+    }
+
+    pub async fn call<R: Request>(&mut self, version: i16, request: &R) -> R::Response {
+        let (correlation_id, body) = self.encode(version, request);
+        self.send_frame(&body).await;
+        let frame = self.read_frame().await.expect("response");
+        let (got, response) = Self::decode::<R>(version, frame);
+        assert_eq!(got, correlation_id, "correlation id");
+        response
+    }
+
+    /// True when the broker has closed the connection (reads EOF).
+    pub async fn is_closed(&mut self) -> bool {
+        self.read_frame().await.is_none()
+    }
+}
