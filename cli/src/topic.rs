@@ -176,6 +176,51 @@ pub async fn run(args: TopicArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// IncrementalAlterConfigs (SET) for one topic, reporting the broker's error if it refuses.
+async fn alter_topic_configs(
+    connect: &ConnectArgs,
+    topic: &str,
+    configs: &BTreeMap<String, String>,
+) -> anyhow::Result<()> {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::IncrementalAlterConfigsRequest;
+    use kafka_protocol::protocol::StrBytes;
+    const TOPIC_RESOURCE: i8 = 2;
+    const SET: i8 = 0;
+    let changes = configs
+        .iter()
+        .map(|(name, value)| {
+            AlterableConfig::default()
+                .with_name(StrBytes::from_string(name.clone()))
+                .with_config_operation(SET)
+                .with_value(Some(StrBytes::from_string(value.clone())))
+        })
+        .collect();
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+        AlterConfigsResource::default()
+            .with_resource_type(TOPIC_RESOURCE)
+            .with_resource_name(StrBytes::from_string(topic.to_string()))
+            .with_configs(changes),
+    ]);
+    let mut client = crate::protocol_client::ProtocolClient::connect(&connect.bootstrap).await?;
+    let response = client.call(0, &request).await?;
+    for resource in response.responses {
+        if resource.error_code != 0 {
+            let error = kafka_protocol::ResponseError::try_from_code(resource.error_code)
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            let message = resource
+                .error_message
+                .map(|m| m.to_string())
+                .unwrap_or_default();
+            bail!("cannot alter configs of {topic}: {error} ({message})");
+        }
+    }
+    Ok(())
+}
+
 fn metadata(
     connect: &ConnectArgs,
     topic: Option<&str>,

@@ -111,6 +111,10 @@ impl PartitionLog {
             .max(first_base)
             .min(log_end);
         log.recovery_point = log.recovery_point.min(log_end);
+        if saved_log_start.is_some_and(|saved| saved != log.log_start_offset) {
+            // Recovery cut the log below the saved start: the saved value no longer holds.
+            log.write_log_start_offset()?;
+        }
         Ok(log)
     }
 
@@ -523,7 +527,13 @@ impl PartitionLog {
         }
         let interval = self.config.index_interval_bytes;
         self.active_mut().truncate_to(offset, interval)?;
-        self.recovery_point = self.recovery_point.min(offset);
+        // Whole batches go: the log may now end before `offset`, even before the log start.
+        let log_end = self.log_end_offset();
+        self.recovery_point = self.recovery_point.min(log_end);
+        if self.log_start_offset > log_end {
+            self.log_start_offset = log_end;
+            self.write_log_start_offset()?;
+        }
         Ok(())
     }
 

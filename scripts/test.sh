@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need, builds once (release profile), runs the Rust
+# unit, integration and property tests, then real-client smoke sessions (kcat, kafka-python)
+# against the weir binary from the same build.
+#
+# Caches live outside the clone so repeated runs are fast:
+#   CARGO_TARGET_DIR (default ~/.cache/weir/target), Python venv in ~/.cache/weir/venv.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+cache=${WEIR_CACHE:-$HOME/.cache/weir}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$cache/target}
+mkdir -p "$cache"
+
+missing=()
+command -v kcat >/dev/null || missing+=(kcat)
+command -v curl >/dev/null || missing+=(curl)
+command -v cc >/dev/null || missing+=(build-essential)
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+venv=$cache/venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check -r scripts/smoke/requirements.txt
+
+cargo build --release --workspace --bins
+cargo test --release --workspace
+scripts/smoke/run.sh "$CARGO_TARGET_DIR/release/weir" "$venv/bin/python"
