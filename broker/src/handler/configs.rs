@@ -127,9 +127,11 @@ pub fn describe(
         .resources
         .into_iter()
         .map(|resource| {
+            // As in Kafka, a null or empty key list means every config.
             let keys: Option<Vec<String>> = resource
                 .configuration_keys
                 .as_ref()
+                .filter(|keys| !keys.is_empty())
                 .map(|keys| keys.iter().map(|k| k.to_string()).collect());
             let result = DescribeConfigsResult::default()
                 .with_resource_type(resource.resource_type)

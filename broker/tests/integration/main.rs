@@ -9,3 +9,4 @@ mod fetch;
 mod produce_consume;
 mod raw;
 mod retention;
+mod versions;
