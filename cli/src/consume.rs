@@ -71,11 +71,7 @@ pub async fn run(args: ConsumeArgs) -> anyhow::Result<()> {
         .first()
         .context("topic missing from metadata")?;
     if let Some(error) = topic.error() {
-        bail!(
-            "topic {}: {:?}",
-            args.topic,
-            rdkafka::types::RDKafkaRespErr::from(error)
-        );
+        bail!("topic {}: {:?}", args.topic, error);
     }
     let partitions: Vec<i32> = match args.partition {
         Some(p) => vec![p],

@@ -125,10 +125,7 @@ pub async fn run(args: TopicArgs) -> anyhow::Result<()> {
                 .first()
                 .context("no such topic in metadata")?;
             if let Some(error) = topic.error() {
-                bail!(
-                    "topic {name}: {:?}",
-                    rdkafka::types::RDKafkaRespErr::from(error)
-                );
+                bail!("topic {name}: {:?}", error);
             }
             println!("topic: {}", topic.name());
             println!("partitions: {}", topic.partitions().len());

@@ -54,7 +54,7 @@ pub fn supported_versions(api_key: ApiKey) -> Option<(i16, i16)> {
 /// What a handler produces.
 pub enum HandlerOutput {
     /// The response is ready.
-    Ready(ResponseKind),
+    Ready(Box<ResponseKind>),
     /// The request's effects are applied; the response waits for something (e.g. an fsync)
     /// and is sent, in order, when ready. Later requests on the connection proceed meanwhile.
     Deferred(BoxFuture<'static, ResponseKind>),
@@ -70,46 +70,46 @@ pub async fn handle(
     version: i16,
     request: RequestKind,
 ) -> HandlerOutput {
-    use HandlerOutput::Ready;
+    let ready = |response: ResponseKind| HandlerOutput::Ready(Box::new(response));
     match request {
         RequestKind::ApiVersions(r) => {
-            Ready(ResponseKind::ApiVersions(api_versions::handle(version, r)))
+            ready(ResponseKind::ApiVersions(api_versions::handle(version, r)))
         }
-        RequestKind::Metadata(r) => Ready(ResponseKind::Metadata(metadata::handle(
+        RequestKind::Metadata(r) => ready(ResponseKind::Metadata(metadata::handle(
             context, version, r,
         ))),
         RequestKind::Produce(r) => produce::handle(context, version, r),
-        RequestKind::Fetch(r) => Ready(ResponseKind::Fetch(
+        RequestKind::Fetch(r) => ready(ResponseKind::Fetch(
             fetch::handle(context, version, r).await,
         )),
-        RequestKind::ListOffsets(r) => Ready(ResponseKind::ListOffsets(list_offsets::handle(
+        RequestKind::ListOffsets(r) => ready(ResponseKind::ListOffsets(list_offsets::handle(
             context, version, r,
         ))),
-        RequestKind::CreateTopics(r) => Ready(ResponseKind::CreateTopics(create_topics::handle(
+        RequestKind::CreateTopics(r) => ready(ResponseKind::CreateTopics(create_topics::handle(
             context, version, r,
         ))),
-        RequestKind::DeleteTopics(r) => Ready(ResponseKind::DeleteTopics(delete_topics::handle(
+        RequestKind::DeleteTopics(r) => ready(ResponseKind::DeleteTopics(delete_topics::handle(
             context, version, r,
         ))),
-        RequestKind::DeleteRecords(r) => Ready(ResponseKind::DeleteRecords(
+        RequestKind::DeleteRecords(r) => ready(ResponseKind::DeleteRecords(
             delete_records::handle(context, r),
         )),
-        RequestKind::OffsetForLeaderEpoch(r) => Ready(ResponseKind::OffsetForLeaderEpoch(
+        RequestKind::OffsetForLeaderEpoch(r) => ready(ResponseKind::OffsetForLeaderEpoch(
             offset_for_leader_epoch::handle(context, r),
         )),
-        RequestKind::DescribeConfigs(r) => Ready(ResponseKind::DescribeConfigs(configs::describe(
+        RequestKind::DescribeConfigs(r) => ready(ResponseKind::DescribeConfigs(configs::describe(
             context, version, r,
         ))),
         RequestKind::AlterConfigs(r) => {
-            Ready(ResponseKind::AlterConfigs(configs::alter(context, r)))
+            ready(ResponseKind::AlterConfigs(configs::alter(context, r)))
         }
-        RequestKind::IncrementalAlterConfigs(r) => Ready(ResponseKind::IncrementalAlterConfigs(
+        RequestKind::IncrementalAlterConfigs(r) => ready(ResponseKind::IncrementalAlterConfigs(
             configs::incremental_alter(context, r),
         )),
-        RequestKind::CreatePartitions(r) => Ready(ResponseKind::CreatePartitions(
+        RequestKind::CreatePartitions(r) => ready(ResponseKind::CreatePartitions(
             create_partitions::handle(context, r),
         )),
-        RequestKind::DescribeCluster(r) => Ready(ResponseKind::DescribeCluster(
+        RequestKind::DescribeCluster(r) => ready(ResponseKind::DescribeCluster(
             describe_cluster::handle(context, r),
         )),
         other => {

@@ -70,7 +70,7 @@ pub fn handle(
     }
     let response = ProduceResponse::default().with_responses(responses);
     if durable_waits.is_empty() {
-        return HandlerOutput::Ready(ResponseKind::Produce(response));
+        return HandlerOutput::Ready(Box::new(ResponseKind::Produce(response)));
     }
     HandlerOutput::Deferred(
         async move {

@@ -228,7 +228,7 @@ impl TopicRegistry {
                 topic: name.to_string(),
             });
         }
-        if partitions < 1 || partitions > MAX_PARTITIONS_PER_TOPIC {
+        if !(1..=MAX_PARTITIONS_PER_TOPIC).contains(&partitions) {
             return Err(BrokerError::InvalidPartitions {
                 count: partitions,
                 reason: format!("must be between 1 and {MAX_PARTITIONS_PER_TOPIC}"),

@@ -217,11 +217,9 @@ async fn flush_on_ack_acknowledges_after_fsync() {
     let offsets = common::produce_values(&producer, "synced", 1, &written).await;
     assert_eq!(offsets.len(), 2000);
     let partition = broker.context().topics.partition("synced", 1).unwrap();
-    let log = partition.log();
     // The recovery point only moves after fsyncs; acks came after the fsync covering them.
-    let plan = log.flush_plan();
+    let plan = partition.log().flush_plan();
     assert_eq!(plan.up_to_offset, 2000);
-    drop(log);
     broker.abort().await;
     let broker = common::start(dir.path(), &[]).await;
     let messages = common::consume(

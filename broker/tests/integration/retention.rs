@@ -48,7 +48,7 @@ async fn time_retention_deletes_expired_segments() {
     let (low, high) = wait_for_log_start(&consumer, "expiring", 100).await;
     assert_eq!(high, 110);
     assert!(
-        low >= 90 && low <= 100,
+        (90..=100).contains(&low),
         "old segments gone, fresh records kept: log start {low}"
     );
     let remaining = (high - low) as usize;
