@@ -39,6 +39,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    restore_default_sigpipe();
     let cli = Cli::parse();
     init_tracing(matches!(cli.command, Command::Broker(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -78,4 +79,13 @@ fn init_tracing(is_server: bool) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
+}
+
+/// Rust ignores SIGPIPE, so printing into a closed pipe (`weir consume … | head`) would panic.
+/// Like other command-line tools, end quietly instead.
+fn restore_default_sigpipe() {
+    // SAFETY: resetting a signal disposition to its default at start-up, before any threads.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

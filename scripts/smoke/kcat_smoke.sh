@@ -29,9 +29,9 @@ rm -f "$out"
 # Keys and headers.
 printf 'k1:v1\nk2:v2\n' | kc -P -t "$topic-keyed" -K: -H trace=abc -H empty= || fail "keyed produce"
 out=$(kc -C -t "$topic-keyed" -o beginning -e -q -f '%k=%s;%h\n' | sort)
-echo "$out" | grep -q '^k1=v1;trace=abc,empty=$' || fail "key/headers round trip: $out"
+grep -q '^k1=v1;trace=abc,empty=$' <<< "$out" || fail "key/headers round trip: $out"
 
 # Offsets for a timestamp far in the future: end of log (-1), and the beginning for 0.
 q=$(kc -Q -t "$topic:0:0") || fail "query offsets"
-echo "$q" | grep -q 'offset 0' || fail "offset for timestamp 0: $q"
+grep -q 'offset 0' <<< "$q" || fail "offset for timestamp 0: $q"
 echo "kcat smoke: ok"

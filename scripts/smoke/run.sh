@@ -32,11 +32,37 @@ stop_broker() {
   grep -q "shutdown complete" "$work/broker.log" && [ "$code" -eq 0 ] && [ -f "$work/data/.clean-shutdown" ]
 }
 
-metrics_served() { curl -sf "http://$metrics/metrics" | grep -q '^weir_requests_total{api="Produce"}'; }
+metrics_served() {
+  local out
+  out=$(curl -sf "http://$metrics/metrics") || return 1
+  grep -q '^weir_requests_total{api="Produce"}' <<< "$out"
+}
 survives_restart() {
   local count
   count=$(kcat -b "$bootstrap" -C -t restart-check -o beginning -e -q -f '%s\n' | wc -l)
   [ "$count" -eq 100 ]
+}
+cli_round_trip() {
+  local out
+  "$weir" topic create -b "$bootstrap" cli-check -p 2 -c retention.ms=3600000 > /dev/null || return 1
+  out=$("$weir" topic describe -b "$bootstrap" cli-check) || return 1
+  grep -q 'retention.ms=3600000  (set)' <<< "$out" || return 1
+  "$weir" topic alter-config -b "$bootstrap" cli-check -c segment.bytes=1048576 > /dev/null || return 1
+  out=$("$weir" topic describe -b "$bootstrap" cli-check) || return 1
+  grep -q 'segment.bytes=1048576  (set)' <<< "$out" || return 1
+  if "$weir" topic alter-config -b "$bootstrap" cli-check -c retention.ms=soon 2> /dev/null; then return 1; fi
+  printf 'k1:hello\nk2:world\n' | "$weir" produce -b "$bootstrap" cli-check -K : -z zstd -p 1 -H src=smoke 2> /dev/null || return 1
+  out=$("$weir" consume -b "$bootstrap" cli-check -p 1 --json) || return 1
+  grep -q '"key":"k1"' <<< "$out" && grep -q '"value":"world"' <<< "$out" \
+    && grep -q '"key":"src","value":"smoke"' <<< "$out" || return 1
+  [ "$("$weir" consume -b "$bootstrap" cli-check -p 1 -o 1 --print-key)" = "$(printf 'k2\tworld')" ] || return 1
+  out=$("$weir" topic list -b "$bootstrap") || return 1
+  grep -q '^cli-check' <<< "$out" || return 1
+  out=$("$weir" cluster info -b "$bootstrap") || return 1
+  grep -q 'topics:' <<< "$out" || return 1
+  "$weir" topic delete -b "$bootstrap" cli-check > /dev/null || return 1
+  out=$("$weir" topic list -b "$bootstrap") || return 1
+  ! grep -q '^cli-check' <<< "$out"
 }
 unknown_property_is_refused() {
   ! "$weir" broker --listen 127.0.0.1:0 --metrics-listen off --data-dir "$work/other" --set no.such.property=1 2> "$work/refused.log" \
@@ -46,6 +72,7 @@ unknown_property_is_refused() {
 record start_broker
 record "$here/kcat_smoke.sh" "$bootstrap"
 record "$python" "$here/kafka_python_smoke.py" "$bootstrap"
+record cli_round_trip
 seq 1 100 | kcat -b "$bootstrap" -P -t restart-check
 record metrics_served
 record stop_broker

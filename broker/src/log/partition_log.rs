@@ -646,3 +646,85 @@ fn sync_dir(dir: &Path) -> Result<(), LogError> {
         .and_then(|d| d.sync_all())
         .map_err(|e| LogError::io(dir, e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::test_support::encode_batch;
+    use kafka_protocol::records::Compression;
+
+    fn open(dir: &Path, config: LogConfig) -> PartitionLog {
+        PartitionLog::open(dir, config, false, 0).unwrap()
+    }
+
+    #[test]
+    fn segment_ms_rolls_on_the_next_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_ms: 1000,
+            ..LogConfig::default()
+        };
+        let mut log = open(dir.path(), config);
+        log.append(encode_batch(&[b"a"], Compression::None), 0, 0)
+            .unwrap();
+        log.append(encode_batch(&[b"b"], Compression::None), 0, 999)
+            .unwrap();
+        assert_eq!(log.segment_count(), 1);
+        log.append(encode_batch(&[b"c"], Compression::None), 0, 1000)
+            .unwrap();
+        assert_eq!(log.segment_count(), 2);
+        assert_eq!(log.log_end_offset(), 3);
+    }
+
+    #[test]
+    fn flush_messages_and_flush_ms_make_a_flush_due() {
+        let dir = tempfile::tempdir().unwrap();
+        let by_count = LogConfig {
+            flush_messages: 3,
+            ..LogConfig::default()
+        };
+        let mut log = open(dir.path(), by_count);
+        log.append(encode_batch(&[b"a", b"b"], Compression::None), 0, 0)
+            .unwrap();
+        assert!(!log.flush_due(0));
+        log.append(encode_batch(&[b"c"], Compression::None), 0, 0)
+            .unwrap();
+        assert!(log.flush_due(0));
+        let plan = log.flush_plan();
+        log.mark_flushed(&plan, 0);
+        assert!(!log.flush_due(0));
+
+        let dir = tempfile::tempdir().unwrap();
+        let by_time = LogConfig {
+            flush_ms: 1000,
+            ..LogConfig::default()
+        };
+        let mut log = open(dir.path(), by_time);
+        log.append(encode_batch(&[b"a"], Compression::None), 0, 0)
+            .unwrap();
+        assert!(!log.flush_due(999));
+        assert!(log.flush_due(1000));
+        let plan = log.flush_plan();
+        log.mark_flushed(&plan, 1000);
+        assert!(!log.flush_due(5000), "nothing new to flush");
+    }
+
+    #[test]
+    fn log_append_time_restamps_and_keeps_the_crc_valid() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            log_append_time: true,
+            ..LogConfig::default()
+        };
+        let mut log = open(dir.path(), config);
+        let info = log
+            .append(encode_batch(&[b"a", b"b"], Compression::Zstd), 7, 123_456)
+            .unwrap();
+        assert_eq!(info.log_append_time_ms, 123_456);
+        let (header, bytes) = log.read_all_batches().unwrap().remove(0);
+        assert_eq!(header.max_timestamp, 123_456);
+        assert_eq!(header.partition_leader_epoch, 7);
+        assert!(header.is_log_append_time());
+        batch::verify_crc(&bytes, &header).unwrap();
+    }
+}
