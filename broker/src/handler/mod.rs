@@ -17,6 +17,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod unsupported;
 
 use std::sync::Arc;
 

@@ -6,8 +6,10 @@
 //! in flight, which gives pipelining without unbounded memory.
 //!
 //! Bad input closes the connection with a log line: a frame over `socket.request.max.bytes`, an
-//! unknown API key, an API or version we do not implement (except ApiVersions, which gets the
-//! version-0 fallback), or a body that does not decode.
+//! unknown API key, a version outside what we implement (except ApiVersions, which gets the
+//! version-0 fallback), or a body that does not decode. An API we do not implement gets its own
+//! response with UNSUPPORTED_VERSION where that response has an error code to carry it
+//! (`handler::unsupported`), else the connection is closed.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -182,7 +184,7 @@ async fn handle_frame(
         correlation_id,
     };
     let Some((min, max)) = handler::supported_versions(api_key) else {
-        return Err(format!("API {api_key:?} (key {raw_key}) is not supported"));
+        return unimplemented_api(context, frame, header_info, started);
     };
     if api_key == ApiKey::ApiVersions && version > max {
         // KIP-511: answer in v0 so the client learns what we support.
@@ -221,6 +223,32 @@ async fn handle_frame(
         }
         HandlerOutput::Close => Err(format!("{api_key:?} cannot be answered")),
     }
+}
+
+/// An API we do not implement: answer UNSUPPORTED_VERSION where the API allows it, else close.
+fn unimplemented_api(
+    context: &Arc<BrokerContext>,
+    mut frame: Bytes,
+    header: FrameHeader,
+    started: Instant,
+) -> Result<Option<Pending>, String> {
+    let FrameHeader {
+        api_key, version, ..
+    } = header;
+    let valid = api_key.valid_versions();
+    if version < valid.min || version > valid.max {
+        return Err(format!(
+            "{api_key:?} v{version} is not a version of the protocol"
+        ));
+    }
+    RequestHeader::decode(&mut frame, api_key.request_header_version(version))
+        .map_err(|e| format!("malformed {api_key:?} v{version} request header: {e}"))?;
+    let request = RequestKind::decode(api_key, &mut frame, version)
+        .map_err(|e| format!("malformed {api_key:?} v{version} request: {e}"))?;
+    let response = handler::unsupported::response(version, &request)
+        .ok_or_else(|| format!("{api_key:?} is not implemented"))?;
+    tracing::debug!(api = ?api_key, version, "answered an unimplemented API with UNSUPPORTED_VERSION");
+    encode(context, header, &response, started).map(|b| Some(Pending::Ready(b)))
 }
 
 fn record_request(context: &BrokerContext, api_key: ApiKey, started: Instant) {

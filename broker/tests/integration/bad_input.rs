@@ -247,11 +247,40 @@ async fn hostile_frames_close_the_connection_and_broker_keeps_serving() {
     client.send_frame(&frame).await;
     assert!(client.is_closed().await, "unknown api key");
 
-    // A known API we do not implement (JoinGroup v5).
+    // A known API we do not implement yet: its own response with UNSUPPORTED_VERSION.
     let mut client = RawClient::connect(broker.local_addr()).await;
-    let (_, body) = client.encode(5, &kafka_protocol::messages::JoinGroupRequest::default());
+    let response = client
+        .call(5, &kafka_protocol::messages::JoinGroupRequest::default())
+        .await;
+    assert_eq!(
+        response.error_code,
+        ResponseError::UnsupportedVersion.code()
+    );
+    let response = client
+        .call(
+            4,
+            &kafka_protocol::messages::FindCoordinatorRequest::default()
+                .with_coordinator_keys(vec![StrBytes::from_static_str("group-a")]),
+        )
+        .await;
+    assert_eq!(
+        response.coordinators[0].error_code,
+        ResponseError::UnsupportedVersion.code()
+    );
+    let response = client
+        .call(
+            1,
+            &kafka_protocol::messages::FindCoordinatorRequest::default(),
+        )
+        .await;
+    assert_eq!(
+        response.error_code,
+        ResponseError::UnsupportedVersion.code()
+    );
+    // One whose response has no top-level error code (OffsetCommit): closed, as Kafka does.
+    let (_, body) = client.encode(8, &kafka_protocol::messages::OffsetCommitRequest::default());
     client.send_frame(&body).await;
-    assert!(client.is_closed().await, "unimplemented api");
+    assert!(client.is_closed().await, "unanswerable api");
 
     // Metadata whose body is cut short.
     let mut client = RawClient::connect(broker.local_addr()).await;
