@@ -5,10 +5,8 @@
 
 use std::path::Path;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::BytesMut;
+use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use proptest::prelude::*;
 use weir_broker::config::LogConfig;
 use weir_broker::log::PartitionLog;
@@ -57,6 +55,9 @@ fn config() -> LogConfig {
     }
 }
 
+#[path = "support/records.rs"]
+mod records;
+
 fn encode(values: &[Vec<u8>], codec: u8, timestamp: i64) -> BytesMut {
     let compression = [
         Compression::None,
@@ -65,36 +66,8 @@ fn encode(values: &[Vec<u8>], codec: u8, timestamp: i64) -> BytesMut {
         Compression::Lz4,
         Compression::Zstd,
     ][codec as usize];
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, value)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: i as i32 - 1,
-            timestamp: timestamp + i as i64,
-            key: None,
-            value: Some(Bytes::copy_from_slice(value)),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )
-    .unwrap();
-    buf
+    let values: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+    records::encode_batch_with_timestamps(&values, compression, timestamp)
 }
 
 /// Every record the log returns from `from` on, as (offset, value).

@@ -45,6 +45,23 @@ pub struct ScanStop {
 }
 
 impl Segment {
+    /// In-memory state for `file`, before its batches are known.
+    fn with_file(base_offset: i64, path: PathBuf, file: File, size: u64, created_ms: i64) -> Self {
+        Segment {
+            base_offset,
+            path,
+            file: Arc::new(file),
+            size,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            offset_of_max_timestamp: base_offset,
+            created_ms,
+            offset_index: OffsetIndex::default(),
+            time_index: TimeIndex::default(),
+            bytes_since_index_entry: 0,
+        }
+    }
+
     /// Creates a new, empty segment file.
     pub fn create(dir: &Path, base_offset: i64, now_ms: i64) -> Result<Self, LogError> {
         let path = dir.join(segment_file_name(base_offset, "log"));
@@ -55,19 +72,7 @@ impl Segment {
             .truncate(true)
             .open(&path)
             .map_err(|e| LogError::io(&path, e))?;
-        Ok(Segment {
-            base_offset,
-            path,
-            file: Arc::new(file),
-            size: 0,
-            next_offset: base_offset,
-            max_timestamp: -1,
-            offset_of_max_timestamp: base_offset,
-            created_ms: now_ms,
-            offset_index: OffsetIndex::default(),
-            time_index: TimeIndex::default(),
-            bytes_since_index_entry: 0,
-        })
+        Ok(Self::with_file(base_offset, path, file, 0, now_ms))
     }
 
     fn open_file(dir: &Path, base_offset: i64) -> Result<(PathBuf, File, u64), LogError> {
@@ -93,19 +98,8 @@ impl Segment {
         let (path, file, size) = Self::open_file(dir, base_offset)?;
         let offset_index = OffsetIndex::load(&path.with_extension("index"), size.max(1));
         let time_index = TimeIndex::load(&path.with_extension("timeindex"));
-        let mut segment = Segment {
-            base_offset,
-            path,
-            file: Arc::new(file),
-            size,
-            next_offset,
-            max_timestamp: -1,
-            offset_of_max_timestamp: base_offset,
-            created_ms: 0,
-            offset_index: OffsetIndex::default(),
-            time_index: TimeIndex::default(),
-            bytes_since_index_entry: 0,
-        };
+        let mut segment = Self::with_file(base_offset, path, file, size, 0);
+        segment.next_offset = next_offset;
         match (offset_index, time_index) {
             (Some(offset_index), Some(time_index)) if size == 0 || !offset_index.is_empty() => {
                 if let Some(last) = time_index.last() {
@@ -134,19 +128,7 @@ impl Segment {
         now_ms: i64,
     ) -> Result<(Self, u64), LogError> {
         let (path, file, size) = Self::open_file(dir, base_offset)?;
-        let mut segment = Segment {
-            base_offset,
-            path,
-            file: Arc::new(file),
-            size,
-            next_offset: base_offset,
-            max_timestamp: -1,
-            offset_of_max_timestamp: base_offset,
-            created_ms: now_ms,
-            offset_index: OffsetIndex::default(),
-            time_index: TimeIndex::default(),
-            bytes_since_index_entry: 0,
-        };
+        let mut segment = Self::with_file(base_offset, path, file, size, now_ms);
         let valid_bytes = segment.rebuild(index_interval_bytes, true)?;
         let cut = size - valid_bytes;
         if cut > 0 {

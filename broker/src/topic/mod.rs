@@ -44,7 +44,7 @@ impl Topic {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 struct TopicRecord {
     id: Uuid,
     partitions: i32,
@@ -271,7 +271,7 @@ impl TopicRegistry {
             partitions,
             configs,
         };
-        let topic = Arc::new(self.open_topic(name, record_clone(&record), false)?);
+        let topic = Arc::new(self.open_topic(name, record.clone(), false)?);
         self.persist(name, &record)?;
         self.write_topics()
             .insert(Arc::clone(&topic.name), Arc::clone(&topic));
@@ -361,22 +361,12 @@ impl TopicRegistry {
                 Arc::clone(&self.clock),
             )));
         }
-        let record = TopicRecord {
-            id: topic.id,
-            partitions: count,
-            configs: topic.overrides.clone(),
-        };
-        self.persist(name, &record)?;
-        let updated = Topic {
-            name: Arc::clone(&topic.name),
-            id: topic.id,
+        self.replace(
+            &topic,
             partitions,
-            overrides: topic.overrides.clone(),
-            config: topic.config.clone(),
-        };
-        self.write_topics()
-            .insert(Arc::clone(&topic.name), Arc::new(updated));
-        Ok(())
+            topic.overrides.clone(),
+            topic.config.clone(),
+        )
     }
 
     /// Replaces a topic's config overrides (after validating each).
@@ -397,19 +387,31 @@ impl TopicRegistry {
             return Ok(());
         }
         let config = self.config.log_config(&overrides);
-        let record = TopicRecord {
-            id: topic.id,
-            partitions: topic.partitions.len() as i32,
-            configs: overrides.clone(),
-        };
-        self.persist(name, &record)?;
+        self.replace(&topic, topic.partitions.clone(), overrides, config.clone())?;
         for partition in &topic.partitions {
             partition.set_config(config.clone());
         }
+        Ok(())
+    }
+
+    /// Persists and publishes a changed version of `topic` (copy-on-write).
+    fn replace(
+        &self,
+        topic: &Topic,
+        partitions: Vec<Arc<Partition>>,
+        overrides: BTreeMap<String, String>,
+        config: LogConfig,
+    ) -> Result<(), BrokerError> {
+        let record = TopicRecord {
+            id: topic.id,
+            partitions: partitions.len() as i32,
+            configs: overrides.clone(),
+        };
+        self.persist(&topic.name, &record)?;
         let updated = Topic {
             name: Arc::clone(&topic.name),
             id: topic.id,
-            partitions: topic.partitions.clone(),
+            partitions,
             overrides,
             config,
         };
@@ -428,14 +430,6 @@ impl TopicRegistry {
 
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
-    }
-}
-
-fn record_clone(record: &TopicRecord) -> TopicRecord {
-    TopicRecord {
-        id: record.id,
-        partitions: record.partitions,
-        configs: record.configs.clone(),
     }
 }
 

@@ -12,39 +12,8 @@ use crate::common;
 use crate::raw::RawClient;
 
 fn batch(values: &[&str], compression: Compression) -> bytes::BytesMut {
-    use kafka_protocol::records::{Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // kafka-protocol starts a new batch unless offset − sequence stays constant;
-            // this keeps one batch whose base sequence is -1 (no idempotence).
-            sequence: i as i32 - 1,
-            timestamp: 1_700_000_000_000 + i as i64,
-            key: None,
-            value: Some(bytes::Bytes::copy_from_slice(v.as_bytes())),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        records.iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )
-    .unwrap();
-    buf
+    let values: Vec<&[u8]> = values.iter().map(|v| v.as_bytes()).collect();
+    crate::records::encode_batch_with_timestamps(&values, compression, 1_700_000_000_000)
 }
 
 fn produce_request(topic: &str, records: bytes::Bytes) -> ProduceRequest {

@@ -8,5 +8,7 @@ mod durability;
 mod fetch;
 mod produce_consume;
 mod raw;
+#[path = "../support/records.rs"]
+mod records;
 mod retention;
 mod versions;

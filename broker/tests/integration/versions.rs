@@ -13,33 +13,7 @@ fn name(s: &str) -> TopicName {
 }
 
 fn batch() -> bytes::Bytes {
-    use kafka_protocol::records::{Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: 0,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: 1_000,
-        key: None,
-        value: Some(bytes::Bytes::from_static(b"v")),
-        headers: Default::default(),
-    };
-    let mut buf = bytes::BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buf,
-        [record].iter(),
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .unwrap();
-    buf.freeze()
+    crate::records::encode_batch(&[b"v"], Compression::None).freeze()
 }
 
 fn range(api: ApiKey) -> std::ops::RangeInclusive<i16> {

@@ -1,0 +1,50 @@
+//! Producer-style record batches for tests, encoded by kafka-protocol (a second implementation of
+//! the format, so the broker's own code is not checked against itself). Shared by unit tests
+//! (`log::test_support`) and the integration test binaries.
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+
+/// One batch of `values` (offsets from 0, timestamps `first_timestamp`, +1, …), no producer id.
+pub fn encode_batch_with_timestamps(
+    values: &[&[u8]],
+    compression: Compression,
+    first_timestamp: i64,
+) -> BytesMut {
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            // kafka-protocol starts a new batch unless offset − sequence stays constant;
+            // this keeps one batch whose base sequence is -1 (no idempotence).
+            sequence: i as i32 - 1,
+            timestamp: first_timestamp + i as i64,
+            key: None,
+            value: Some(Bytes::copy_from_slice(value)),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression,
+    };
+    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).expect("encode batch");
+    buf
+}
+
+/// One batch of `values` with timestamps from 1000.
+#[allow(dead_code)]
+pub fn encode_batch(values: &[&[u8]], compression: Compression) -> BytesMut {
+    encode_batch_with_timestamps(values, compression, 1000)
+}
