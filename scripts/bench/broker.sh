@@ -29,12 +29,27 @@ rm -f "$data/dd.tmp"
 echo "- disk sequential write, 2 GiB with dd: $dd_durable with fdatasync, $dd_buffered buffered"
 echo
 
-"$weir" broker --listen "$bootstrap" --metrics-listen off --data-dir "$data/broker" \
-  --set log.flush.on.ack="$durable" > "$data/broker.log" 2>&1 &
-broker=$!
+# Each measurement runs on a fresh broker and data directory: this machine's disk slows down
+# after several GB of sustained writes, which would otherwise penalise later cells.
+broker=
+start_broker() {
+  rm -rf "$data/broker"; sync; sleep 1
+  "$weir" broker --listen "$bootstrap" --metrics-listen off --data-dir "$data/broker" \
+    --set log.flush.on.ack="$durable" > "$data/broker.log" 2>&1 &
+  broker=$!
+  for _ in $(seq 1 100); do grep -q "weir broker ready" "$data/broker.log" && break; sleep 0.1; done
+}
+peak_rss_kb=0
+cpu_ticks=0
+stop_broker() {
+  local rss ticks
+  rss=$(awk '/VmHWM/ {print $2}' /proc/$broker/status)
+  ticks=$(awk '{print $14 + $15}' /proc/$broker/stat)
+  [ "$rss" -gt "$peak_rss_kb" ] && peak_rss_kb=$rss
+  cpu_ticks=$((cpu_ticks + ticks))
+  kill -TERM $broker; wait $broker || true
+}
 trap 'kill $broker 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do grep -q "weir broker ready" "$data/broker.log" && break; sleep 0.1; done
-
 produce_rate() { grep -o '[0-9]* msgs/s and [0-9.]* MB/s' | tail -1; }
 consume_rate() { grep -o '[0-9]* msgs/s ([0-9.]* MB/s)' | tail -1; }
 
@@ -47,6 +62,7 @@ for size in 100 1024; do
   [ "$size" -eq 1024 ] && count=$large_count
   for acks in 1 -1; do
     for partitions in 1 8; do
+      start_broker
       topic="bench-$size-$acks-$partitions"
       topic=${topic//-1-/-all-}
       "$weir" topic create -b "$bootstrap" "$topic" -p "$partitions" > /dev/null 2>&1
@@ -58,12 +74,14 @@ for size in 100 1024; do
       for p in $(seq 0 $((partitions - 1))); do consume_args+=(-p "$p"); done
       consumed=$("$perf" -C -t "$topic" "${consume_args[@]}" -b "$bootstrap" -o beginning -c "$count" -q 2>&1 | consume_rate)
       echo "| ${size} B | $acks | $partitions | $count | $produced | $consumed |"
+      stop_broker
     done
   done
 done
 echo
 
 echo "## Produce latency (100 B, acks=all, 1 partition, 50,000 msgs/s offered, linger.ms=5)"
+start_broker
 "$weir" topic create -b "$bootstrap" bench-latency -p 1 > /dev/null 2>&1
 "$perf" -P -t bench-latency -p 0 -b "$bootstrap" -s 100 -c 250000 -r 50000 -a -1 -l -A "$data/latency.txt" \
   -X linger.ms=5 -q > /dev/null 2>&1
@@ -72,11 +90,8 @@ sort -n "$data/latency.txt" | awk '{ v[NR] = $1 } END {
     v[int(NR * 0.5)] / 1000, v[int(NR * 0.99)] / 1000, v[NR] / 1000, NR }'
 echo
 
-rss_kb=$(awk '/VmHWM/ {print $2}' /proc/$broker/status)
-cpu_ticks=$(awk '{print $14 + $15}' /proc/$broker/stat)
-echo "## Broker resources over the whole run"
+stop_broker
+echo "## Broker resources"
 echo
-echo "- peak RSS: $((rss_kb / 1024)) MiB; CPU: $((cpu_ticks / $(getconf CLK_TCK))) s"
-kill -TERM $broker
-wait $broker || true
+echo "- peak RSS of any one broker run: $((peak_rss_kb / 1024)) MiB; broker CPU summed over all runs: $((cpu_ticks / $(getconf CLK_TCK))) s"
 rm -rf "$data"

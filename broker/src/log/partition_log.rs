@@ -222,7 +222,8 @@ impl PartitionLog {
             ..header
         };
         let interval = self.config.index_interval_bytes;
-        self.active_mut().append(&batch, &header, interval)?;
+        let eager = self.config.flush_on_ack;
+        self.active_mut().append(&batch, &header, interval, eager)?;
         self.unflushed_messages += header.records_count as i64;
         Ok(AppendInfo {
             base_offset,
@@ -245,7 +246,8 @@ impl PartitionLog {
         }
         self.maybe_roll(batch.len() as u64, now_ms)?;
         let interval = self.config.index_interval_bytes;
-        self.active_mut().append(batch, &header, interval)?;
+        let eager = self.config.flush_on_ack;
+        self.active_mut().append(batch, &header, interval, eager)?;
         self.unflushed_messages += header.records_count as i64;
         Ok(())
     }
