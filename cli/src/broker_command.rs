@@ -128,3 +128,59 @@ fn raise_open_files_limit() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(config: Option<PathBuf>, set: &[&str]) -> BrokerArgs {
+        BrokerArgs {
+            listen: "127.0.0.1:0".into(),
+            advertised_listener: Some("broker-0.weir:9092".into()),
+            data_dir: PathBuf::from("/tmp/unused"),
+            metrics_listen: "off".into(),
+            config,
+            set: set.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn yaml_file_then_set_overrides_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.yaml");
+        std::fs::write(
+            &path,
+            "num.partitions: 3\nauto.create.topics.enable: false\n",
+        )
+        .unwrap();
+        let config = build_config(&args(Some(path), &["num.partitions=5"])).unwrap();
+        assert_eq!(config.num_partitions(), 5);
+        assert!(!config.auto_create_topics_enable());
+        assert_eq!(
+            config.advertised_listener,
+            Some(("broker-0.weir".into(), 9092))
+        );
+        assert_eq!(config.metrics_listen, None);
+    }
+
+    #[test]
+    fn unknown_names_and_bad_files_are_errors() {
+        let error = build_config(&args(None, &["num.partitionz=3"])).unwrap_err();
+        assert!(format!("{error:#}").contains("unknown configuration property 'num.partitionz'"));
+        assert!(build_config(&args(None, &["num.partitions"])).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.yaml");
+        std::fs::write(&path, "- just\n- a list\n").unwrap();
+        let error = build_config(&args(Some(path.clone()), &[])).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("is not a YAML map"),
+            "{error:#}"
+        );
+        std::fs::write(&path, "log.retention.hours: soon\n").unwrap();
+        let error = build_config(&args(Some(path), &[])).unwrap_err();
+        assert!(
+            format!("{error:#}").contains("log.retention.hours"),
+            "{error:#}"
+        );
+    }
+}
