@@ -88,6 +88,8 @@ pub enum BrokerError {
     TopicAlreadyExists { topic: String },
     #[error("invalid partition count {count}: {reason}")]
     InvalidPartitions { count: i32, reason: String },
+    #[error("invalid replica assignment: {0}")]
+    InvalidReplicaAssignment(String),
     #[error("invalid replication factor {factor}: {reason}")]
     InvalidReplicationFactor { factor: i32, reason: String },
     #[error("invalid request: {0}")]

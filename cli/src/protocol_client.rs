@@ -1,6 +1,7 @@
 //! A minimal Kafka protocol client (kafka-protocol crate) for the admin calls where rdkafka falls
 //! short: rust-rdkafka 0.39 drops per-resource errors of AlterConfigs, so a refused config change
 //! would be reported as success. Talks to the first bootstrap broker; works with Weir and Kafka.
+//! Also compiled into the compatibility scenario (`compat/scenario`).
 
 use anyhow::{bail, Context};
 use bytes::{Buf, BufMut, BytesMut};
@@ -11,6 +12,8 @@ use tokio::net::TcpStream;
 
 /// Largest response accepted.
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+/// Time allowed for connecting and for each request.
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub struct ProtocolClient {
     stream: TcpStream,
@@ -20,11 +23,10 @@ pub struct ProtocolClient {
 impl ProtocolClient {
     pub async fn connect(bootstrap: &str) -> anyhow::Result<Self> {
         let first = bootstrap.split(',').next().unwrap_or(bootstrap).trim();
-        let stream =
-            tokio::time::timeout(crate::client::REQUEST_TIMEOUT, TcpStream::connect(first))
-                .await
-                .with_context(|| format!("timed out connecting to {first}"))?
-                .with_context(|| format!("cannot connect to {first}"))?;
+        let stream = tokio::time::timeout(REQUEST_TIMEOUT, TcpStream::connect(first))
+            .await
+            .with_context(|| format!("timed out connecting to {first}"))?
+            .with_context(|| format!("cannot connect to {first}"))?;
         Ok(ProtocolClient {
             stream,
             next_correlation_id: 1,
@@ -59,7 +61,7 @@ impl ProtocolClient {
             self.stream.read_exact(&mut response).await?;
             Ok(bytes::Bytes::from(response))
         };
-        let mut response = tokio::time::timeout(crate::client::REQUEST_TIMEOUT, exchange)
+        let mut response = tokio::time::timeout(REQUEST_TIMEOUT, exchange)
             .await
             .context("request timed out")??;
         let header = ResponseHeader::decode(&mut response, R::Response::header_version(version))?;

@@ -19,7 +19,7 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
-            let outcome = check_assignments(&topic).and_then(|()| {
+            let outcome = check_assignments(context, &topic).and_then(|()| {
                 context.topics.create_partitions(
                     topic.name.as_str(),
                     topic.count,
@@ -37,15 +37,38 @@ pub fn handle(
     CreatePartitionsResponse::default().with_results(results)
 }
 
+/// As in Kafka: no assignments (null) lets the broker place the new partitions; otherwise there
+/// must be one assignment per new partition, each naming only this broker.
 fn check_assignments(
+    context: &Arc<BrokerContext>,
     topic: &kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic,
 ) -> Result<(), BrokerError> {
-    for assignment in topic.assignments.iter().flatten() {
+    let Some(assignments) = &topic.assignments else {
+        return Ok(());
+    };
+    let current = context
+        .topics
+        .get(topic.name.as_str())
+        .map_or(0, |t| t.partitions.len() as i32);
+    let new_partitions = topic.count - current;
+    if new_partitions > 0 && assignments.len() as i32 != new_partitions {
+        return Err(BrokerError::InvalidReplicaAssignment(format!(
+            "increasing the partition count by {new_partitions} needs {new_partitions} assignments, {} given",
+            assignments.len()
+        )));
+    }
+    for assignment in assignments {
         if assignment.broker_ids.len() != 1 {
             return Err(BrokerError::InvalidReplicationFactor {
                 factor: assignment.broker_ids.len() as i32,
                 reason: "this broker runs alone: only 1 replica is possible".into(),
             });
+        }
+        if assignment.broker_ids[0].0 != context.node_id {
+            return Err(BrokerError::InvalidReplicaAssignment(format!(
+                "broker {} does not exist",
+                assignment.broker_ids[0].0
+            )));
         }
     }
     Ok(())

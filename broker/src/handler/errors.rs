@@ -15,6 +15,7 @@ pub fn error_for(error: &BrokerError) -> ResponseError {
         BrokerError::TopicAlreadyExists { .. } => ResponseError::TopicAlreadyExists,
         BrokerError::InvalidPartitions { .. } => ResponseError::InvalidPartitions,
         BrokerError::InvalidReplicationFactor { .. } => ResponseError::InvalidReplicationFactor,
+        BrokerError::InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment,
         BrokerError::InvalidRequest(_) => ResponseError::InvalidRequest,
         BrokerError::Config(config) => config_error(config),
         BrokerError::Log(log) => log_error(log),

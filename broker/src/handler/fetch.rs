@@ -152,9 +152,15 @@ fn read_all(
                     data.records = Some(read.records);
                 }
                 Err(error) => {
+                    // As Kafka: an errored partition reports no offsets.
                     any_error = true;
-                    data.error_code = error.code();
-                    data.records = Some(Default::default());
+                    data = PartitionData::default()
+                        .with_partition_index(requested.partition)
+                        .with_error_code(error.code())
+                        .with_high_watermark(-1)
+                        .with_last_stable_offset(-1)
+                        .with_log_start_offset(-1)
+                        .with_records(Some(Default::default()));
                 }
             }
             partitions.push(data);

@@ -1,0 +1,559 @@
+//! A scripted client session for the differential test (`compat/diff.sh`): the same requests go
+//! to Weir and to a real Apache Kafka broker, and each prints a JSON transcript of what it
+//! observed (error codes, offsets, records, configs, metadata shape). Values that legitimately
+//! differ between any two brokers (ids, ports, append times) are left out.
+//!
+//! Usage: weir-compat-scenario HOST:PORT RUN_ID
+
+#[path = "../../../cli/src/protocol_client.rs"]
+mod protocol_client;
+
+use std::collections::BTreeMap;
+
+use anyhow::Context;
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use protocol_client::ProtocolClient;
+use serde_json::{json, Value};
+
+const TOPIC_RESOURCE: i8 = 2;
+/// Configs compared between the brokers (Weir implements these; Kafka has many more).
+const COMPARED_CONFIGS: &[&str] = &[
+    "cleanup.policy",
+    "max.message.bytes",
+    "message.timestamp.type",
+    "retention.bytes",
+    "retention.ms",
+    "segment.bytes",
+    "segment.ms",
+];
+
+struct Scenario {
+    client: ProtocolClient,
+    transcript: BTreeMap<String, Value>,
+    run: String,
+}
+
+fn name(s: &str) -> TopicName {
+    TopicName(StrBytes::from_string(s.to_string()))
+}
+
+fn text(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+/// A producer batch: (key, value, timestamp) per record, with one header each.
+fn batch(records: &[(Option<&str>, &str, i64)], compression: Compression) -> Bytes {
+    let records: Vec<Record> = records
+        .iter()
+        .enumerate()
+        .map(|(i, (key, value, timestamp))| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: i as i32 - 1,
+            timestamp: *timestamp,
+            key: key.map(|k| Bytes::copy_from_slice(k.as_bytes())),
+            value: Some(Bytes::copy_from_slice(value.as_bytes())),
+            headers: [(text("n"), Some(Bytes::from(i.to_string())))]
+                .into_iter()
+                .collect(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buf,
+        records.iter(),
+        &RecordEncodeOptions {
+            version: 2,
+            compression,
+        },
+    )
+    .expect("encode batch");
+    buf.freeze()
+}
+
+impl Scenario {
+    fn note(&mut self, step: &str, value: Value) {
+        self.transcript.insert(step.to_string(), value);
+    }
+
+    fn topic(&self, base: &str) -> String {
+        format!("{base}-{}", self.run)
+    }
+
+    async fn create_topic(
+        &mut self,
+        topic: &str,
+        partitions: i32,
+        factor: i16,
+        configs: &[(&str, &str)],
+    ) -> anyhow::Result<Value> {
+        let configs = configs
+            .iter()
+            .map(|(k, v)| {
+                create_topics_request::CreatableTopicConfig::default()
+                    .with_name(text(k))
+                    .with_value(Some(text(v)))
+            })
+            .collect();
+        let request = CreateTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topics(vec![create_topics_request::CreatableTopic::default()
+                .with_name(name(topic))
+                .with_num_partitions(partitions)
+                .with_replication_factor(factor)
+                .with_configs(configs)]);
+        let response = self.client.call(7, &request).await?;
+        let result = &response.topics[0];
+        Ok(json!({"error": result.error_code, "partitions": result.num_partitions}))
+    }
+
+    async fn metadata(&mut self, topic: &str, auto_create: bool) -> anyhow::Result<Value> {
+        let request = MetadataRequest::default()
+            .with_allow_auto_topic_creation(auto_create)
+            .with_topics(Some(vec![metadata_request::MetadataRequestTopic::default(
+            )
+            .with_name(Some(name(topic)))]));
+        let response = self.client.call(12, &request).await?;
+        let topic = &response.topics[0];
+        let mut partitions: Vec<Value> = topic
+            .partitions
+            .iter()
+            .map(|p| json!({"index": p.partition_index, "error": p.error_code, "replicas": p.replica_nodes.len(), "isr": p.isr_nodes.len()}))
+            .collect();
+        partitions.sort_by_key(|p| p["index"].as_i64());
+        Ok(json!({
+            "error": topic.error_code,
+            "partitions": partitions,
+            "has_topic_id": !topic.topic_id.is_nil(),
+            "brokers": response.brokers.len(),
+            "has_cluster_id": response.cluster_id.is_some(),
+        }))
+    }
+
+    async fn produce(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        acks: i16,
+        records: Bytes,
+    ) -> anyhow::Result<Value> {
+        let request = ProduceRequest::default()
+            .with_acks(acks)
+            .with_timeout_ms(10_000)
+            .with_topic_data(vec![produce_request::TopicProduceData::default()
+                .with_name(name(topic))
+                .with_partition_data(vec![
+                    produce_request::PartitionProduceData::default()
+                        .with_index(partition)
+                        .with_records(Some(records)),
+                ])]);
+        let response = self.client.call(9, &request).await?;
+        let result = &response.responses[0].partition_responses[0];
+        Ok(
+            json!({"error": result.error_code, "base_offset": result.base_offset, "log_start_offset": result.log_start_offset}),
+        )
+    }
+
+    async fn fetch(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+        max_bytes: i32,
+    ) -> anyhow::Result<Value> {
+        let request = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(0)
+            .with_min_bytes(1)
+            .with_max_bytes(max_bytes)
+            .with_topics(vec![fetch_request::FetchTopic::default()
+                .with_topic(name(topic))
+                .with_partitions(vec![fetch_request::FetchPartition::default()
+                    .with_partition(partition)
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(max_bytes)])]);
+        let response = self.client.call(12, &request).await?;
+        let data = &response.responses[0].partitions[0];
+        let mut records = Vec::new();
+        let mut first_batch_base = None;
+        if let Some(bytes) = &data.records {
+            let mut bytes = bytes.clone();
+            for set in RecordBatchDecoder::decode_all(&mut bytes)? {
+                for record in set.records {
+                    first_batch_base.get_or_insert(record.offset);
+                    if record.offset < offset {
+                        continue;
+                    }
+                    let header = record.headers.get(&text("n")).cloned().flatten();
+                    records.push(json!({
+                        "offset": record.offset,
+                        "key": record.key.map(|k| String::from_utf8_lossy(&k).into_owned()),
+                        "value": record.value.map(|v| String::from_utf8_lossy(&v).into_owned()),
+                        "timestamp": record.timestamp,
+                        "header_n": header.map(|h| String::from_utf8_lossy(&h).into_owned()),
+                    }));
+                }
+            }
+        }
+        Ok(json!({
+            "error": data.error_code,
+            "high_watermark": data.high_watermark,
+            "last_stable_offset": data.last_stable_offset,
+            "log_start_offset": data.log_start_offset,
+            "first_returned_offset": first_batch_base,
+            "records": records,
+        }))
+    }
+
+    async fn list_offset(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        timestamp: i64,
+    ) -> anyhow::Result<Value> {
+        let request = ListOffsetsRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_topics(vec![list_offsets_request::ListOffsetsTopic::default()
+                .with_name(name(topic))
+                .with_partitions(vec![
+                    list_offsets_request::ListOffsetsPartition::default()
+                        .with_partition_index(partition)
+                        .with_timestamp(timestamp),
+                ])]);
+        let response = self.client.call(7, &request).await?;
+        let result = &response.topics[0].partitions[0];
+        Ok(
+            json!({"error": result.error_code, "offset": result.offset, "timestamp": result.timestamp}),
+        )
+    }
+
+    async fn describe_configs(&mut self, topic: &str) -> anyhow::Result<Value> {
+        let request = DescribeConfigsRequest::default().with_resources(vec![
+            describe_configs_request::DescribeConfigsResource::default()
+                .with_resource_type(TOPIC_RESOURCE)
+                .with_resource_name(text(topic))
+                .with_configuration_keys(None),
+        ]);
+        let response = self.client.call(4, &request).await?;
+        let result = &response.results[0];
+        let configs: BTreeMap<String, Value> = result
+            .configs
+            .iter()
+            .filter(|c| COMPARED_CONFIGS.contains(&c.name.as_str()))
+            .map(|c| {
+                let value = c.value.as_ref().map(|v| v.to_string());
+                (
+                    c.name.to_string(),
+                    json!({"value": value, "source": c.config_source, "type": c.config_type}),
+                )
+            })
+            .collect();
+        Ok(json!({"error": result.error_code, "configs": configs}))
+    }
+
+    async fn incremental_alter(
+        &mut self,
+        topic: &str,
+        key: &str,
+        value: &str,
+    ) -> anyhow::Result<Value> {
+        let request = IncrementalAlterConfigsRequest::default().with_resources(vec![
+            incremental_alter_configs_request::AlterConfigsResource::default()
+                .with_resource_type(TOPIC_RESOURCE)
+                .with_resource_name(text(topic))
+                .with_configs(vec![
+                    incremental_alter_configs_request::AlterableConfig::default()
+                        .with_name(text(key))
+                        .with_config_operation(0)
+                        .with_value(Some(text(value))),
+                ]),
+        ]);
+        let response = self.client.call(1, &request).await?;
+        Ok(json!({"error": response.responses[0].error_code}))
+    }
+
+    async fn create_partitions(
+        &mut self,
+        topic: &str,
+        count: i32,
+        assignments: Option<usize>,
+    ) -> anyhow::Result<Value> {
+        let assignments = assignments.map(|n| {
+            (0..n)
+                .map(|_| {
+                    create_partitions_request::CreatePartitionsAssignment::default()
+                        .with_broker_ids(vec![BrokerId(1)])
+                })
+                .collect()
+        });
+        let request = CreatePartitionsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topics(vec![
+                create_partitions_request::CreatePartitionsTopic::default()
+                    .with_name(name(topic))
+                    .with_count(count)
+                    .with_assignments(assignments),
+            ]);
+        let response = self.client.call(3, &request).await?;
+        Ok(json!({"error": response.results[0].error_code}))
+    }
+
+    async fn delete_records(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        offset: i64,
+    ) -> anyhow::Result<Value> {
+        let request = DeleteRecordsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topics(vec![delete_records_request::DeleteRecordsTopic::default()
+                .with_name(name(topic))
+                .with_partitions(vec![
+                    delete_records_request::DeleteRecordsPartition::default()
+                        .with_partition_index(partition)
+                        .with_offset(offset),
+                ])]);
+        let response = self.client.call(2, &request).await?;
+        let result = &response.topics[0].partitions[0];
+        Ok(json!({"error": result.error_code, "low_watermark": result.low_watermark}))
+    }
+
+    async fn delete_topic(&mut self, topic: &str) -> anyhow::Result<Value> {
+        let request = DeleteTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_topics(vec![
+                delete_topics_request::DeleteTopicState::default().with_name(Some(name(topic)))
+            ]);
+        let response = self.client.call(6, &request).await?;
+        Ok(json!({"error": response.responses[0].error_code}))
+    }
+
+    async fn run(&mut self) -> anyhow::Result<()> {
+        let main = self.topic("compat-main");
+        let step = self
+            .create_topic(
+                &main,
+                3,
+                1,
+                &[("retention.ms", "3600000"), ("max.message.bytes", "2000")],
+            )
+            .await?;
+        self.note("create_topic/ok", step);
+        let step = self.create_topic(&main, 3, 1, &[]).await?;
+        self.note("create_topic/exists", step);
+        let step = self.create_topic("bad name!", 1, 1, &[]).await?;
+        self.note("create_topic/invalid_name", step);
+        let step = self.create_topic(&self.topic("rf3"), 1, 3, &[]).await?;
+        self.note("create_topic/replication_factor_3", step);
+        let step = self.create_topic(&self.topic("zero"), 0, 1, &[]).await?;
+        self.note("create_topic/zero_partitions", step);
+        let step = self
+            .create_topic(
+                &self.topic("unknown-config"),
+                1,
+                1,
+                &[("retention.mss", "1")],
+            )
+            .await?;
+        self.note("create_topic/unknown_config", step);
+        let step = self
+            .create_topic(&self.topic("bad-value"), 1, 1, &[("retention.ms", "soon")])
+            .await?;
+        self.note("create_topic/bad_config_value", step);
+        let step = self
+            .create_topic(&self.topic("defaults"), -1, -1, &[])
+            .await?;
+        self.note("create_topic/broker_defaults", step);
+
+        let step = self.metadata(&main, false).await?;
+        self.note("metadata/topic", step);
+        let step = self.metadata(&self.topic("missing"), false).await?;
+        self.note("metadata/unknown_no_autocreate", step);
+        let step = self.metadata("bad name!", false).await?;
+        self.note("metadata/invalid_name", step);
+
+        // Produce: every codec into partition 0, keyed, headers, explicit timestamps.
+        let mut timestamp = 1_700_000_000_000i64;
+        for (codec, compression) in [
+            ("none", Compression::None),
+            ("gzip", Compression::Gzip),
+            ("snappy", Compression::Snappy),
+            ("lz4", Compression::Lz4),
+            ("zstd", Compression::Zstd),
+        ] {
+            let values: Vec<String> = (0..4).map(|i| format!("{codec}-{i}")).collect();
+            let records: Vec<(Option<&str>, &str, i64)> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    (
+                        if i % 2 == 0 { Some("key-a") } else { None },
+                        v.as_str(),
+                        timestamp + i as i64 * 10,
+                    )
+                })
+                .collect();
+            timestamp += 100;
+            let step = self
+                .produce(&main, 0, -1, batch(&records, compression))
+                .await?;
+            self.note(&format!("produce/{codec}"), step);
+        }
+        let big = "x".repeat(3000);
+        let step = self
+            .produce(
+                &main,
+                0,
+                1,
+                batch(&[(None, &big, timestamp)], Compression::None),
+            )
+            .await?;
+        self.note("produce/over_max_message_bytes", step);
+        let step = self
+            .produce(
+                &main,
+                7,
+                1,
+                batch(&[(None, "v", timestamp)], Compression::None),
+            )
+            .await?;
+        self.note("produce/unknown_partition", step);
+        let step = self
+            .produce(
+                &main,
+                0,
+                2,
+                batch(&[(None, "v", timestamp)], Compression::None),
+            )
+            .await?;
+        self.note("produce/invalid_acks", step);
+        let mut corrupt = BytesMut::from(&batch(&[(None, "v", timestamp)], Compression::None)[..]);
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 0xff;
+        let step = self.produce(&main, 0, 1, corrupt.freeze()).await?;
+        self.note("produce/corrupt_crc", step);
+        let step = self
+            .produce(
+                &self.topic("never-created"),
+                0,
+                1,
+                batch(&[(None, "v", timestamp)], Compression::None),
+            )
+            .await?;
+        self.note("produce/unknown_topic", step);
+
+        // Fetch from the start, from the middle of a compressed batch, at the end, past the end.
+        for (label, offset) in [
+            ("start", 0),
+            ("mid_batch", 9),
+            ("end", 20),
+            ("past_end", 25),
+        ] {
+            let step = self.fetch(&main, 0, offset, 1 << 20).await?;
+            self.note(&format!("fetch/{label}"), step);
+        }
+        let step = self.fetch(&main, 0, 0, 10).await?;
+        self.note("fetch/max_bytes_below_one_batch", step);
+
+        for (label, target) in [
+            ("latest", -1),
+            ("earliest", -2),
+            ("max_timestamp", -3),
+            ("time_before_all", 0),
+            ("time_exact", 1_700_000_000_210),
+            ("time_between", 1_700_000_000_215),
+            ("time_after_all", 1_800_000_000_000),
+        ] {
+            let step = self.list_offset(&main, 0, target).await?;
+            self.note(&format!("list_offsets/{label}"), step);
+        }
+        let step = self.list_offset(&main, 9, -1).await?;
+        self.note("list_offsets/unknown_partition", step);
+
+        let step = self.describe_configs(&main).await?;
+        self.note("describe_configs/created", step);
+        let step = self
+            .incremental_alter(&main, "retention.ms", "7200000")
+            .await?;
+        self.note("alter_configs/set", step);
+        let step = self
+            .incremental_alter(&main, "retention.ms", "soon")
+            .await?;
+        self.note("alter_configs/bad_value", step);
+        let step = self.incremental_alter(&main, "no.such.config", "1").await?;
+        self.note("alter_configs/unknown_name", step);
+        let step = self.describe_configs(&main).await?;
+        self.note("describe_configs/altered", step);
+        let step = self.describe_configs(&self.topic("missing")).await?;
+        self.note("describe_configs/unknown_topic", step);
+
+        let step = self.create_partitions(&main, 5, Some(1)).await?;
+        self.note("create_partitions/assignments_do_not_match", step);
+        let step = self.create_partitions(&main, 5, None).await?;
+        self.note("create_partitions/grow", step);
+        let step = self.create_partitions(&main, 6, Some(1)).await?;
+        self.note("create_partitions/grow_with_assignment", step);
+        let step = self.create_partitions(&main, 2, None).await?;
+        self.note("create_partitions/shrink", step);
+        let step = self
+            .create_partitions(&self.topic("missing"), 2, None)
+            .await?;
+        self.note("create_partitions/unknown_topic", step);
+        // Kafka publishes new partitions through its metadata log: wait until they show.
+        let mut step = self.metadata(&main, false).await?;
+        for _ in 0..50 {
+            if step["partitions"].as_array().map_or(0, Vec::len) == 6 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            step = self.metadata(&main, false).await?;
+        }
+        self.note("metadata/after_grow", step);
+
+        let step = self.delete_records(&main, 0, 6).await?;
+        self.note("delete_records/ok", step);
+        let step = self.delete_records(&main, 0, 100).await?;
+        self.note("delete_records/beyond_high_watermark", step);
+        let step = self.list_offset(&main, 0, -2).await?;
+        self.note("list_offsets/earliest_after_delete", step);
+        let step = self.fetch(&main, 0, 2, 1 << 20).await?;
+        self.note("fetch/below_log_start", step);
+
+        let step = self.delete_topic(&main).await?;
+        self.note("delete_topics/ok", step);
+        let step = self.delete_topic(&self.topic("missing")).await?;
+        self.note("delete_topics/unknown", step);
+        Ok(())
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let bootstrap = args
+        .next()
+        .context("usage: weir-compat-scenario HOST:PORT RUN_ID")?;
+    let run = args
+        .next()
+        .context("usage: weir-compat-scenario HOST:PORT RUN_ID")?;
+    let client = ProtocolClient::connect(&bootstrap).await?;
+    let mut scenario = Scenario {
+        client,
+        transcript: BTreeMap::new(),
+        run,
+    };
+    scenario.run().await?;
+    println!("{}", serde_json::to_string_pretty(&scenario.transcript)?);
+    Ok(())
+}
