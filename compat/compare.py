@@ -2,7 +2,7 @@
 
 Every step must match, except the steps named in known-differences.json (each with its reason);
 a listed step that no longer differs is reported too, so the list stays true.
-Prints one line per mismatch and a closing "compat: N passed, N failed" line.
+Prints one line per mismatch and a closing "differential: N passed, N failed" line.
 Usage: compare.py WEIR.json KAFKA.json KNOWN_DIFFERENCES.json
 """
 
@@ -30,7 +30,7 @@ def main(weir_path, kafka_path, known_path):
             failed += 1
             print(f"DIFFERS {step}:\n  weir:  {json.dumps(weir.get(step), sort_keys=True)}\n"
                   f"  kafka: {json.dumps(kafka.get(step), sort_keys=True)}")
-    print(f"compat: {passed} passed, {failed} failed")
+    print(f"differential: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
 

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, builds once (release profile), runs the Rust
 # unit, integration and property tests, then real-client smoke sessions (kcat, kafka-python)
-# against the weir binary from the same build.
+# against the weir binary from the same build, then the compatibility yardsticks against a real
+# Apache Kafka 4.x (differential test, Java client session, Kafka's tools).
 #
-# Caches live outside the clone so repeated runs are fast:
-#   CARGO_TARGET_DIR (default ~/.cache/weir/target), Python venv in ~/.cache/weir/venv.
+# Caches live outside the clone so repeated runs are fast: CARGO_TARGET_DIR (default
+# ~/.cache/weir/target), the Python venv and Kafka's jars in ~/.cache/weir, Maven's ~/.m2.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -17,6 +18,8 @@ command -v kcat >/dev/null || missing+=(kcat)
 command -v curl >/dev/null || missing+=(curl)
 command -v cc >/dev/null || missing+=(build-essential)
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   apt-get update -qq
@@ -29,4 +32,7 @@ venv=$cache/venv
 
 cargo build --release --workspace --bins
 cargo test --release --workspace
-scripts/smoke/run.sh "$CARGO_TARGET_DIR/release/weir" "$venv/bin/python"
+status=0
+scripts/smoke/run.sh "$CARGO_TARGET_DIR/release/weir" "$venv/bin/python" || status=1
+compat/run.sh "$CARGO_TARGET_DIR/release/weir" "$CARGO_TARGET_DIR/release/weir-compat-scenario" || status=1
+exit $status

@@ -64,6 +64,8 @@ pub struct ClusterArgs {
 enum ClusterCommand {
     /// Brokers, controller and topic count.
     Info,
+    /// The Kafka APIs and versions the bootstrap broker supports (like kafka-broker-api-versions).
+    ApiVersions,
 }
 
 fn parse_configs(configs: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
@@ -240,6 +242,31 @@ pub async fn run_cluster(args: ClusterArgs) -> anyhow::Result<()> {
             }
             println!("reporting broker: {}", metadata.orig_broker_id());
             println!("topics: {}", metadata.topics().len());
+        }
+        ClusterCommand::ApiVersions => {
+            use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
+            let mut client =
+                crate::protocol_client::ProtocolClient::connect(&args.connect.bootstrap).await?;
+            let request = ApiVersionsRequest::default()
+                .with_client_software_name(kafka_protocol::protocol::StrBytes::from_static_str(
+                    "weir-cli",
+                ))
+                .with_client_software_version(kafka_protocol::protocol::StrBytes::from_static_str(
+                    env!("CARGO_PKG_VERSION"),
+                ));
+            let response = client.call(3, &request).await?;
+            if response.error_code != 0 {
+                bail!("ApiVersions failed with error code {}", response.error_code);
+            }
+            for api in response.api_keys {
+                let name = ApiKey::try_from(api.api_key)
+                    .map(|key| format!("{key:?}"))
+                    .unwrap_or_else(|_| format!("Unknown{}", api.api_key));
+                println!(
+                    "{name}({})\t{}-{}",
+                    api.api_key, api.min_version, api.max_version
+                );
+            }
         }
     }
     Ok(())

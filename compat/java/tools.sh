@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Kafka's own command-line tools (kafka-tools jar) against a broker: kafka-topics, kafka-configs,
+# kafka-get-offsets, kafka-console-producer and kafka-producer-perf-test. The consumer-side tools
+# (console consumer, consumer perf test) need consumer groups, which arrive with their issue.
+# Usage: compat/java/tools.sh HOST:PORT      Prints "java tools: N passed, N failed".
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${WEIR_CACHE:-$HOME/.cache/weir}
+version=$(grep -o '<kafka.version>[^<]*' "$here/../kafka/pom.xml" | cut -d'>' -f2)
+libs=$cache/kafka-$version/libs
+bootstrap=$1
+topic=tools-$$
+tool() { java -Xmx256m -Dlog4j2.level=WARN -cp "$libs/*" "$@" 2>&1; }
+passed=0
+failed=0
+expect() { # description, pattern, output
+  if grep -qE "$2" <<< "$3"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED $1: $3" | head -20; fi
+}
+
+out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic "$topic" --partitions 3 --config retention.ms=3600000)
+expect "kafka-topics --create" "Created topic $topic" "$out"
+out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --describe --topic "$topic")
+expect "kafka-topics --describe" "PartitionCount: 3" "$out"
+out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --alter --topic "$topic" --partitions 4)
+expect "kafka-topics --alter --partitions" "^$|^WARNING" "$out"
+out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --list)
+expect "kafka-topics --list" "^$topic$" "$out"
+out=$(tool org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name "$topic" --alter --add-config retention.bytes=1048576)
+expect "kafka-configs --alter" "Completed updating config" "$out"
+out=$(tool org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name "$topic" --describe)
+expect "kafka-configs --describe" "retention.bytes=1048576" "$out"
+out=$(seq 1 100 | tool org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" --topic "$topic" --producer-property enable.idempotence=false)
+out=$(tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic "$topic")
+total=$(awk -F: '{s += $3} END {print s}' <<< "$out")
+expect "kafka-console-producer + kafka-get-offsets" "^100$" "$total"
+out=$(tool org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records 200000 --record-size 100 --throughput -1 \
+  --producer-props bootstrap.servers="$bootstrap" acks=all linger.ms=5 enable.idempotence=false)
+expect "kafka-producer-perf-test" "^200000 records sent" "$out"
+grep -E "^200000 records sent" <<< "$out"
+out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --delete --topic "$topic")
+expect "kafka-topics --delete" "^$" "$out"
+echo "java tools: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Compatibility yardsticks: starts a real Apache Kafka 4.x (compat/kafka/start.sh) beside a Weir
+# broker, then
+#   1. the differential test: compat/scenario against both, transcripts compared (compare.py),
+#      allowed to differ only where compat/known-differences.json says why;
+#   2. the Java client session (compat/java/ClientSession.java) against both;
+#   3. Kafka's command-line tools (compat/java/tools.sh) against both.
+# Usage: compat/run.sh PATH/TO/weir PATH/TO/weir-compat-scenario
+# Prints "compat: N passed, N failed" last; exits non-zero on any failure.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+weir=$1
+scenario=$2
+work=$(mktemp -d)
+weir_pid=
+export KAFKA_PORT=${KAFKA_PORT:-29192}
+cleanup() {
+  [ -n "$weir_pid" ] && kill "$weir_pid" 2>/dev/null
+  "$here/kafka/stop.sh"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+passed=0
+failed=0
+record() { if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $*" >&2; fi; }
+
+kafka=$("$here/kafka/start.sh") || { echo "compat: reference Kafka did not start"; echo "compat: 0 passed, 1 failed"; exit 1; }
+"$weir" broker --listen 127.0.0.1:0 --metrics-listen off --data-dir "$work/weir-data" > "$work/weir.log" 2>&1 &
+weir_pid=$!
+for _ in $(seq 1 100); do grep -q "weir broker ready" "$work/weir.log" && break; sleep 0.1; done
+weir_bootstrap=$(grep -o 'listen=[0-9.:]*' "$work/weir.log" | head -1 | cut -d= -f2)
+
+differential() {
+  local run=run$$
+  "$scenario" "$weir_bootstrap" "$run" > "$work/weir.json" || return 1
+  "$scenario" "$kafka" "$run" > "$work/kafka.json" || return 1
+  python3 "$here/compare.py" "$work/weir.json" "$work/kafka.json" "$here/known-differences.json"
+}
+record differential
+record "$here/java/run.sh" "$weir_bootstrap"
+record "$here/java/run.sh" "$kafka"
+record "$here/java/tools.sh" "$weir_bootstrap"
+record "$here/java/tools.sh" "$kafka"
+echo "compat: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
