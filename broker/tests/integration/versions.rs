@@ -252,7 +252,8 @@ async fn every_api_answers_every_advertised_version() {
     for v in range(ApiKey::CreatePartitions) {
         let topic = create_partitions_request::CreatePartitionsTopic::default()
             .with_name(name("versions"))
-            .with_count(2 + v as i32);
+            .with_count(2 + v as i32)
+            .with_assignments(None);
         let r = client
             .call(
                 v,
