@@ -4,7 +4,8 @@
 #   1. the differential test: compat/scenario against both, transcripts compared (compare.py),
 #      allowed to differ only where compat/known-differences.json says why;
 #   2. the Java client session (compat/java/ClientSession.java) against both;
-#   3. Kafka's command-line tools (compat/java/tools.sh) against both.
+#   3. Kafka's command-line tools (compat/java/tools.sh) against both;
+#   4. franz-go's pkg/kgo integration tests on compat/franz-go/allow-list.txt against Weir.
 # Usage: compat/run.sh PATH/TO/weir PATH/TO/weir-compat-scenario
 # Prints "compat: N passed, N failed" last; exits non-zero on any failure.
 set -uo pipefail
@@ -41,5 +42,6 @@ record "$here/java/run.sh" "$weir_bootstrap"
 record "$here/java/run.sh" "$kafka"
 record "$here/java/tools.sh" "$weir_bootstrap"
 record "$here/java/tools.sh" "$kafka"
+record "$here/franz-go/run.sh" "$weir_bootstrap"
 echo "compat: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
