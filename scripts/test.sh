@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, builds once (release profile), runs the Rust
-# unit, integration and property tests, then real-client smoke sessions (kcat, kafka-python)
-# against the weir binary from the same build, then the compatibility yardsticks against a real
-# Apache Kafka 4.x (differential test, Java client session, Kafka's tools).
+# unit, integration and property tests, then real-client smoke sessions (kcat, kafka-python,
+# confluent-kafka, kafkajs) against the weir binary from the same build, then the compatibility
+# yardsticks against a real Apache Kafka 4.x (differential test, Java client session, Kafka's
+# tools, franz-go's kgo tests).
 #
 # Caches live outside the clone so repeated runs are fast: CARGO_TARGET_DIR (default
-# ~/.cache/weir/target), the Python venv and Kafka's jars in ~/.cache/weir, Maven's ~/.m2.
+# ~/.cache/weir/target), the Python venv, node modules and Kafka's jars in ~/.cache/weir,
+# Maven's ~/.m2, Go's module and build caches.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -21,6 +23,7 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
 command -v go >/dev/null || missing+=(golang-go)
+command -v npm >/dev/null || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   apt-get update -qq
@@ -30,10 +33,16 @@ fi
 venv=$cache/venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check -r scripts/smoke/requirements.txt
+node_dir=$cache/node
+mkdir -p "$node_dir"
+if ! cmp -s scripts/smoke/package.json "$node_dir/package.json" || [ ! -d "$node_dir/node_modules" ]; then
+  cp scripts/smoke/package.json "$node_dir/package.json"
+  (cd "$node_dir" && npm install --silent --no-audit --no-fund)
+fi
 
 cargo build --release --workspace --bins
 cargo test --release --workspace
 status=0
-scripts/smoke/run.sh "$CARGO_TARGET_DIR/release/weir" "$venv/bin/python" || status=1
+scripts/smoke/run.sh "$CARGO_TARGET_DIR/release/weir" "$venv/bin/python" "$node_dir/node_modules" || status=1
 compat/run.sh "$CARGO_TARGET_DIR/release/weir" "$CARGO_TARGET_DIR/release/weir-compat-scenario" || status=1
 exit $status

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Starts the weir binary as users do, runs the client smoke sessions against it, checks a clean
 # SIGTERM shutdown and that data survives a restart. Prints "N passed, N failed".
-# Usage: run.sh PATH/TO/weir PATH/TO/python
+# Usage: run.sh PATH/TO/weir PATH/TO/python NODE_MODULES_DIR
 set -uo pipefail
 weir=$1
 python=$2
+node_modules=$3
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'kill "$broker_pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -72,6 +73,8 @@ unknown_property_is_refused() {
 record start_broker
 record "$here/kcat_smoke.sh" "$bootstrap"
 record "$python" "$here/kafka_python_smoke.py" "$bootstrap"
+record "$python" "$here/confluent_kafka_smoke.py" "$bootstrap"
+record env NODE_PATH="$node_modules" node "$here/kafkajs_smoke.js" "$bootstrap"
 record cli_round_trip
 seq 1 100 | kcat -b "$bootstrap" -P -t restart-check
 record metrics_served
