@@ -4,7 +4,10 @@
 # Prints a Markdown report on stdout. Usage:
 #   scripts/bench/broker.sh [path/to/weir]        (default: the release build in the cache)
 # Environment: BENCH_DIR (data directory, default ~/.cache/weir/bench-data), BENCH_DURABLE=false
-# to leave flushing to the OS, BENCH_SMALL_COUNT / BENCH_LARGE_COUNT (messages per run).
+# to leave flushing to the OS, BENCH_SMALL_COUNT / BENCH_LARGE_COUNT (messages per run),
+# BENCH_TARGET=kafka to measure the reference Apache Kafka (compat/kafka/start.sh) instead, with
+# the same client, settings and machine (Kafka leaves flushing to the OS, as Weir with
+# BENCH_DURABLE=false).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${WEIR_CACHE:-$HOME/.cache/weir}
@@ -12,6 +15,7 @@ weir=${1:-${CARGO_TARGET_DIR:-$cache/target}/release/weir}
 perf=$("$root/scripts/bench/build-rdkafka-performance.sh")
 data=${BENCH_DIR:-$cache/bench-data}
 durable=${BENCH_DURABLE:-true}
+target=${BENCH_TARGET:-weir}
 small_count=${BENCH_SMALL_COUNT:-5000000}
 large_count=${BENCH_LARGE_COUNT:-1000000}
 port=29092
@@ -21,7 +25,11 @@ rm -rf "$data" && mkdir -p "$data"
 echo "## Environment"
 echo
 echo "- $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -r); data on $(df -h "$data" | awk 'NR==2 {print $1}')"
-echo "- librdkafka $("$perf" -h 2>&1 | grep -o 'librdkafka version [0-9.]*' | cut -d' ' -f3), durable (flush.on.ack): $durable"
+if [ "$target" = kafka ]; then
+  echo "- broker: Apache Kafka $(grep -o '<kafka.version>[^<]*' "$root/compat/kafka/pom.xml" | cut -d'>' -f2) (JVM heap 512 MiB, OS flushing); librdkafka $("$perf" -h 2>&1 | grep -o 'librdkafka version [0-9.]*' | cut -d' ' -f3)"
+else
+  echo "- broker: Weir; librdkafka $("$perf" -h 2>&1 | grep -o 'librdkafka version [0-9.]*' | cut -d' ' -f3), durable (flush.on.ack): $durable"
+fi
 sync
 dd_durable=$(dd if=/dev/zero of="$data/dd.tmp" bs=1M count=2048 conv=fdatasync 2>&1 | tail -1 | awk -F', ' '{print $NF}')
 dd_buffered=$(dd if=/dev/zero of="$data/dd.tmp" bs=1M count=2048 2>&1 | tail -1 | awk -F', ' '{print $NF}')
@@ -32,12 +40,20 @@ echo
 # Each measurement runs on a fresh broker and data directory: this machine's disk slows down
 # after several GB of sustained writes, which would otherwise penalise later cells.
 broker=
+startup_ms=()
 start_broker() {
   rm -rf "$data/broker"; sync; sleep 1
-  "$weir" broker --listen "$bootstrap" --metrics-listen off --data-dir "$data/broker" \
-    --set log.flush.on.ack="$durable" > "$data/broker.log" 2>&1 &
-  broker=$!
-  for _ in $(seq 1 100); do grep -q "weir broker ready" "$data/broker.log" && break; sleep 0.1; done
+  local started=$(date +%s%N)
+  if [ "$target" = kafka ]; then
+    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/start.sh" > /dev/null
+    broker=$(cat "$data/broker/kafka.pid")
+  else
+    "$weir" broker --listen "$bootstrap" --metrics-listen off --data-dir "$data/broker" \
+      --set log.flush.on.ack="$durable" > "$data/broker.log" 2>&1 &
+    broker=$!
+    for _ in $(seq 1 1000); do grep -q "weir broker ready" "$data/broker.log" && break; sleep 0.01; done
+  fi
+  startup_ms+=($(( ($(date +%s%N) - started) / 1000000 )))
 }
 peak_rss_kb=0
 cpu_ticks=0
@@ -47,7 +63,11 @@ stop_broker() {
   ticks=$(awk '{print $14 + $15}' /proc/$broker/stat)
   [ "$rss" -gt "$peak_rss_kb" ] && peak_rss_kb=$rss
   cpu_ticks=$((cpu_ticks + ticks))
-  kill -TERM $broker; wait $broker || true
+  if [ "$target" = kafka ]; then
+    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/stop.sh"
+  else
+    kill -TERM $broker; wait $broker || true
+  fi
 }
 trap 'kill $broker 2>/dev/null || true' EXIT
 produce_rate() { grep -o '[0-9]* msgs/s and [0-9.]* MB/s' | tail -1; }
@@ -94,4 +114,5 @@ stop_broker
 echo "## Broker resources"
 echo
 echo "- peak RSS of any one broker run: $((peak_rss_kb / 1024)) MiB; broker CPU summed over all runs: $((cpu_ticks / $(getconf CLK_TCK))) s"
+echo "- start-up to serving (ms, each run; Kafka's includes formatting its log dir): ${startup_ms[*]}"
 rm -rf "$data"
