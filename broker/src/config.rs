@@ -145,6 +145,21 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     prop_min("queued.max.requests", ConfigType::Int, "500", 1),
     prop_min("fetch.max.bytes", ConfigType::Int, "57671680", 0),
     prop_min("connections.max.idle.ms", ConfigType::Long, "600000", 1),
+    prop_min("group.min.session.timeout.ms", ConfigType::Int, "6000", 0),
+    prop_min(
+        "group.max.session.timeout.ms",
+        ConfigType::Int,
+        "1800000",
+        0,
+    ),
+    prop_min(
+        "group.initial.rebalance.delay.ms",
+        ConfigType::Int,
+        "3000",
+        0,
+    ),
+    prop_min("group.max.size", ConfigType::Int, "2147483647", 1),
+    prop_min("offsets.topic.num.partitions", ConfigType::Int, "50", 1),
 ];
 
 /// One topic config: its name, the broker property that supplies its default, and its type.
@@ -459,6 +474,19 @@ impl BrokerConfig {
 
     pub fn fetch_max_bytes(&self) -> i32 {
         self.long_or("fetch.max.bytes", 57_671_680) as i32
+    }
+
+    pub fn group_limits(&self) -> crate::group::state::GroupLimits {
+        crate::group::state::GroupLimits {
+            min_session_timeout_ms: self.long_or("group.min.session.timeout.ms", 6000) as i32,
+            max_session_timeout_ms: self.long_or("group.max.session.timeout.ms", 1_800_000) as i32,
+            initial_rebalance_delay_ms: self.long_or("group.initial.rebalance.delay.ms", 3000),
+            max_members: self.long_or("group.max.size", i32::MAX as i64) as usize,
+        }
+    }
+
+    pub fn offsets_topic_partitions(&self) -> i32 {
+        self.long_or("offsets.topic.num.partitions", 50) as i32
     }
 
     pub fn flush_scheduler_interval_ms(&self) -> i64 {

@@ -10,6 +10,8 @@
 //! - [`handler`]: one file per Kafka API (`produce.rs`, `fetch.rs`, …); `handler::errors` is the
 //!   one mapping from internal errors to Kafka error codes; `SUPPORTED_APIS` is what ApiVersions
 //!   reports.
+//! - [`group`]: consumer groups — the classic protocol's state machine, the coordinator that
+//!   parks joins/syncs and applies timeouts, committed offsets in `__consumer_offsets`.
 //! - [`topic`]: topic registry — names, ids, partitions, config overrides, persistence.
 //! - [`partition`]: a partition's replication-facing state (leader epoch, high watermark) and
 //!   waiters (long-poll fetches, group-commit fsyncs).
@@ -35,6 +37,7 @@
 pub mod clock;
 pub mod config;
 pub mod error;
+pub mod group;
 pub mod handler;
 pub mod log;
 pub mod metrics;

@@ -13,10 +13,17 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod errors;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
+pub mod join_group;
+pub mod leave_group;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sync_group;
 pub mod unsupported;
 
 use std::sync::Arc;
@@ -42,6 +49,13 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 9),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 5),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 8),
 ];
 
 /// The version range implemented for an API, if any.
@@ -69,6 +83,7 @@ pub enum HandlerOutput {
 pub async fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
+    client_id: &str,
     request: RequestKind,
 ) -> HandlerOutput {
     let ready = |response: ResponseKind| HandlerOutput::Ready(Box::new(response));
@@ -113,6 +128,19 @@ pub async fn handle(
         RequestKind::DescribeCluster(r) => ready(ResponseKind::DescribeCluster(
             describe_cluster::handle(context, r),
         )),
+        RequestKind::FindCoordinator(r) => ready(ResponseKind::FindCoordinator(
+            find_coordinator::handle(context, version, r),
+        )),
+        RequestKind::JoinGroup(r) => join_group::handle(context, version, client_id, r),
+        RequestKind::SyncGroup(r) => sync_group::handle(context, version, r),
+        RequestKind::Heartbeat(r) => ready(ResponseKind::Heartbeat(heartbeat::handle(context, r))),
+        RequestKind::LeaveGroup(r) => ready(ResponseKind::LeaveGroup(leave_group::handle(
+            context, version, r,
+        ))),
+        RequestKind::OffsetCommit(r) => offset_commit::handle(context, r),
+        RequestKind::OffsetFetch(r) => ready(ResponseKind::OffsetFetch(offset_fetch::handle(
+            context, version, r,
+        ))),
         other => {
             // The connection only passes requests listed in SUPPORTED_APIS.
             tracing::error!(request = ?std::mem::discriminant(&other), "request reached dispatch without a handler");

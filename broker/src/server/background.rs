@@ -25,6 +25,14 @@ pub fn spawn(
         move || enforce_retention(&context)
     }));
     tasks.spawn(flush_loop(Arc::clone(&context), shutdown.clone()));
+    tasks.spawn(every(
+        crate::group::coordinator::TICK_INTERVAL,
+        shutdown.clone(),
+        {
+            let context = Arc::clone(&context);
+            move || context.groups.tick()
+        },
+    ));
     tasks.spawn(every(RECOVERY_POINT_CHECKPOINT_INTERVAL, shutdown, move || {
         for partition in context.topics.all_partitions() {
             if let Err(error) = partition.log().checkpoint_recovery_point() {

@@ -201,14 +201,16 @@ async fn handle_frame(
         ));
     }
     let header_version = api_key.request_header_version(version);
-    let _header = RequestHeader::decode(&mut frame, header_version)
+    let header = RequestHeader::decode(&mut frame, header_version)
         .map_err(|e| format!("malformed {api_key:?} v{version} request header: {e}"))?;
     let request = RequestKind::decode(api_key, &mut frame, version)
         .map_err(|e| format!("malformed {api_key:?} v{version} request: {e}"))?;
     if frame.has_remaining() {
         tracing::debug!(api = ?api_key, version, trailing = frame.remaining(), "ignoring trailing request bytes");
     }
-    match handler::handle(context, version, request).await {
+    let client_id = header.client_id.as_ref().map(|c| c.as_str()).unwrap_or("");
+    tracing::trace!(api = ?api_key, version, correlation_id, client_id, "request");
+    match handler::handle(context, version, client_id, request).await {
         HandlerOutput::Ready(response) => {
             encode(context, header_info, &response, started).map(|b| Some(Pending::Ready(b)))
         }

@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 use crate::clock::{Clock, SystemClock};
 use crate::config::BrokerConfig;
 use crate::error::{BrokerError, LogError};
+use crate::group::GroupCoordinator;
 use crate::metrics::Metrics;
 use crate::topic::TopicRegistry;
 
@@ -29,6 +30,7 @@ const CLUSTER_ID_FILE: &str = "meta/cluster-id";
 pub struct BrokerContext {
     pub config: BrokerConfig,
     pub topics: TopicRegistry,
+    pub groups: GroupCoordinator,
     pub clock: Arc<dyn Clock>,
     pub metrics: Metrics,
     pub cluster_id: String,
@@ -72,6 +74,15 @@ impl Broker {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "logs loaded"
         );
+        let groups = GroupCoordinator::new(
+            config.group_limits(),
+            config.offsets_topic_partitions(),
+            Arc::clone(&clock),
+        );
+        let offsets_loaded = groups.load(&topics)?;
+        if offsets_loaded > 0 {
+            tracing::info!(records = offsets_loaded, "committed offsets loaded");
+        }
         let listener = TcpListener::bind(config.listen).await.map_err(|e| {
             BrokerError::InvalidRequest(format!("cannot listen on {}: {e}", config.listen))
         })?;
@@ -86,6 +97,7 @@ impl Broker {
         let context = Arc::new(BrokerContext {
             config: config.clone(),
             topics,
+            groups,
             clock,
             metrics: Metrics::new(),
             cluster_id,

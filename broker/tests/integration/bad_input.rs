@@ -170,8 +170,8 @@ async fn api_versions_newer_than_supported_gets_v0_fallback() {
     let produce = response.api_keys.iter().find(|k| k.api_key == 0).unwrap();
     assert_eq!((produce.min_version, produce.max_version), (3, 9));
     assert!(
-        response.api_keys.iter().all(|k| k.api_key != 11),
-        "JoinGroup is not implemented yet, so not advertised"
+        response.api_keys.iter().all(|k| k.api_key != 22),
+        "InitProducerId is not implemented yet, so not advertised"
     );
 
     // v4 is newer than we implement: the answer comes in v0 with UNSUPPORTED_VERSION.
@@ -219,35 +219,27 @@ async fn hostile_frames_close_the_connection_and_broker_keeps_serving() {
     // A known API we do not implement yet: its own response with UNSUPPORTED_VERSION.
     let mut client = RawClient::connect(broker.local_addr()).await;
     let response = client
-        .call(5, &kafka_protocol::messages::JoinGroupRequest::default())
-        .await;
-    assert_eq!(
-        response.error_code,
-        ResponseError::UnsupportedVersion.code()
-    );
-    let response = client
         .call(
             4,
-            &kafka_protocol::messages::FindCoordinatorRequest::default()
-                .with_coordinator_keys(vec![StrBytes::from_static_str("group-a")]),
-        )
-        .await;
-    assert_eq!(
-        response.coordinators[0].error_code,
-        ResponseError::UnsupportedVersion.code()
-    );
-    let response = client
-        .call(
-            1,
-            &kafka_protocol::messages::FindCoordinatorRequest::default(),
+            &kafka_protocol::messages::InitProducerIdRequest::default(),
         )
         .await;
     assert_eq!(
         response.error_code,
         ResponseError::UnsupportedVersion.code()
     );
-    // One whose response has no top-level error code (OffsetCommit): closed, as Kafka does.
-    let (_, body) = client.encode(8, &kafka_protocol::messages::OffsetCommitRequest::default());
+    let response = client
+        .call(3, &kafka_protocol::messages::EndTxnRequest::default())
+        .await;
+    assert_eq!(
+        response.error_code,
+        ResponseError::UnsupportedVersion.code()
+    );
+    // One whose response has no top-level error code (DescribeProducers): closed, as Kafka does.
+    let (_, body) = client.encode(
+        0,
+        &kafka_protocol::messages::DescribeProducersRequest::default(),
+    );
     client.send_frame(&body).await;
     assert!(client.is_closed().await, "unanswerable api");
 

@@ -6,6 +6,7 @@ mod bad_input;
 mod common;
 mod durability;
 mod fetch;
+mod groups;
 mod produce_consume;
 mod raw;
 #[path = "../support/records.rs"]

@@ -24,7 +24,7 @@ fn range(api: ApiKey) -> std::ops::RangeInclusive<i16> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_api_answers_every_advertised_version() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = common::start(dir.path(), &[]).await;
+    let broker = common::start(dir.path(), &[("group.initial.rebalance.delay.ms", "0")]).await;
     let bootstrap = common::bootstrap(&broker);
     common::create_topic(&bootstrap, "versions", 1, &[]).await;
     let topic_id = broker.context().topics.get("versions").unwrap().id;
@@ -263,6 +263,140 @@ async fn every_api_answers_every_advertised_version() {
             )
             .await;
         assert_eq!(r.results[0].error_code, 0, "CreatePartitions v{v}");
+    }
+    for v in range(ApiKey::FindCoordinator) {
+        let mut request = FindCoordinatorRequest::default();
+        if v >= 4 {
+            request.coordinator_keys = vec![StrBytes::from_static_str("group-v")];
+        } else {
+            request.key = StrBytes::from_static_str("group-v");
+        }
+        let r = client.call(v, &request).await;
+        let (error, node) = if v >= 4 {
+            (r.coordinators[0].error_code, r.coordinators[0].node_id)
+        } else {
+            (r.error_code, r.node_id)
+        };
+        assert_eq!((error, node), (0, BrokerId(1)), "FindCoordinator v{v}");
+    }
+    for v in range(ApiKey::JoinGroup) {
+        let group = format!("join-v{v}");
+        let protocol = join_group_request::JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(bytes::Bytes::from_static(b"m"));
+        let request = JoinGroupRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.clone())))
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(10_000)
+            .with_protocol_type(StrBytes::from_static_str("consumer"))
+            .with_protocols(vec![protocol]);
+        let mut r = client.call(v, &request).await;
+        if v >= 4 {
+            assert_eq!(
+                r.error_code,
+                kafka_protocol::ResponseError::MemberIdRequired.code(),
+                "JoinGroup v{v}"
+            );
+            r = client
+                .call(v, &request.clone().with_member_id(r.member_id.clone()))
+                .await;
+        }
+        assert_eq!(r.error_code, 0, "JoinGroup v{v}");
+        assert_eq!(
+            (r.generation_id, &r.leader),
+            (1, &r.member_id),
+            "JoinGroup v{v}"
+        );
+        let member = r.member_id.clone();
+        let sync_version = v.min(5);
+        let assignment = sync_group_request::SyncGroupRequestAssignment::default()
+            .with_member_id(member.clone())
+            .with_assignment(bytes::Bytes::from_static(b"a"));
+        let mut sync = SyncGroupRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.clone())))
+            .with_generation_id(1)
+            .with_member_id(member.clone())
+            .with_assignments(vec![assignment]);
+        if sync_version >= 5 {
+            sync.protocol_type = Some(StrBytes::from_static_str("consumer"));
+            sync.protocol_name = Some(StrBytes::from_static_str("range"));
+        }
+        let s = client.call(sync_version, &sync).await;
+        assert_eq!(
+            (s.error_code, s.assignment.as_ref()),
+            (0, &b"a"[..]),
+            "SyncGroup v{sync_version}"
+        );
+        let heartbeat_version = v.min(4);
+        let h = client
+            .call(
+                heartbeat_version,
+                &HeartbeatRequest::default()
+                    .with_group_id(GroupId(StrBytes::from_string(group.clone())))
+                    .with_generation_id(1)
+                    .with_member_id(member.clone()),
+            )
+            .await;
+        assert_eq!(h.error_code, 0, "Heartbeat v{heartbeat_version}");
+        let leave_version = v.min(5);
+        let mut leave = LeaveGroupRequest::default()
+            .with_group_id(GroupId(StrBytes::from_string(group.clone())));
+        if leave_version >= 3 {
+            leave.members =
+                vec![leave_group_request::MemberIdentity::default().with_member_id(member.clone())];
+        } else {
+            leave.member_id = member.clone();
+        }
+        let l = client.call(leave_version, &leave).await;
+        let leave_error = if leave_version >= 3 {
+            l.members[0].error_code
+        } else {
+            l.error_code
+        };
+        assert_eq!(leave_error, 0, "LeaveGroup v{leave_version}");
+    }
+    for v in range(ApiKey::OffsetCommit) {
+        let partition = offset_commit_request::OffsetCommitRequestPartition::default()
+            .with_partition_index(0)
+            .with_committed_offset(10 + v as i64);
+        let topic = offset_commit_request::OffsetCommitRequestTopic::default()
+            .with_name(name("versions"))
+            .with_partitions(vec![partition]);
+        let request = OffsetCommitRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("committer")))
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(vec![topic]);
+        let r = client.call(v, &request).await;
+        assert_eq!(r.topics[0].partitions[0].error_code, 0, "OffsetCommit v{v}");
+    }
+    for v in range(ApiKey::OffsetFetch) {
+        let committed = if v >= 8 {
+            let group = offset_fetch_request::OffsetFetchRequestGroup::default()
+                .with_group_id(GroupId(StrBytes::from_static_str("committer")))
+                .with_topics(Some(vec![
+                    offset_fetch_request::OffsetFetchRequestTopics::default()
+                        .with_name(name("versions"))
+                        .with_partition_indexes(vec![0]),
+                ]));
+            let r = client
+                .call(v, &OffsetFetchRequest::default().with_groups(vec![group]))
+                .await;
+            r.groups[0].topics[0].partitions[0].committed_offset
+        } else {
+            let topic = offset_fetch_request::OffsetFetchRequestTopic::default()
+                .with_name(name("versions"))
+                .with_partition_indexes(vec![0]);
+            let r = client
+                .call(
+                    v,
+                    &OffsetFetchRequest::default()
+                        .with_group_id(GroupId(StrBytes::from_static_str("committer")))
+                        .with_topics(Some(vec![topic])),
+                )
+                .await;
+            r.topics[0].partitions[0].committed_offset
+        };
+        assert_eq!(committed, 18, "OffsetFetch v{v}: the last commit (v8) wins");
     }
     for v in range(ApiKey::DescribeCluster) {
         let r = client.call(v, &DescribeClusterRequest::default()).await;

@@ -1,0 +1,896 @@
+//! The classic consumer-group protocol as a pure state machine: requests and clock ticks in,
+//! replies out. No I/O, no tasks, no real time — the coordinator (`group::coordinator`) feeds it
+//! and delivers the replies, and tests drive it with a hand-moved clock.
+//!
+//! States as in Kafka: Empty → PreparingRebalance → CompletingRebalance → Stable, and Dead once
+//! deleted. A rebalance completes when every known member has rejoined or the rebalance timeout
+//! (the largest `rebalance_timeout_ms` of the members) passes; members that did not rejoin are
+//! removed. Members that stop heartbeating for `session_timeout_ms` are removed and trigger a
+//! rebalance. Join and sync replies may be parked until the rebalance (or the leader's sync)
+//! completes; they come out of later calls as [`Reply`]s addressed by [`Waiter`] id.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+
+/// Identifies a parked request so its reply can be delivered later.
+pub type Waiter = u64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupState {
+    Empty,
+    PreparingRebalance,
+    CompletingRebalance,
+    Stable,
+    Dead,
+}
+
+impl GroupState {
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupState::Empty => "Empty",
+            GroupState::PreparingRebalance => "PreparingRebalance",
+            GroupState::CompletingRebalance => "CompletingRebalance",
+            GroupState::Stable => "Stable",
+            GroupState::Dead => "Dead",
+        }
+    }
+}
+
+/// Limits from the broker config (`group.min.session.timeout.ms` etc.).
+#[derive(Debug, Clone, Copy)]
+pub struct GroupLimits {
+    pub min_session_timeout_ms: i32,
+    pub max_session_timeout_ms: i32,
+    pub initial_rebalance_delay_ms: i64,
+    pub max_members: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct JoinRequest {
+    pub member_id: String,
+    pub client_id: String,
+    pub client_host: String,
+    pub session_timeout_ms: i32,
+    pub rebalance_timeout_ms: i32,
+    pub protocol_type: String,
+    pub protocols: Vec<(String, Bytes)>,
+    /// KIP-394: JoinGroup v4+ must first obtain a member id (MEMBER_ID_REQUIRED).
+    pub require_known_member_id: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct JoinReply {
+    pub error: Option<ResponseError>,
+    pub generation_id: i32,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub leader: String,
+    pub member_id: String,
+    /// Only for the leader: every member with its metadata for the chosen protocol.
+    pub members: Vec<(String, Bytes)>,
+}
+
+impl JoinReply {
+    fn error(error: ResponseError, member_id: &str) -> Self {
+        JoinReply {
+            error: Some(error),
+            generation_id: -1,
+            protocol_type: None,
+            protocol_name: None,
+            leader: String::new(),
+            member_id: member_id.to_string(),
+            members: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncReply {
+    pub error: Option<ResponseError>,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub assignment: Bytes,
+}
+
+impl SyncReply {
+    fn error(error: ResponseError) -> Self {
+        SyncReply {
+            error: Some(error),
+            protocol_type: None,
+            protocol_name: None,
+            assignment: Bytes::new(),
+        }
+    }
+}
+
+/// A reply released by a state change.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Join(Waiter, JoinReply),
+    Sync(Waiter, SyncReply),
+}
+
+/// The answer to a call: now, or later (parked under the given waiter).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    Now(T),
+    Parked,
+}
+
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub member_id: String,
+    pub client_id: String,
+    pub client_host: String,
+    pub session_timeout_ms: i32,
+    pub rebalance_timeout_ms: i32,
+    pub protocol_type: String,
+    pub protocols: Vec<(String, Bytes)>,
+    pub assignment: Bytes,
+    last_heartbeat_ms: i64,
+    awaiting_join: Option<Waiter>,
+    awaiting_sync: Option<Waiter>,
+}
+
+impl Member {
+    fn metadata_for(&self, protocol: &str) -> Bytes {
+        self.protocols
+            .iter()
+            .find(|(name, _)| name == protocol)
+            .map(|(_, metadata)| metadata.clone())
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub group_id: String,
+    pub state: GroupState,
+    pub generation_id: i32,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub leader: Option<String>,
+    pub members: BTreeMap<String, Member>,
+    /// Member ids handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394), with expiry.
+    pending_members: BTreeMap<String, i64>,
+    rebalance_deadline_ms: i64,
+    initial_delay_until_ms: Option<i64>,
+    limits: GroupLimits,
+}
+
+impl Group {
+    pub fn new(group_id: &str, limits: GroupLimits) -> Self {
+        Group {
+            group_id: group_id.to_string(),
+            state: GroupState::Empty,
+            generation_id: 0,
+            protocol_type: None,
+            protocol_name: None,
+            leader: None,
+            members: BTreeMap::new(),
+            pending_members: BTreeMap::new(),
+            rebalance_deadline_ms: 0,
+            initial_delay_until_ms: None,
+            limits,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// JoinGroup. `new_member_id` is used when the member has none yet.
+    pub fn join(
+        &mut self,
+        request: JoinRequest,
+        new_member_id: String,
+        waiter: Waiter,
+        now_ms: i64,
+    ) -> (Outcome<JoinReply>, Vec<Reply>) {
+        let member_id = request.member_id.clone();
+        if self.state == GroupState::Dead {
+            return (
+                Outcome::Now(JoinReply::error(
+                    ResponseError::CoordinatorNotAvailable,
+                    &member_id,
+                )),
+                vec![],
+            );
+        }
+        if request.session_timeout_ms < self.limits.min_session_timeout_ms
+            || request.session_timeout_ms > self.limits.max_session_timeout_ms
+        {
+            return (
+                Outcome::Now(JoinReply::error(
+                    ResponseError::InvalidSessionTimeout,
+                    &member_id,
+                )),
+                vec![],
+            );
+        }
+        if !self.supports(&request.protocol_type, &request.protocols) {
+            return (
+                Outcome::Now(JoinReply::error(
+                    ResponseError::InconsistentGroupProtocol,
+                    &member_id,
+                )),
+                vec![],
+            );
+        }
+        if member_id.is_empty() {
+            if self.members.len() >= self.limits.max_members {
+                return (
+                    Outcome::Now(JoinReply::error(ResponseError::GroupMaxSizeReached, "")),
+                    vec![],
+                );
+            }
+            if request.require_known_member_id {
+                let expiry = now_ms + request.session_timeout_ms as i64;
+                self.pending_members.insert(new_member_id.clone(), expiry);
+                let mut reply = JoinReply::error(ResponseError::MemberIdRequired, &new_member_id);
+                reply.member_id = new_member_id;
+                return (Outcome::Now(reply), vec![]);
+            }
+            return self.add_member_and_rebalance(request, new_member_id, waiter, now_ms);
+        }
+        if self.pending_members.remove(&member_id).is_some() {
+            return self.add_member_and_rebalance(request, member_id, waiter, now_ms);
+        }
+        let Some(member) = self.members.get_mut(&member_id) else {
+            return (
+                Outcome::Now(JoinReply::error(ResponseError::UnknownMemberId, &member_id)),
+                vec![],
+            );
+        };
+        member.last_heartbeat_ms = now_ms;
+        let protocols_changed = member.protocols != request.protocols;
+        member.protocols = request.protocols;
+        member.session_timeout_ms = request.session_timeout_ms;
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms;
+        match self.state {
+            GroupState::PreparingRebalance => {
+                let mut released = self.take_join_waiter(&member_id);
+                self.members
+                    .get_mut(&member_id)
+                    .expect("member exists")
+                    .awaiting_join = Some(waiter);
+                released.extend(self.maybe_complete_join(now_ms));
+                (Outcome::Parked, released)
+            }
+            GroupState::CompletingRebalance | GroupState::Stable => {
+                let is_leader = self.leader.as_deref() == Some(member_id.as_str());
+                if protocols_changed || (is_leader && self.state == GroupState::Stable) {
+                    // A changed subscription, or the leader rejoining: rebalance.
+                    self.members
+                        .get_mut(&member_id)
+                        .expect("member exists")
+                        .awaiting_join = Some(waiter);
+                    let released = self.prepare_rebalance(now_ms);
+                    (Outcome::Parked, released)
+                } else {
+                    (Outcome::Now(self.join_reply_for(&member_id)), vec![])
+                }
+            }
+            GroupState::Empty | GroupState::Dead => (
+                Outcome::Now(JoinReply::error(ResponseError::UnknownMemberId, &member_id)),
+                vec![],
+            ),
+        }
+    }
+
+    fn supports(&self, protocol_type: &str, protocols: &[(String, Bytes)]) -> bool {
+        if protocols.is_empty() || protocol_type.is_empty() {
+            return false;
+        }
+        if self.members.is_empty() {
+            return true;
+        }
+        if self
+            .protocol_type
+            .as_deref()
+            .is_some_and(|t| t != protocol_type)
+        {
+            return false;
+        }
+        // At least one protocol every current member also supports.
+        protocols.iter().any(|(name, _)| {
+            self.members
+                .values()
+                .all(|m| m.protocols.iter().any(|(n, _)| n == name))
+        })
+    }
+
+    fn add_member_and_rebalance(
+        &mut self,
+        request: JoinRequest,
+        member_id: String,
+        waiter: Waiter,
+        now_ms: i64,
+    ) -> (Outcome<JoinReply>, Vec<Reply>) {
+        if self.protocol_type.is_none() || self.members.is_empty() {
+            self.protocol_type = Some(request.protocol_type.clone());
+        }
+        self.members.insert(
+            member_id.clone(),
+            Member {
+                member_id,
+                client_id: request.client_id,
+                client_host: request.client_host,
+                session_timeout_ms: request.session_timeout_ms,
+                rebalance_timeout_ms: request.rebalance_timeout_ms,
+                protocol_type: request.protocol_type,
+                protocols: request.protocols,
+                assignment: Bytes::new(),
+                last_heartbeat_ms: now_ms,
+                awaiting_join: Some(waiter),
+                awaiting_sync: None,
+            },
+        );
+        let mut released = Vec::new();
+        if self.state != GroupState::PreparingRebalance {
+            released.extend(self.prepare_rebalance(now_ms));
+        }
+        released.extend(self.maybe_complete_join(now_ms));
+        (Outcome::Parked, released)
+    }
+
+    fn take_join_waiter(&mut self, member_id: &str) -> Vec<Reply> {
+        // A second join from the same member replaces the first; the first gets an error.
+        match self
+            .members
+            .get_mut(member_id)
+            .and_then(|m| m.awaiting_join.take())
+        {
+            Some(old) => vec![Reply::Join(
+                old,
+                JoinReply::error(ResponseError::RebalanceInProgress, member_id),
+            )],
+            None => vec![],
+        }
+    }
+
+    fn prepare_rebalance(&mut self, now_ms: i64) -> Vec<Reply> {
+        // Members waiting on a sync must rejoin.
+        let mut released = Vec::new();
+        for member in self.members.values_mut() {
+            if let Some(waiter) = member.awaiting_sync.take() {
+                released.push(Reply::Sync(
+                    waiter,
+                    SyncReply::error(ResponseError::RebalanceInProgress),
+                ));
+            }
+        }
+        let rebalance_timeout_ms = self
+            .members
+            .values()
+            .map(|m| m.rebalance_timeout_ms as i64)
+            .max()
+            .unwrap_or(0);
+        // Kafka's group.initial.rebalance.delay.ms: a group that was empty waits a little for
+        // more members before its first generation, instead of rebalancing once per joiner.
+        let delay_ms = if self.state == GroupState::Empty {
+            self.limits
+                .initial_rebalance_delay_ms
+                .min(rebalance_timeout_ms)
+        } else {
+            0
+        };
+        self.initial_delay_until_ms = (delay_ms > 0).then_some(now_ms + delay_ms);
+        self.state = GroupState::PreparingRebalance;
+        self.rebalance_deadline_ms = now_ms + rebalance_timeout_ms;
+        released
+    }
+
+    fn maybe_complete_join(&mut self, now_ms: i64) -> Vec<Reply> {
+        if self.state != GroupState::PreparingRebalance {
+            return vec![];
+        }
+        let everyone_joined = self.members.values().all(|m| m.awaiting_join.is_some());
+        let delay_over = self
+            .initial_delay_until_ms
+            .is_none_or(|until| now_ms >= until);
+        if now_ms >= self.rebalance_deadline_ms || (everyone_joined && delay_over) {
+            self.initial_delay_until_ms = None;
+            return self.complete_join();
+        }
+        vec![]
+    }
+
+    fn complete_join(&mut self) -> Vec<Reply> {
+        self.members.retain(|_, m| m.awaiting_join.is_some());
+        self.generation_id += 1;
+        if self.members.is_empty() {
+            self.state = GroupState::Empty;
+            self.leader = None;
+            self.protocol_name = None;
+            return vec![];
+        }
+        self.protocol_name = self.select_protocol();
+        if self
+            .leader
+            .as_ref()
+            .is_none_or(|l| !self.members.contains_key(l))
+        {
+            self.leader = self.members.keys().next().cloned();
+        }
+        self.state = GroupState::CompletingRebalance;
+        for member in self.members.values_mut() {
+            member.assignment = Bytes::new();
+        }
+        let ids: Vec<String> = self.members.keys().cloned().collect();
+        let mut released = Vec::new();
+        for id in ids {
+            let reply = self.join_reply_for(&id);
+            let waiter = self
+                .members
+                .get_mut(&id)
+                .and_then(|m| m.awaiting_join.take());
+            if let Some(waiter) = waiter {
+                released.push(Reply::Join(waiter, reply));
+            }
+        }
+        released
+    }
+
+    /// The protocol most preferred by the members among those all of them support: each member
+    /// votes for the first of its protocols that everyone supports (ties go to the leader's order).
+    fn select_protocol(&self) -> Option<String> {
+        let supported_by_all = |name: &String| {
+            self.members
+                .values()
+                .all(|m| m.protocols.iter().any(|(n, _)| n == name))
+        };
+        let first = self.members.values().next()?;
+        let candidates: Vec<&String> = first
+            .protocols
+            .iter()
+            .map(|(name, _)| name)
+            .filter(|n| supported_by_all(n))
+            .collect();
+        let vote_of = |member: &Member| {
+            member
+                .protocols
+                .iter()
+                .map(|(n, _)| n)
+                .find(|n| supported_by_all(n))
+                .cloned()
+        };
+        let votes: Vec<Option<String>> = self.members.values().map(vote_of).collect();
+        let mut best: Option<(&String, usize)> = None;
+        for candidate in candidates {
+            let count = votes
+                .iter()
+                .filter(|v| v.as_ref() == Some(candidate))
+                .count();
+            if best.is_none_or(|(_, most)| count > most) {
+                best = Some((candidate, count));
+            }
+        }
+        best.map(|(name, _)| name.clone())
+    }
+
+    fn join_reply_for(&self, member_id: &str) -> JoinReply {
+        let leader = self.leader.clone().unwrap_or_default();
+        let protocol = self.protocol_name.clone().unwrap_or_default();
+        let members = if leader == member_id {
+            self.members
+                .values()
+                .map(|m| (m.member_id.clone(), m.metadata_for(&protocol)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        JoinReply {
+            error: None,
+            generation_id: self.generation_id,
+            protocol_type: self.protocol_type.clone(),
+            protocol_name: self.protocol_name.clone(),
+            leader,
+            member_id: member_id.to_string(),
+            members,
+        }
+    }
+
+    /// SyncGroup.
+    pub fn sync(
+        &mut self,
+        member_id: &str,
+        generation_id: i32,
+        assignments: Vec<(String, Bytes)>,
+        waiter: Waiter,
+        now_ms: i64,
+    ) -> (Outcome<SyncReply>, Vec<Reply>) {
+        let Some(member) = self.members.get_mut(member_id) else {
+            return (
+                Outcome::Now(SyncReply::error(ResponseError::UnknownMemberId)),
+                vec![],
+            );
+        };
+        if generation_id != self.generation_id {
+            return (
+                Outcome::Now(SyncReply::error(ResponseError::IllegalGeneration)),
+                vec![],
+            );
+        }
+        member.last_heartbeat_ms = now_ms;
+        match self.state {
+            GroupState::PreparingRebalance => (
+                Outcome::Now(SyncReply::error(ResponseError::RebalanceInProgress)),
+                vec![],
+            ),
+            GroupState::Stable => (Outcome::Now(self.sync_reply_for(member_id)), vec![]),
+            GroupState::CompletingRebalance => {
+                member.awaiting_sync = Some(waiter);
+                if self.leader.as_deref() != Some(member_id) {
+                    return (Outcome::Parked, vec![]);
+                }
+                for (id, assignment) in assignments {
+                    if let Some(m) = self.members.get_mut(&id) {
+                        m.assignment = assignment;
+                    }
+                }
+                self.state = GroupState::Stable;
+                let mut released = Vec::new();
+                let ids: Vec<String> = self.members.keys().cloned().collect();
+                for id in ids {
+                    let reply = self.sync_reply_for(&id);
+                    if let Some(waiter) = self
+                        .members
+                        .get_mut(&id)
+                        .and_then(|m| m.awaiting_sync.take())
+                    {
+                        released.push(Reply::Sync(waiter, reply));
+                    }
+                }
+                (Outcome::Parked, released)
+            }
+            GroupState::Empty | GroupState::Dead => (
+                Outcome::Now(SyncReply::error(ResponseError::UnknownMemberId)),
+                vec![],
+            ),
+        }
+    }
+
+    fn sync_reply_for(&self, member_id: &str) -> SyncReply {
+        SyncReply {
+            error: None,
+            protocol_type: self.protocol_type.clone(),
+            protocol_name: self.protocol_name.clone(),
+            assignment: self
+                .members
+                .get(member_id)
+                .map(|m| m.assignment.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Heartbeat.
+    pub fn heartbeat(
+        &mut self,
+        member_id: &str,
+        generation_id: i32,
+        now_ms: i64,
+    ) -> Option<ResponseError> {
+        let state = self.state;
+        let current_generation = self.generation_id;
+        let Some(member) = self.members.get_mut(member_id) else {
+            return Some(ResponseError::UnknownMemberId);
+        };
+        if generation_id != current_generation {
+            return Some(ResponseError::IllegalGeneration);
+        }
+        member.last_heartbeat_ms = now_ms;
+        match state {
+            GroupState::PreparingRebalance => Some(ResponseError::RebalanceInProgress),
+            GroupState::CompletingRebalance | GroupState::Stable => None,
+            GroupState::Empty | GroupState::Dead => Some(ResponseError::UnknownMemberId),
+        }
+    }
+
+    /// LeaveGroup for one member.
+    pub fn leave(&mut self, member_id: &str, now_ms: i64) -> (Option<ResponseError>, Vec<Reply>) {
+        if self.pending_members.remove(member_id).is_some() {
+            return (None, vec![]);
+        }
+        let Some(member) = self.members.remove(member_id) else {
+            return (Some(ResponseError::UnknownMemberId), vec![]);
+        };
+        let mut released = Vec::new();
+        if let Some(waiter) = member.awaiting_join {
+            released.push(Reply::Join(
+                waiter,
+                JoinReply::error(ResponseError::UnknownMemberId, member_id),
+            ));
+        }
+        if let Some(waiter) = member.awaiting_sync {
+            released.push(Reply::Sync(
+                waiter,
+                SyncReply::error(ResponseError::UnknownMemberId),
+            ));
+        }
+        released.extend(self.after_member_removed(now_ms));
+        (None, released)
+    }
+
+    fn after_member_removed(&mut self, now_ms: i64) -> Vec<Reply> {
+        match self.state {
+            GroupState::PreparingRebalance => self.maybe_complete_join(now_ms),
+            GroupState::CompletingRebalance | GroupState::Stable if self.members.is_empty() => {
+                self.state = GroupState::Empty;
+                self.leader = None;
+                self.generation_id += 1;
+                self.protocol_name = None;
+                vec![]
+            }
+            GroupState::CompletingRebalance | GroupState::Stable => self.prepare_rebalance(now_ms),
+            GroupState::Empty | GroupState::Dead => vec![],
+        }
+    }
+
+    /// Applies timeouts: expired sessions leave; an overdue rebalance completes.
+    pub fn tick(&mut self, now_ms: i64) -> Vec<Reply> {
+        self.pending_members.retain(|_, expiry| *expiry > now_ms);
+        let mut released = Vec::new();
+        let expired: Vec<String> = self
+            .members
+            .values()
+            .filter(|m| {
+                // A member parked in a join is waiting on us, not silent.
+                m.awaiting_join.is_none()
+                    && now_ms - m.last_heartbeat_ms > m.session_timeout_ms as i64
+            })
+            .map(|m| m.member_id.clone())
+            .collect();
+        for member_id in expired {
+            tracing::info!(group = %self.group_id, member = %member_id, "session expired");
+            let (_, replies) = self.leave(&member_id, now_ms);
+            released.extend(replies);
+        }
+        released.extend(self.maybe_complete_join(now_ms));
+        released
+    }
+
+    /// The next time `tick` could change something, if any.
+    pub fn next_deadline_ms(&self) -> Option<i64> {
+        let sessions = self
+            .members
+            .values()
+            .filter(|m| m.awaiting_join.is_none())
+            .map(|m| m.last_heartbeat_ms + m.session_timeout_ms as i64 + 1);
+        let rebalance =
+            (self.state == GroupState::PreparingRebalance).then_some(self.rebalance_deadline_ms);
+        sessions
+            .chain(rebalance)
+            .chain(self.initial_delay_until_ms)
+            .min()
+    }
+
+    /// Marks a group deleted (DeleteGroups); only an empty group may be deleted.
+    pub fn delete(&mut self) -> Option<ResponseError> {
+        if !self.members.is_empty() {
+            return Some(ResponseError::NonEmptyGroup);
+        }
+        self.state = GroupState::Dead;
+        None
+    }
+
+    /// Validates an offset commit from `member_id` at `generation_id` (Kafka's rules; a
+    /// generation of -1 with no member id is a "simple" commit, allowed on an empty group).
+    pub fn check_commit(&self, member_id: &str, generation_id: i32) -> Option<ResponseError> {
+        if self.state == GroupState::Dead {
+            return Some(ResponseError::CoordinatorNotAvailable);
+        }
+        if generation_id < 0 && self.state == GroupState::Empty {
+            return None;
+        }
+        if self.state == GroupState::CompletingRebalance {
+            return Some(ResponseError::RebalanceInProgress);
+        }
+        if !self.members.contains_key(member_id) {
+            return Some(ResponseError::UnknownMemberId);
+        }
+        if generation_id != self.generation_id {
+            return Some(ResponseError::IllegalGeneration);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> GroupLimits {
+        GroupLimits {
+            min_session_timeout_ms: 6000,
+            max_session_timeout_ms: 1_800_000,
+            initial_rebalance_delay_ms: 0,
+            max_members: 100,
+        }
+    }
+
+    fn join(member_id: &str, protocols: &[&str]) -> JoinRequest {
+        JoinRequest {
+            member_id: member_id.into(),
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            protocol_type: "consumer".into(),
+            protocols: protocols
+                .iter()
+                .map(|p| (p.to_string(), Bytes::from(format!("meta-{p}"))))
+                .collect(),
+            require_known_member_id: true,
+        }
+    }
+
+    fn joined(replies: &[Reply], waiter: Waiter) -> JoinReply {
+        replies
+            .iter()
+            .find_map(|r| match r {
+                Reply::Join(w, reply) if *w == waiter => Some(reply.clone()),
+                _ => None,
+            })
+            .expect("join reply released")
+    }
+
+    #[test]
+    fn two_members_join_sync_and_rebalance_when_one_leaves() {
+        let mut group = Group::new("g", limits());
+        // KIP-394: the first join only hands out a member id.
+        let (outcome, _) = group.join(join("", &["range"]), "m1".into(), 1, 0);
+        let Outcome::Now(reply) = outcome else {
+            panic!("expected MEMBER_ID_REQUIRED")
+        };
+        assert_eq!(reply.error, Some(ResponseError::MemberIdRequired));
+        assert_eq!(reply.member_id, "m1");
+        let (outcome, released) = group.join(join("m1", &["range"]), "x".into(), 2, 0);
+        assert_eq!(outcome, Outcome::Parked);
+        let reply = joined(&released, 2);
+        assert_eq!((reply.generation_id, reply.leader.as_str()), (1, "m1"));
+        assert_eq!(reply.members.len(), 1);
+        assert_eq!(group.state, GroupState::CompletingRebalance);
+        let (_, released) = group.sync("m1", 1, vec![("m1".into(), Bytes::from("a1"))], 3, 0);
+        assert!(matches!(
+            &released[..],
+            [Reply::Sync(3, SyncReply { error: None, .. })]
+        ));
+        assert_eq!(group.state, GroupState::Stable);
+
+        // A second member: the group rebalances; the first must rejoin (heartbeat says so).
+        let (_, _) = group.join(join("", &["roundrobin", "range"]), "m2".into(), 4, 10);
+        let (outcome, released) =
+            group.join(join("m2", &["roundrobin", "range"]), "x".into(), 5, 10);
+        assert_eq!(outcome, Outcome::Parked);
+        assert!(released.is_empty(), "waits for m1 to rejoin");
+        assert_eq!(
+            group.heartbeat("m1", 1, 20),
+            Some(ResponseError::RebalanceInProgress)
+        );
+        let (_, released) = group.join(join("m1", &["range"]), "x".into(), 6, 20);
+        let leader = joined(&released, 6);
+        let follower = joined(&released, 5);
+        assert_eq!(leader.generation_id, 2);
+        assert_eq!(
+            leader.protocol_name.as_deref(),
+            Some("range"),
+            "the only protocol both support"
+        );
+        assert_eq!(leader.members.len(), 2);
+        assert!(follower.members.is_empty());
+        let (outcome, released) = group.sync("m2", 2, vec![], 7, 20);
+        assert_eq!(outcome, Outcome::Parked);
+        assert!(released.is_empty(), "followers wait for the leader");
+        let (_, released) = group.sync(
+            "m1",
+            2,
+            vec![
+                ("m1".into(), Bytes::from("p0")),
+                ("m2".into(), Bytes::from("p1")),
+            ],
+            8,
+            20,
+        );
+        assert_eq!(released.len(), 2);
+        assert!(released.contains(&Reply::Sync(
+            7,
+            SyncReply {
+                error: None,
+                protocol_type: Some("consumer".into()),
+                protocol_name: Some("range".into()),
+                assignment: Bytes::from("p1"),
+            }
+        )));
+
+        // Stale generations are fenced; leaving triggers a rebalance for the rest.
+        assert_eq!(
+            group.heartbeat("m2", 1, 30),
+            Some(ResponseError::IllegalGeneration)
+        );
+        assert_eq!(
+            group.check_commit("m2", 1),
+            Some(ResponseError::IllegalGeneration)
+        );
+        assert_eq!(group.check_commit("m2", 2), None);
+        let (error, _) = group.leave("m2", 30);
+        assert_eq!(error, None);
+        assert_eq!(group.state, GroupState::PreparingRebalance);
+        assert_eq!(
+            group.heartbeat("m2", 2, 31),
+            Some(ResponseError::UnknownMemberId)
+        );
+    }
+
+    #[test]
+    fn silent_members_expire_and_overdue_rebalances_complete() {
+        let mut group = Group::new("g", limits());
+        group.join(join("", &["range"]), "m1".into(), 1, 0);
+        group.join(join("m1", &["range"]), "x".into(), 2, 0);
+        group.sync("m1", 1, vec![], 3, 0);
+        group.join(join("", &["range"]), "m2".into(), 4, 0);
+        group.join(join("m2", &["range"]), "x".into(), 5, 0);
+        // m1 keeps heartbeating but never rejoins: after the rebalance timeout (30 s) the
+        // rebalance completes without it.
+        for at in [9_000, 18_000, 27_000] {
+            assert_eq!(
+                group.heartbeat("m1", 1, at),
+                Some(ResponseError::RebalanceInProgress)
+            );
+        }
+        assert!(group.tick(29_000).is_empty());
+        let released = group.tick(30_000);
+        let reply = joined(&released, 5);
+        assert_eq!((reply.generation_id, reply.leader.as_str()), (2, "m2"));
+        assert_eq!(group.members.len(), 1);
+        group.sync("m2", 2, vec![], 6, 30_000);
+        // m2 stops heartbeating: after its session timeout it is removed and the group is empty.
+        assert!(group.tick(40_000).is_empty());
+        assert_eq!(group.members.len(), 1);
+        group.tick(40_001);
+        assert_eq!(group.state, GroupState::Empty);
+        assert!(group.is_empty());
+        assert_eq!(
+            group.check_commit("", -1),
+            None,
+            "simple commits on an empty group"
+        );
+    }
+
+    #[test]
+    fn bad_joins_are_refused() {
+        let mut group = Group::new("g", limits());
+        let mut request = join("", &["range"]);
+        request.session_timeout_ms = 10;
+        let (outcome, _) = group.join(request, "m".into(), 1, 0);
+        assert!(matches!(
+            outcome,
+            Outcome::Now(JoinReply {
+                error: Some(ResponseError::InvalidSessionTimeout),
+                ..
+            })
+        ));
+        let (outcome, _) = group.join(join("ghost", &["range"]), "m".into(), 1, 0);
+        assert!(matches!(
+            outcome,
+            Outcome::Now(JoinReply {
+                error: Some(ResponseError::UnknownMemberId),
+                ..
+            })
+        ));
+        group.join(join("", &["range"]), "m1".into(), 1, 0);
+        group.join(join("m1", &["range"]), "x".into(), 2, 0);
+        let mut other = join("", &["sticky"]);
+        other.require_known_member_id = false;
+        let (outcome, _) = group.join(other, "m2".into(), 3, 0);
+        assert!(matches!(
+            outcome,
+            Outcome::Now(JoinReply {
+                error: Some(ResponseError::InconsistentGroupProtocol),
+                ..
+            })
+        ));
+    }
+}

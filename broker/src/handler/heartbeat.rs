@@ -1,0 +1,15 @@
+//! Heartbeat: keeps a member's session alive; tells it when to rejoin.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
+
+use crate::server::BrokerContext;
+
+pub fn handle(context: &Arc<BrokerContext>, request: HeartbeatRequest) -> HeartbeatResponse {
+    let error =
+        context
+            .groups
+            .heartbeat(&request.group_id, &request.member_id, request.generation_id);
+    HeartbeatResponse::default().with_error_code(error.map_or(0, |e| e.code()))
+}

@@ -1,0 +1,31 @@
+//! LeaveGroup: one member (v0–2) or a batch of members (v3+).
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::leave_group_response::MemberResponse;
+use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
+
+use crate::server::BrokerContext;
+
+pub fn handle(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    request: LeaveGroupRequest,
+) -> LeaveGroupResponse {
+    if version < 3 {
+        let error = context.groups.leave(&request.group_id, &request.member_id);
+        return LeaveGroupResponse::default().with_error_code(error.map_or(0, |e| e.code()));
+    }
+    let members = request
+        .members
+        .into_iter()
+        .map(|member| {
+            let error = context.groups.leave(&request.group_id, &member.member_id);
+            MemberResponse::default()
+                .with_member_id(member.member_id)
+                .with_group_instance_id(member.group_instance_id)
+                .with_error_code(error.map_or(0, |e| e.code()))
+        })
+        .collect();
+    LeaveGroupResponse::default().with_members(members)
+}

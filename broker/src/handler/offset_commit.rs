@@ -1,0 +1,110 @@
+//! OffsetCommit: validated against the group's membership and generation, appended to
+//! `__consumer_offsets`, answered after the append (and its fsync with `flush.on.ack`).
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, ResponseKind};
+use kafka_protocol::ResponseError;
+
+use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
+use crate::group::offsets::CommittedOffset;
+use crate::handler::errors::{error_for, log_error};
+use crate::handler::HandlerOutput;
+use crate::server::BrokerContext;
+
+pub fn handle(context: &Arc<BrokerContext>, request: OffsetCommitRequest) -> HandlerOutput {
+    let group_id = request.group_id.to_string();
+    let group_error = context.groups.check_commit(
+        &group_id,
+        &request.member_id,
+        request.generation_id_or_member_epoch,
+    );
+    let now_ms = context.clock.now_ms();
+    let mut commits = Vec::new();
+    // (topic index, partition index, error) for each requested partition.
+    let mut results: Vec<OffsetCommitResponseTopic> = Vec::new();
+    for topic in &request.topics {
+        let known = context.topics.get(topic.name.as_str());
+        let partitions = topic
+            .partitions
+            .iter()
+            .map(|p| {
+                let error = if let Some(error) = group_error {
+                    Some(error)
+                } else if known
+                    .as_ref()
+                    .and_then(|t| t.partition(p.partition_index))
+                    .is_none()
+                {
+                    Some(ResponseError::UnknownTopicOrPartition)
+                } else if p
+                    .committed_metadata
+                    .as_ref()
+                    .is_some_and(|m| m.len() > OFFSET_METADATA_MAX_BYTES)
+                {
+                    Some(ResponseError::OffsetMetadataTooLarge)
+                } else {
+                    commits.push((
+                        topic.name.to_string(),
+                        p.partition_index,
+                        CommittedOffset {
+                            offset: p.committed_offset,
+                            leader_epoch: p.committed_leader_epoch,
+                            metadata: p
+                                .committed_metadata
+                                .as_ref()
+                                .map(|m| m.to_string())
+                                .unwrap_or_default(),
+                            commit_timestamp_ms: now_ms,
+                        },
+                    ));
+                    None
+                };
+                OffsetCommitResponsePartition::default()
+                    .with_partition_index(p.partition_index)
+                    .with_error_code(error.map_or(0, |e| e.code()))
+            })
+            .collect();
+        results.push(
+            OffsetCommitResponseTopic::default()
+                .with_name(topic.name.clone())
+                .with_partitions(partitions),
+        );
+    }
+    let fail_all = |results: &mut Vec<OffsetCommitResponseTopic>, error: ResponseError| {
+        for topic in results.iter_mut() {
+            for partition in topic.partitions.iter_mut() {
+                if partition.error_code == 0 {
+                    partition.error_code = error.code();
+                }
+            }
+        }
+    };
+    let wait = match context.groups.commit(&context.topics, &group_id, commits) {
+        Ok(wait) => wait,
+        Err(error) => {
+            tracing::error!(group = %group_id, %error, "offset commit failed");
+            fail_all(&mut results, error_for(&error));
+            None
+        }
+    };
+    let Some((partition, last_offset)) = wait else {
+        return HandlerOutput::Ready(Box::new(ResponseKind::OffsetCommit(
+            OffsetCommitResponse::default().with_topics(results),
+        )));
+    };
+    HandlerOutput::Deferred(
+        async move {
+            let mut results = results;
+            if let Err(error) = partition.wait_durable(last_offset).await {
+                fail_all(&mut results, log_error(&error));
+            }
+            ResponseKind::OffsetCommit(OffsetCommitResponse::default().with_topics(results))
+        }
+        .boxed(),
+    )
+}

@@ -1,0 +1,249 @@
+//! Consumer groups with librdkafka: partitions shared between members, rebalancing when one
+//! leaves, committed offsets that survive a broker restart.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+use crate::common::{self, TIMEOUT};
+
+const GROUP_PROPERTIES: &[(&str, &str)] = &[("group.initial.rebalance.delay.ms", "0")];
+
+type Member = Arc<BaseConsumer>;
+
+fn group_consumer(bootstrap: &str, group: &str) -> Member {
+    let mut config = common::client_config(bootstrap);
+    config
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "500")
+        .set("fetch.wait.max.ms", "100");
+    Arc::new(config.create().expect("consumer"))
+}
+
+/// Polls (on a blocking thread: rdkafka's BaseConsumer blocks) until the members polling with
+/// the same `total` have `count` records between them. Every member keeps polling meanwhile, as a
+/// live consumer does, so rebalances can complete.
+async fn poll_shared(
+    consumer: &Member,
+    total: &Arc<AtomicUsize>,
+    count: usize,
+) -> Vec<(i32, i64, String)> {
+    let consumer = Arc::clone(consumer);
+    let total = Arc::clone(total);
+    tokio::task::spawn_blocking(move || {
+        let mut out = Vec::new();
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while total.load(Ordering::SeqCst) < count && std::time::Instant::now() < deadline {
+            match consumer.poll(Duration::from_millis(100)) {
+                Some(Ok(message)) => {
+                    total.fetch_add(1, Ordering::SeqCst);
+                    out.push((
+                        message.partition(),
+                        message.offset(),
+                        String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned(),
+                    ));
+                }
+                Some(Err(error)) => panic!("consume error: {error}"),
+                None => {}
+            }
+        }
+        out
+    })
+    .await
+    .unwrap()
+}
+
+async fn poll_records(consumer: &Member, count: usize) -> Vec<(i32, i64, String)> {
+    poll_shared(consumer, &Arc::new(AtomicUsize::new(0)), count).await
+}
+
+/// Polls both members until each has partitions assigned (the rebalance is done).
+async fn wait_for_assignments(members: [&Member; 2]) {
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let assigned = members
+            .iter()
+            .all(|m| m.assignment().map(|a| a.count() > 0).unwrap_or(false));
+        if assigned {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "rebalance did not complete"
+        );
+        let never = Arc::new(AtomicUsize::new(0));
+        let _ = tokio::join!(
+            poll_briefly(members[0], &never),
+            poll_briefly(members[1], &never)
+        );
+    }
+}
+
+async fn poll_briefly(consumer: &Member, _total: &Arc<AtomicUsize>) {
+    let consumer = Arc::clone(consumer);
+    tokio::task::spawn_blocking(move || {
+        let message = consumer.poll(Duration::from_millis(50));
+        assert!(message.is_none(), "no records are produced yet");
+    })
+    .await
+    .unwrap();
+}
+
+/// Leaves the group: unsubscribe (librdkafka sends LeaveGroup) and keep polling briefly.
+/// The handle is then leaked on purpose: rust-rdkafka 0.39's drop of a group consumer polls
+/// until "closed" and never returned in this test, while confluent-kafka's close() (the same
+/// librdkafka) returns at once against Weir with two members — the binding, not the broker.
+async fn close(consumer: Member) {
+    let handle = Arc::clone(&consumer);
+    tokio::task::spawn_blocking(move || {
+        handle.unsubscribe();
+        for _ in 0..10 {
+            let _ = handle.poll(Duration::from_millis(100));
+        }
+    })
+    .await
+    .unwrap();
+    std::mem::forget(consumer);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_share_partitions_and_offsets_survive_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), GROUP_PROPERTIES).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "grouped", 4, &[]).await;
+    let first = group_consumer(&bootstrap, "workers");
+    let second = group_consumer(&bootstrap, "workers");
+    first.subscribe(&["grouped"]).unwrap();
+    second.subscribe(&["grouped"]).unwrap();
+    wait_for_assignments([&first, &second]).await;
+    let producer = common::producer(&bootstrap, &[]);
+    for partition in 0..4 {
+        let values: Vec<String> = (0..50).map(|i| format!("p{partition}-{i}")).collect();
+        common::produce_values(&producer, "grouped", partition, &values).await;
+    }
+    let total = Arc::new(AtomicUsize::new(0));
+    let (a, b) = tokio::join!(
+        poll_shared(&first, &total, 200),
+        poll_shared(&second, &total, 200)
+    );
+    let mut partitions_of: HashMap<i32, HashSet<usize>> = HashMap::new();
+    let mut seen = HashSet::new();
+    for (who, records) in [(0usize, &a), (1, &b)] {
+        for (partition, _, value) in records.iter() {
+            partitions_of.entry(*partition).or_default().insert(who);
+            seen.insert(value.clone());
+        }
+    }
+    assert_eq!(seen.len(), 200, "every record consumed");
+    assert!(
+        partitions_of.values().all(|owners| owners.len() == 1),
+        "each partition has one owner: {partitions_of:?}"
+    );
+    assert!(
+        !a.is_empty() && !b.is_empty(),
+        "both members got partitions ({} / {})",
+        a.len(),
+        b.len()
+    );
+
+    first.commit_consumer_state(CommitMode::Sync).unwrap();
+    second.commit_consumer_state(CommitMode::Sync).unwrap();
+    let committed = first.committed(TIMEOUT).unwrap();
+    let positions: Vec<Offset> = committed.elements().iter().map(|e| e.offset()).collect();
+    assert_eq!(positions.len(), first.assignment().unwrap().count());
+    assert!(
+        positions.iter().all(|o| *o == Offset::Offset(50)),
+        "committed {positions:?}"
+    );
+
+    // One member leaves: the other takes over all four partitions.
+    close(first).await;
+    for partition in 0..4 {
+        common::produce_values(
+            &producer,
+            "grouped",
+            partition,
+            &[format!("late-{partition}")],
+        )
+        .await;
+    }
+    let late = poll_records(&second, 4).await;
+    let late_partitions: HashSet<i32> = late.iter().map(|(p, _, _)| *p).collect();
+    assert_eq!(
+        late_partitions.len(),
+        4,
+        "the remaining member owns every partition: {late:?}"
+    );
+    second.commit_consumer_state(CommitMode::Sync).unwrap();
+    close(second).await;
+    drop(producer);
+    broker.shutdown().await.unwrap();
+
+    // After a restart a new member resumes from the committed offsets: nothing is read twice.
+    let broker = common::start(dir.path(), GROUP_PROPERTIES).await;
+    let bootstrap = common::bootstrap(&broker);
+    let producer = common::producer(&bootstrap, &[]);
+    common::produce_values(&producer, "grouped", 2, &["after-restart".into()]).await;
+    let third = group_consumer(&bootstrap, "workers");
+    third.subscribe(&["grouped"]).unwrap();
+    let resumed = poll_records(&third, 1).await;
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0], (2, 51, "after-restart".to_string()));
+    let extra = poll_records(&third, 1).await;
+    assert!(extra.is_empty(), "nothing else is delivered: {extra:?}");
+    close(third).await;
+    broker.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simple_commits_and_offset_fetch_without_membership() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), GROUP_PROPERTIES).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "assigned", 2, &[]).await;
+    // An assigned (not subscribed) consumer commits with generation -1, as Kafka allows.
+    let consumer = common::assigned_consumer(
+        &bootstrap,
+        "assigned",
+        0,
+        Offset::Beginning,
+        &[("group.id", "manual")],
+    );
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset("assigned", 0, Offset::Offset(7))
+        .unwrap();
+    offsets
+        .add_partition_offset("assigned", 1, Offset::Offset(3))
+        .unwrap();
+    consumer.commit(&offsets, CommitMode::Sync).unwrap();
+    let mut query = TopicPartitionList::new();
+    query.add_partition("assigned", 0);
+    query.add_partition("assigned", 1);
+    let committed = consumer.committed_offsets(query, TIMEOUT).unwrap();
+    assert_eq!(
+        committed.find_partition("assigned", 0).unwrap().offset(),
+        Offset::Offset(7)
+    );
+    assert_eq!(
+        committed.find_partition("assigned", 1).unwrap().offset(),
+        Offset::Offset(3)
+    );
+    let mut unknown = TopicPartitionList::new();
+    unknown
+        .add_partition_offset("no-such-topic", 0, Offset::Offset(1))
+        .unwrap();
+    assert!(
+        consumer.commit(&unknown, CommitMode::Sync).is_err(),
+        "unknown topic refused"
+    );
+    broker.shutdown().await.unwrap();
+}
