@@ -26,7 +26,9 @@ failed=0
 record() { if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $*" >&2; fi; }
 
 kafka=$("$here/kafka/start.sh") || { echo "compat: reference Kafka did not start"; echo "compat: 0 passed, 1 failed"; exit 1; }
-"$weir" broker --listen 127.0.0.1:0 --metrics-listen off --data-dir "$work/weir-data" > "$work/weir.log" 2>&1 &
+# The same group settings as the reference Kafka (compat/kafka/start.sh).
+"$weir" broker --listen 127.0.0.1:0 --metrics-listen off --data-dir "$work/weir-data" \
+  --set group.initial.rebalance.delay.ms=0 > "$work/weir.log" 2>&1 &
 weir_pid=$!
 for _ in $(seq 1 100); do grep -q "weir broker ready" "$work/weir.log" && break; sleep 0.1; done
 weir_bootstrap=$(grep -o 'listen=[0-9.:]*' "$work/weir.log" | head -1 | cut -d= -f2)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kafka's own command-line tools (kafka-tools jar) against a broker: kafka-topics, kafka-configs,
-# kafka-get-offsets, kafka-console-producer and kafka-producer-perf-test. The consumer-side tools
-# (console consumer, consumer perf test) need consumer groups, which arrive with their issue.
+# kafka-get-offsets, kafka-console-producer, kafka-console-consumer (in a group),
+# kafka-producer-perf-test and kafka-consumer-perf-test.
 # Usage: compat/java/tools.sh HOST:PORT      Prints "java tools: N passed, N failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,10 +33,20 @@ out=$(seq 1 100 | tool org.apache.kafka.tools.ConsoleProducer --bootstrap-server
 out=$(tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic "$topic")
 total=$(awk -F: '{s += $3} END {print s}' <<< "$out")
 expect "kafka-console-producer + kafka-get-offsets" "^100$" "$total"
+out=$(tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bootstrap" --topic "$topic" \
+  --from-beginning --max-messages 100 --group "console-$topic" --timeout-ms 30000)
+expect "kafka-console-consumer (group)" "^100$" "$(grep -cE '^[0-9]+$' <<< "$out")"
 out=$(tool org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records 200000 --record-size 100 --throughput -1 \
   --producer-props bootstrap.servers="$bootstrap" acks=all linger.ms=5 enable.idempotence=false)
 expect "kafka-producer-perf-test" "^200000 records sent" "$out"
 grep -E "^200000 records sent" <<< "$out"
+out=$(tool org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$bootstrap" --topic "$topic" --messages 200000 \
+  --group "perf-$topic" --timeout 30000)
+# The data line: start, end, MB, MB/s, records (nMsg), records/s, …
+consumed=$(tail -1 <<< "$out" | awk -F', *' '{print $5}')
+# It stops at the first poll that reaches the target, so slightly more than asked is normal.
+expect "kafka-consumer-perf-test" "^ok$" "$(awk -v n="$consumed" 'BEGIN { print (n >= 200000 && n < 210000) ? "ok" : n }')"
+tail -1 <<< "$out"
 out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --delete --topic "$topic")
 expect "kafka-topics --delete" "^$" "$out"
 echo "java tools: $passed passed, $failed failed"
