@@ -278,6 +278,28 @@ impl GroupCoordinator {
         if commits.is_empty() {
             return Ok(None);
         }
+        let records = commits
+            .iter()
+            .map(|(topic, partition, offset)| (topic.as_str(), *partition, Some(offset)))
+            .collect();
+        let (partition, last_offset, flush_on_ack) =
+            self.append_offset_records(topics, group_id, records)?;
+        let mut state = self.lock();
+        let group_offsets = state.offsets.entry(group_id.to_string()).or_default();
+        for (topic, index, offset) in commits {
+            group_offsets.insert((topic, index), offset);
+        }
+        Ok(flush_on_ack.then_some((partition, last_offset)))
+    }
+
+    /// Appends offset records (a `None` value is a tombstone) to the group's offsets partition.
+    /// Returns the partition, the last offset written and whether acks wait for an fsync.
+    fn append_offset_records(
+        &self,
+        topics: &TopicRegistry,
+        group_id: &str,
+        entries: Vec<(&str, i32, Option<&CommittedOffset>)>,
+    ) -> Result<(Arc<crate::partition::Partition>, i64, bool), BrokerError> {
         let topic = self.offsets_topic(topics)?;
         let index = offsets::partition_for(group_id, topic.partitions.len() as i32);
         let partition = topic.partition(index).cloned().ok_or_else(|| {
@@ -287,7 +309,7 @@ impl GroupCoordinator {
             }
         })?;
         let now_ms = self.clock.now_ms();
-        let records: Vec<Record> = commits
+        let records: Vec<Record> = entries
             .iter()
             .enumerate()
             .map(|(i, (topic, partition, offset))| Record {
@@ -302,7 +324,7 @@ impl GroupCoordinator {
                 sequence: i as i32 - 1,
                 timestamp: now_ms,
                 key: Some(offsets::encode_key(group_id, topic, *partition)),
-                value: Some(offsets::encode_value(offset)),
+                value: offset.map(offsets::encode_value),
                 headers: Default::default(),
             })
             .collect();
@@ -315,18 +337,9 @@ impl GroupCoordinator {
                 compression: Compression::None,
             },
         )
-        .map_err(|e| BrokerError::InvalidRequest(format!("cannot encode offset commit: {e}")))?;
+        .map_err(|e| BrokerError::InvalidRequest(format!("cannot encode offset records: {e}")))?;
         let appended = partition.append(batch)?;
-        let mut state = self.lock();
-        let group_offsets = state.offsets.entry(group_id.to_string()).or_default();
-        for (topic, index, offset) in commits {
-            group_offsets.insert((topic, index), offset);
-        }
-        let wait = topic
-            .config
-            .flush_on_ack
-            .then_some((partition, appended.last_offset));
-        Ok(wait)
+        Ok((partition, appended.last_offset, topic.config.flush_on_ack))
     }
 
     /// Committed offsets of a group: the requested partitions, or all when `None`.
@@ -385,6 +398,78 @@ impl GroupCoordinator {
                 })
                 .collect(),
         })
+    }
+
+    /// Every known group as (group id, protocol type, state): groups with a state machine, and
+    /// groups that only have committed offsets (shown as Empty, like Kafka after a restart).
+    pub fn list(&self) -> Vec<(String, String, &'static str)> {
+        let state = self.lock();
+        let mut groups: Vec<(String, String, &'static str)> = state
+            .groups
+            .values()
+            .filter(|g| g.state != GroupState::Dead)
+            .map(|g| {
+                (
+                    g.group_id.clone(),
+                    g.protocol_type.clone().unwrap_or_default(),
+                    g.state.name(),
+                )
+            })
+            .collect();
+        for id in state.offsets.keys() {
+            if !groups.iter().any(|(g, _, _)| g == id) {
+                groups.push((id.clone(), "consumer".to_string(), GroupState::Empty.name()));
+            }
+        }
+        groups.sort();
+        groups
+    }
+
+    /// Deletes an empty group and its committed offsets (tombstones in `__consumer_offsets`).
+    pub fn delete_group(
+        &self,
+        topics: &TopicRegistry,
+        group_id: &str,
+    ) -> Result<(), ResponseError> {
+        let committed: Vec<(String, i32)> = {
+            let state = self.lock();
+            let known = state
+                .groups
+                .get(group_id)
+                .is_some_and(|g| g.state != GroupState::Dead)
+                || state.offsets.contains_key(group_id);
+            if !known {
+                return Err(ResponseError::GroupIdNotFound);
+            }
+            if state.groups.get(group_id).is_some_and(|g| !g.is_empty()) {
+                return Err(ResponseError::NonEmptyGroup);
+            }
+            state
+                .offsets
+                .get(group_id)
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        if !committed.is_empty() {
+            self.append_offset_records(
+                topics,
+                group_id,
+                committed
+                    .iter()
+                    .map(|(t, p)| (t.as_str(), *p, None))
+                    .collect(),
+            )
+            .map_err(|error| crate::handler::errors::error_for(&error))?;
+        }
+        let mut state = self.lock();
+        state.offsets.remove(group_id);
+        if let Some(group) = state.groups.get_mut(group_id) {
+            if let Some(error) = group.delete() {
+                return Err(error);
+            }
+        }
+        state.groups.remove(group_id);
+        Ok(())
     }
 
     /// Group ids: those with members or committed offsets.

@@ -8,15 +8,18 @@ pub mod api_versions;
 pub mod configs;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
+pub mod describe_groups;
 pub mod errors;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
 pub mod join_group;
 pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_commit;
@@ -56,6 +59,9 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::LeaveGroup, 0, 5),
     (ApiKey::OffsetCommit, 2, 8),
     (ApiKey::OffsetFetch, 1, 8),
+    (ApiKey::ListGroups, 0, 5),
+    (ApiKey::DescribeGroups, 0, 5),
+    (ApiKey::DeleteGroups, 0, 2),
 ];
 
 /// The version range implemented for an API, if any.
@@ -140,6 +146,15 @@ pub async fn handle(
         RequestKind::OffsetCommit(r) => offset_commit::handle(context, r),
         RequestKind::OffsetFetch(r) => ready(ResponseKind::OffsetFetch(offset_fetch::handle(
             context, version, r,
+        ))),
+        RequestKind::ListGroups(r) => ready(ResponseKind::ListGroups(list_groups::handle(
+            context, version, r,
+        ))),
+        RequestKind::DescribeGroups(r) => ready(ResponseKind::DescribeGroups(
+            describe_groups::handle(context, r),
+        )),
+        RequestKind::DeleteGroups(r) => ready(ResponseKind::DeleteGroups(delete_groups::handle(
+            context, r,
         ))),
         other => {
             // The connection only passes requests listed in SUPPORTED_APIS.

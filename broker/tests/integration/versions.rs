@@ -398,6 +398,38 @@ async fn every_api_answers_every_advertised_version() {
         };
         assert_eq!(committed, 18, "OffsetFetch v{v}: the last commit (v8) wins");
     }
+    for v in range(ApiKey::ListGroups) {
+        let r = client.call(v, &ListGroupsRequest::default()).await;
+        assert_eq!(r.error_code, 0, "ListGroups v{v}");
+        assert!(
+            r.groups.iter().any(|g| g.group_id.as_str() == "committer"),
+            "ListGroups v{v}"
+        );
+    }
+    for v in range(ApiKey::DescribeGroups) {
+        let r = client
+            .call(
+                v,
+                &DescribeGroupsRequest::default()
+                    .with_groups(vec![GroupId(StrBytes::from_static_str("committer"))]),
+            )
+            .await;
+        assert_eq!(
+            (r.groups[0].error_code, r.groups[0].group_state.as_str()),
+            (0, "Empty"),
+            "DescribeGroups v{v}"
+        );
+    }
+    for v in range(ApiKey::DeleteGroups) {
+        let group = GroupId(StrBytes::from_string(format!("join-v{v}")));
+        let r = client
+            .call(
+                v,
+                &DeleteGroupsRequest::default().with_groups_names(vec![group]),
+            )
+            .await;
+        assert_eq!(r.results[0].error_code, 0, "DeleteGroups v{v}");
+    }
     for v in range(ApiKey::DescribeCluster) {
         let r = client.call(v, &DescribeClusterRequest::default()).await;
         assert_eq!(r.error_code, 0, "DescribeCluster v{v}");

@@ -1,0 +1,25 @@
+//! DeleteGroups: only empty groups; their committed offsets get tombstones.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
+
+use crate::server::BrokerContext;
+
+pub fn handle(context: &Arc<BrokerContext>, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
+    let results = request
+        .groups_names
+        .into_iter()
+        .map(|group_id| {
+            let error = context
+                .groups
+                .delete_group(&context.topics, &group_id)
+                .err();
+            DeletableGroupResult::default()
+                .with_group_id(group_id)
+                .with_error_code(error.map_or(0, |e| e.code()))
+        })
+        .collect();
+    DeleteGroupsResponse::default().with_results(results)
+}

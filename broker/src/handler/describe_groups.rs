@@ -1,0 +1,58 @@
+//! DescribeGroups: state, protocol and members (with metadata and assignment) of each group.
+//! An unknown group is described as Dead with no error, as Kafka does.
+
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use crate::server::BrokerContext;
+
+pub fn handle(
+    context: &Arc<BrokerContext>,
+    request: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let groups = request
+        .groups
+        .into_iter()
+        .map(|group_id| match context.groups.describe(&group_id) {
+            Some(summary) => DescribedGroup::default()
+                .with_group_id(group_id)
+                .with_group_state(StrBytes::from_static_str(summary.state))
+                .with_protocol_type(StrBytes::from_string(summary.protocol_type))
+                .with_protocol_data(StrBytes::from_string(summary.protocol_name))
+                .with_members(
+                    summary
+                        .members
+                        .into_iter()
+                        .map(
+                            |(member_id, client_id, client_host, metadata, assignment)| {
+                                DescribedGroupMember::default()
+                                    .with_member_id(StrBytes::from_string(member_id))
+                                    .with_client_id(StrBytes::from_string(client_id))
+                                    .with_client_host(StrBytes::from_string(client_host))
+                                    .with_member_metadata(metadata)
+                                    .with_member_assignment(assignment)
+                            },
+                        )
+                        .collect(),
+                ),
+            None if context
+                .groups
+                .list()
+                .iter()
+                .any(|(id, _, _)| id.as_str() == group_id.as_str()) =>
+            {
+                DescribedGroup::default()
+                    .with_group_id(group_id)
+                    .with_group_state(StrBytes::from_static_str("Empty"))
+                    .with_protocol_type(StrBytes::from_static_str("consumer"))
+            }
+            None => DescribedGroup::default()
+                .with_group_id(group_id)
+                .with_group_state(StrBytes::from_static_str("Dead")),
+        })
+        .collect();
+    DescribeGroupsResponse::default().with_groups(groups)
+}
