@@ -44,6 +44,15 @@ pub struct ConsumeArgs {
     /// isolation.level: read_uncommitted or read_committed.
     #[arg(long, default_value = "read_uncommitted")]
     isolation: String,
+    /// Consume as a member of this consumer group: partitions are shared with the other members
+    /// and progress is committed. Starts from the committed offsets (else per --offset
+    /// beginning/end); without --follow, stops after --idle-ms without records.
+    #[arg(short, long)]
+    group: Option<String>,
+    /// With --group and without --follow: stop after this long without a record (counted from
+    /// when the group assigns partitions).
+    #[arg(long, default_value_t = 5000)]
+    idle_ms: u64,
 }
 
 fn start_offset(spec: &str) -> anyhow::Result<Offset> {
@@ -56,6 +65,9 @@ fn start_offset(spec: &str) -> anyhow::Result<Offset> {
 }
 
 pub async fn run(args: ConsumeArgs) -> anyhow::Result<()> {
+    if let Some(group) = &args.group {
+        return run_in_group(&args, group);
+    }
     let mut config = args.connect.client_config()?;
     config
         .set("group.id", "weir-cli-unused")
@@ -129,6 +141,54 @@ pub async fn run(args: ConsumeArgs) -> anyhow::Result<()> {
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+fn run_in_group(args: &ConsumeArgs, group: &str) -> anyhow::Result<()> {
+    let reset = match args.offset.as_str() {
+        "beginning" | "earliest" => "earliest",
+        "end" | "latest" => "latest",
+        other => bail!("with --group, --offset must be beginning or end (got '{other}'); committed offsets decide otherwise"),
+    };
+    let mut config = args.connect.client_config()?;
+    config
+        .set("group.id", group)
+        .set("enable.auto.commit", "true")
+        .set("auto.offset.reset", reset)
+        .set("isolation.level", &args.isolation);
+    let consumer: BaseConsumer = config.create().context("cannot create consumer")?;
+    consumer.subscribe(&[&args.topic])?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut printed = 0u64;
+    let mut last_record = std::time::Instant::now();
+    loop {
+        if args.count.is_some_and(|c| printed >= c) {
+            break;
+        }
+        if !args.follow && last_record.elapsed() >= Duration::from_millis(args.idle_ms) {
+            break;
+        }
+        let Some(message) = consumer.poll(Duration::from_millis(200)) else {
+            // The idle clock starts once the group has given us partitions.
+            if consumer
+                .assignment()
+                .map(|a| a.count() == 0)
+                .unwrap_or(true)
+            {
+                last_record = std::time::Instant::now();
+            }
+            continue;
+        };
+        let message = message.context("consume failed")?;
+        print_message(&mut out, &message, args)?;
+        printed += 1;
+        last_record = std::time::Instant::now();
+    }
+    out.flush()?;
+    consumer
+        .commit_consumer_state(rdkafka::consumer::CommitMode::Sync)
+        .ok();
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 mod broker_command;
 mod client;
 mod consume;
+mod group;
 mod produce;
 mod protocol_client;
 mod topic;
@@ -36,6 +37,8 @@ enum Command {
     Consume(consume::ConsumeArgs),
     /// Cluster information.
     Cluster(topic::ClusterArgs),
+    /// List, describe (members, offsets, lag) and delete consumer groups.
+    Group(group::GroupArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -59,6 +62,7 @@ fn main() -> std::process::ExitCode {
             Command::Produce(args) => produce::run(args).await,
             Command::Consume(args) => consume::run(args).await,
             Command::Cluster(args) => topic::run_cluster(args).await,
+            Command::Group(args) => group::run(args).await,
         }
     });
     match result {

@@ -61,6 +61,16 @@ cli_round_trip() {
   grep -q '^cli-check' <<< "$out" || return 1
   out=$("$weir" cluster info -b "$bootstrap") || return 1
   grep -q 'topics:' <<< "$out" || return 1
+  # Group consumption resumes from committed offsets; describe shows the lag.
+  out=$("$weir" consume -b "$bootstrap" cli-check --group cli-group --idle-ms 2000) || return 1
+  [ "$(wc -l <<< "$out")" -eq 2 ] || return 1
+  printf 'k3:again\n' | "$weir" produce -b "$bootstrap" cli-check -K : -p 0 2> /dev/null || return 1
+  out=$("$weir" group describe -b "$bootstrap" cli-group) || return 1
+  grep -qE '^cli-check\s+1\s+2\s+2\s+0$' <<< "$out" || return 1
+  [ "$("$weir" consume -b "$bootstrap" cli-check --group cli-group --idle-ms 2000)" = "again" ] || return 1
+  out=$("$weir" group list -b "$bootstrap") || return 1
+  grep -q '^cli-group' <<< "$out" || return 1
+  "$weir" group delete -b "$bootstrap" cli-group > /dev/null || return 1
   "$weir" topic delete -b "$bootstrap" cli-check > /dev/null || return 1
   out=$("$weir" topic list -b "$bootstrap") || return 1
   ! grep -q '^cli-check' <<< "$out"
