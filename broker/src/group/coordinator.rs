@@ -67,6 +67,7 @@ impl CoordinatorState {
 /// One group as ListGroups / DescribeGroups show it.
 pub struct GroupSummary {
     pub group_id: String,
+    pub generation_id: i32,
     pub state: &'static str,
     pub protocol_type: String,
     pub protocol_name: String,
@@ -189,6 +190,7 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
         member_id: &str,
+        group_instance_id: Option<&str>,
         generation_id: i32,
         assignments: Vec<(String, Bytes)>,
     ) -> SyncReply {
@@ -201,6 +203,10 @@ impl GroupCoordinator {
                 state.parked.remove(&waiter);
                 return sync_error(ResponseError::UnknownMemberId);
             };
+            if let Some(error) = group.check_instance(member_id, group_instance_id) {
+                state.parked.remove(&waiter);
+                return sync_error(error);
+            }
             let (outcome, released) =
                 group.sync(member_id, generation_id, assignments, waiter, now_ms);
             if let Outcome::Now(reply) = outcome {
@@ -219,23 +225,40 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
         member_id: &str,
+        group_instance_id: Option<&str>,
         generation_id: i32,
     ) -> Option<ResponseError> {
         let now_ms = self.clock.now_ms();
         let mut state = self.lock();
         match state.groups.get_mut(group_id) {
-            Some(group) => group.heartbeat(member_id, generation_id, now_ms),
+            Some(group) => group
+                .check_instance(member_id, group_instance_id)
+                .or_else(|| group.heartbeat(member_id, generation_id, now_ms)),
             None => Some(ResponseError::UnknownMemberId),
         }
     }
 
-    pub fn leave(&self, group_id: &str, member_id: &str) -> Option<ResponseError> {
+    /// LeaveGroup for one member, named by member id or (static members, v3+) instance id.
+    pub fn leave(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+    ) -> Option<ResponseError> {
         let now_ms = self.clock.now_ms();
         let mut state = self.lock();
         let Some(group) = state.groups.get_mut(group_id) else {
             return Some(ResponseError::UnknownMemberId);
         };
-        let (error, released) = group.leave(member_id, now_ms);
+        let member_id = match group_instance_id {
+            Some(instance) => match group.member_of_instance(instance) {
+                Some(current) if member_id.is_empty() || current == member_id => current,
+                Some(_) => return Some(ResponseError::FencedInstanceId),
+                None => return Some(ResponseError::UnknownMemberId),
+            },
+            None => member_id.to_string(),
+        };
+        let (error, released) = group.leave(&member_id, now_ms);
         state.release(released);
         error
     }
@@ -256,12 +279,15 @@ impl GroupCoordinator {
         &self,
         group_id: &str,
         member_id: &str,
+        group_instance_id: Option<&str>,
         generation_id: i32,
     ) -> Option<ResponseError> {
         let state = self.lock();
         match state.groups.get(group_id) {
-            Some(group) => group.check_commit(member_id, generation_id),
-            // A group the coordinator does not know accepts only "simple" commits (KIP-? / Kafka).
+            Some(group) => group
+                .check_instance(member_id, group_instance_id)
+                .or_else(|| group.check_commit(member_id, generation_id)),
+            // A group the coordinator does not know accepts only "simple" commits, as in Kafka.
             None if generation_id < 0 => None,
             None => Some(ResponseError::IllegalGeneration),
         }
@@ -375,6 +401,7 @@ impl GroupCoordinator {
         let protocol = group.protocol_name.clone().unwrap_or_default();
         Some(GroupSummary {
             group_id: group.group_id.clone(),
+            generation_id: group.generation_id,
             state: group.state.name(),
             protocol_type: group.protocol_type.clone().unwrap_or_default(),
             protocol_name: protocol.clone(),

@@ -58,6 +58,8 @@ pub struct JoinRequest {
     pub protocols: Vec<(String, Bytes)>,
     /// KIP-394: JoinGroup v4+ must first obtain a member id (MEMBER_ID_REQUIRED).
     pub require_known_member_id: bool,
+    /// KIP-345: a static member's `group.instance.id`.
+    pub group_instance_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -122,6 +124,7 @@ pub enum Outcome<T> {
 #[derive(Debug, Clone)]
 pub struct Member {
     pub member_id: String,
+    pub group_instance_id: Option<String>,
     pub client_id: String,
     pub client_host: String,
     pub session_timeout_ms: i32,
@@ -155,6 +158,8 @@ pub struct Group {
     pub members: BTreeMap<String, Member>,
     /// Member ids handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394), with expiry.
     pending_members: BTreeMap<String, i64>,
+    /// KIP-345: group.instance.id → current member id of that static member.
+    static_members: BTreeMap<String, String>,
     rebalance_deadline_ms: i64,
     initial_delay_until_ms: Option<i64>,
     limits: GroupLimits,
@@ -171,6 +176,7 @@ impl Group {
             leader: None,
             members: BTreeMap::new(),
             pending_members: BTreeMap::new(),
+            static_members: BTreeMap::new(),
             rebalance_deadline_ms: 0,
             initial_delay_until_ms: None,
             limits,
@@ -218,6 +224,39 @@ impl Group {
                 )),
                 vec![],
             );
+        }
+        if let Some(instance) = request.group_instance_id.clone() {
+            match self.static_members.get(&instance).cloned() {
+                Some(current) if member_id.is_empty() => {
+                    return self.replace_static_member(
+                        request,
+                        &current,
+                        new_member_id,
+                        waiter,
+                        now_ms,
+                    );
+                }
+                Some(current) if current != member_id => {
+                    return (
+                        Outcome::Now(JoinReply::error(
+                            ResponseError::FencedInstanceId,
+                            &member_id,
+                        )),
+                        vec![],
+                    );
+                }
+                None if !member_id.is_empty() => {
+                    return (
+                        Outcome::Now(JoinReply::error(ResponseError::UnknownMemberId, &member_id)),
+                        vec![],
+                    );
+                }
+                // A new static member needs no MEMBER_ID_REQUIRED round trip (KIP-394/KIP-345).
+                None => {
+                    return self.add_member_and_rebalance(request, new_member_id, waiter, now_ms)
+                }
+                Some(_) => {}
+            }
         }
         if member_id.is_empty() {
             if self.members.len() >= self.limits.max_members {
@@ -280,6 +319,90 @@ impl Group {
         }
     }
 
+    /// A static member came back (restart) with its instance id and no member id: it takes the
+    /// old member's place under a new member id. In a stable group with the same protocols that
+    /// needs no rebalance; it gets the current generation and, on sync, its old assignment.
+    fn replace_static_member(
+        &mut self,
+        request: JoinRequest,
+        old_member_id: &str,
+        new_member_id: String,
+        waiter: Waiter,
+        now_ms: i64,
+    ) -> (Outcome<JoinReply>, Vec<Reply>) {
+        let Some(mut member) = self.members.remove(old_member_id) else {
+            self.static_members.retain(|_, id| id != old_member_id);
+            return self.add_member_and_rebalance(request, new_member_id, waiter, now_ms);
+        };
+        let mut released = Vec::new();
+        if let Some(old) = member.awaiting_join.take() {
+            released.push(Reply::Join(
+                old,
+                JoinReply::error(ResponseError::FencedInstanceId, old_member_id),
+            ));
+        }
+        if let Some(old) = member.awaiting_sync.take() {
+            released.push(Reply::Sync(
+                old,
+                SyncReply::error(ResponseError::FencedInstanceId),
+            ));
+        }
+        let protocols_changed = member.protocols != request.protocols;
+        member.member_id = new_member_id.clone();
+        member.protocols = request.protocols;
+        member.session_timeout_ms = request.session_timeout_ms;
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms;
+        member.last_heartbeat_ms = now_ms;
+        self.members.insert(new_member_id.clone(), member);
+        if let Some(instance) = request.group_instance_id {
+            self.static_members.insert(instance, new_member_id.clone());
+        }
+        if self.leader.as_deref() == Some(old_member_id) {
+            self.leader = Some(new_member_id.clone());
+        }
+        match self.state {
+            GroupState::Stable if !protocols_changed => {
+                (Outcome::Now(self.join_reply_for(&new_member_id)), released)
+            }
+            GroupState::Stable | GroupState::CompletingRebalance => {
+                self.members
+                    .get_mut(&new_member_id)
+                    .expect("member exists")
+                    .awaiting_join = Some(waiter);
+                released.extend(self.prepare_rebalance(now_ms));
+                released.extend(self.maybe_complete_join(now_ms));
+                (Outcome::Parked, released)
+            }
+            _ => {
+                self.members
+                    .get_mut(&new_member_id)
+                    .expect("member exists")
+                    .awaiting_join = Some(waiter);
+                released.extend(self.maybe_complete_join(now_ms));
+                (Outcome::Parked, released)
+            }
+        }
+    }
+
+    /// KIP-345: a request naming an instance id that now belongs to another member is fenced.
+    pub fn check_instance(
+        &self,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+    ) -> Option<ResponseError> {
+        let instance = group_instance_id?;
+        match self.static_members.get(instance) {
+            Some(current) if current != member_id => Some(ResponseError::FencedInstanceId),
+            Some(_) => None,
+            None => Some(ResponseError::UnknownMemberId),
+        }
+    }
+
+    /// The member id of a static member (LeaveGroup by instance id).
+    pub fn member_of_instance(&self, group_instance_id: &str) -> Option<String> {
+        self.static_members.get(group_instance_id).cloned()
+    }
+
     fn supports(&self, protocol_type: &str, protocols: &[(String, Bytes)]) -> bool {
         if protocols.is_empty() || protocol_type.is_empty() {
             return false;
@@ -315,7 +438,8 @@ impl Group {
         self.members.insert(
             member_id.clone(),
             Member {
-                member_id,
+                member_id: member_id.clone(),
+                group_instance_id: request.group_instance_id.clone(),
                 client_id: request.client_id,
                 client_host: request.client_host,
                 session_timeout_ms: request.session_timeout_ms,
@@ -328,6 +452,9 @@ impl Group {
                 awaiting_sync: None,
             },
         );
+        if let Some(instance) = request.group_instance_id {
+            self.static_members.insert(instance, member_id);
+        }
         let mut released = Vec::new();
         if self.state != GroupState::PreparingRebalance {
             released.extend(self.prepare_rebalance(now_ms));
@@ -400,6 +527,8 @@ impl Group {
 
     fn complete_join(&mut self) -> Vec<Reply> {
         self.members.retain(|_, m| m.awaiting_join.is_some());
+        let members = &self.members;
+        self.static_members.retain(|_, id| members.contains_key(id));
         self.generation_id += 1;
         if self.members.is_empty() {
             self.state = GroupState::Empty;
@@ -597,6 +726,9 @@ impl Group {
         let Some(member) = self.members.remove(member_id) else {
             return (Some(ResponseError::UnknownMemberId), vec![]);
         };
+        if let Some(instance) = &member.group_instance_id {
+            self.static_members.remove(instance);
+        }
         let mut released = Vec::new();
         if let Some(waiter) = member.awaiting_join {
             released.push(Reply::Join(
@@ -724,6 +856,7 @@ mod tests {
                 .map(|p| (p.to_string(), Bytes::from(format!("meta-{p}"))))
                 .collect(),
             require_known_member_id: true,
+            group_instance_id: None,
         }
     }
 
@@ -857,6 +990,60 @@ mod tests {
             None,
             "simple commits on an empty group"
         );
+    }
+
+    #[test]
+    fn static_member_restart_keeps_its_assignment_without_rebalance() {
+        let mut group = Group::new("g", limits());
+        let mut first = join("", &["range"]);
+        first.group_instance_id = Some("i1".into());
+        let (outcome, released) = group.join(first.clone(), "old".into(), 1, 0);
+        assert_eq!(
+            outcome,
+            Outcome::Parked,
+            "no MEMBER_ID_REQUIRED for static members"
+        );
+        assert_eq!(joined(&released, 1).member_id, "old");
+        group.sync("old", 1, vec![("old".into(), Bytes::from("p0,p1"))], 2, 0);
+        assert_eq!(group.state, GroupState::Stable);
+
+        // Restart: same instance id, no member id. Same generation, no rebalance.
+        let (outcome, released) = group.join(first.clone(), "new".into(), 3, 1000);
+        let Outcome::Now(reply) = outcome else {
+            panic!("answered at once")
+        };
+        assert!(released.is_empty());
+        assert_eq!(
+            (
+                reply.generation_id,
+                reply.member_id.as_str(),
+                reply.leader.as_str()
+            ),
+            (1, "new", "new")
+        );
+        assert_eq!(group.state, GroupState::Stable);
+        let (outcome, _) = group.sync("new", 1, vec![], 4, 1000);
+        assert!(
+            matches!(outcome, Outcome::Now(SyncReply { error: None, ref assignment, .. }) if assignment == &Bytes::from("p0,p1"))
+        );
+
+        // The old incarnation is fenced.
+        assert_eq!(
+            group.check_instance("old", Some("i1")),
+            Some(ResponseError::FencedInstanceId)
+        );
+        assert_eq!(group.check_instance("new", Some("i1")), None);
+        let mut zombie = first.clone();
+        zombie.member_id = "old".into();
+        let (outcome, _) = group.join(zombie, "x".into(), 5, 1000);
+        assert!(matches!(
+            outcome,
+            Outcome::Now(JoinReply {
+                error: Some(ResponseError::FencedInstanceId),
+                ..
+            })
+        ));
+        assert_eq!(group.member_of_instance("i1").as_deref(), Some("new"));
     }
 
     #[test]

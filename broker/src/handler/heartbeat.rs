@@ -7,9 +7,11 @@ use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 use crate::server::BrokerContext;
 
 pub fn handle(context: &Arc<BrokerContext>, request: HeartbeatRequest) -> HeartbeatResponse {
-    let error =
-        context
-            .groups
-            .heartbeat(&request.group_id, &request.member_id, request.generation_id);
+    let error = context.groups.heartbeat(
+        &request.group_id,
+        &request.member_id,
+        request.group_instance_id.as_deref(),
+        request.generation_id,
+    );
     HeartbeatResponse::default().with_error_code(error.map_or(0, |e| e.code()))
 }

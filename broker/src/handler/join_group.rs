@@ -38,6 +38,7 @@ pub fn handle(
             .map(|p| (p.name.to_string(), p.metadata.clone()))
             .collect(),
         require_known_member_id: version >= 4,
+        group_instance_id: request.group_instance_id.as_ref().map(|i| i.to_string()),
     };
     HandlerOutput::Deferred(
         async move {

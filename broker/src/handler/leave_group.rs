@@ -13,14 +13,20 @@ pub fn handle(
     request: LeaveGroupRequest,
 ) -> LeaveGroupResponse {
     if version < 3 {
-        let error = context.groups.leave(&request.group_id, &request.member_id);
+        let error = context
+            .groups
+            .leave(&request.group_id, &request.member_id, None);
         return LeaveGroupResponse::default().with_error_code(error.map_or(0, |e| e.code()));
     }
     let members = request
         .members
         .into_iter()
         .map(|member| {
-            let error = context.groups.leave(&request.group_id, &member.member_id);
+            let error = context.groups.leave(
+                &request.group_id,
+                &member.member_id,
+                member.group_instance_id.as_deref(),
+            );
             MemberResponse::default()
                 .with_member_id(member.member_id)
                 .with_group_instance_id(member.group_instance_id)

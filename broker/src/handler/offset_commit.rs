@@ -21,6 +21,7 @@ pub fn handle(context: &Arc<BrokerContext>, request: OffsetCommitRequest) -> Han
     let group_error = context.groups.check_commit(
         &group_id,
         &request.member_id,
+        request.group_instance_id.as_deref(),
         request.generation_id_or_member_epoch,
     );
     let now_ms = context.clock.now_ms();

@@ -27,6 +27,7 @@ pub fn handle(
                 .sync(
                     &request.group_id,
                     &request.member_id,
+                    request.group_instance_id.as_deref(),
                     request.generation_id,
                     assignments,
                 )

@@ -247,3 +247,75 @@ async fn simple_commits_and_offset_fetch_without_membership() {
     );
     broker.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_member_restarts_without_rebalance_and_fences_its_zombie() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), GROUP_PROPERTIES).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "static", 2, &[]).await;
+    let static_member = |bootstrap: &str| -> Member {
+        let mut config = common::client_config(bootstrap);
+        config
+            .set("group.id", "statics")
+            .set("group.instance.id", "instance-1")
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            .set("session.timeout.ms", "10000")
+            .set("heartbeat.interval.ms", "300");
+        Arc::new(config.create().expect("consumer"))
+    };
+    let old = static_member(&bootstrap);
+    old.subscribe(&["static"]).unwrap();
+    poll_until_assigned(&old).await;
+    let before = broker.context().groups.describe("statics").unwrap();
+    assert_eq!(before.members.len(), 1);
+
+    // A restart: a new client with the same group.instance.id takes over at once.
+    let new = static_member(&bootstrap);
+    new.subscribe(&["static"]).unwrap();
+    poll_until_assigned(&new).await;
+    let after = broker.context().groups.describe("statics").unwrap();
+    assert_eq!(
+        after.generation_id, before.generation_id,
+        "no rebalance for a static member's return"
+    );
+    assert_eq!(after.members.len(), 1);
+    assert_ne!(after.members[0].0, before.members[0].0, "a new member id");
+
+    // The old incarnation is fenced on its next heartbeat.
+    let zombie = Arc::clone(&old);
+    let fenced = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while std::time::Instant::now() < deadline {
+            if let Some(Err(error)) = zombie.poll(Duration::from_millis(100)) {
+                return Some(error.to_string());
+            }
+        }
+        None
+    })
+    .await
+    .unwrap();
+    let fenced = fenced.expect("the old member reports an error");
+    assert!(fenced.to_lowercase().contains("fenced"), "{fenced}");
+    std::mem::forget(old);
+    close(new).await;
+    broker.shutdown().await.unwrap();
+}
+
+async fn poll_until_assigned(consumer: &Member) {
+    let consumer = Arc::clone(consumer);
+    tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while consumer
+            .assignment()
+            .map(|a| a.count() == 0)
+            .unwrap_or(true)
+        {
+            assert!(std::time::Instant::now() < deadline, "no assignment");
+            let _ = consumer.poll(Duration::from_millis(100));
+        }
+    })
+    .await
+    .unwrap();
+}
