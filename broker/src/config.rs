@@ -160,6 +160,13 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     ),
     prop_min("group.max.size", ConfigType::Int, "2147483647", 1),
     prop_min("offsets.topic.num.partitions", ConfigType::Int, "50", 1),
+    prop_min("offsets.retention.minutes", ConfigType::Int, "10080", 1),
+    prop_min(
+        "offsets.retention.check.interval.ms",
+        ConfigType::Long,
+        "600000",
+        1,
+    ),
 ];
 
 /// One topic config: its name, the broker property that supplies its default, and its type.
@@ -483,6 +490,16 @@ impl BrokerConfig {
             initial_rebalance_delay_ms: self.long_or("group.initial.rebalance.delay.ms", 3000),
             max_members: self.long_or("group.max.size", i32::MAX as i64) as usize,
         }
+    }
+
+    pub fn offsets_retention_ms(&self) -> i64 {
+        self.long_or("offsets.retention.minutes", 10_080)
+            .saturating_mul(60_000)
+    }
+
+    pub fn offsets_retention_check_interval_ms(&self) -> u64 {
+        self.long_or("offsets.retention.check.interval.ms", 600_000)
+            .max(1) as u64
     }
 
     pub fn offsets_topic_partitions(&self) -> i32 {

@@ -37,6 +37,8 @@ struct CoordinatorState {
     offsets: HashMap<String, BTreeMap<(String, i32), CommittedOffset>>,
     parked: HashMap<Waiter, Parked>,
     next_waiter: Waiter,
+    /// Last time (ms) each group was seen with members, for offset expiry.
+    last_active_ms: HashMap<String, i64>,
 }
 
 impl CoordinatorState {
@@ -499,6 +501,133 @@ impl GroupCoordinator {
         Ok(())
     }
 
+    /// Topics a group's members subscribe to, from their consumer-protocol metadata (`None` when
+    /// some member's metadata cannot be read: then every topic counts as subscribed).
+    fn subscribed_topics(group: &Group) -> Option<Vec<String>> {
+        use kafka_protocol::messages::ConsumerProtocolSubscription;
+        use kafka_protocol::protocol::Decodable;
+        let mut topics = Vec::new();
+        for member in group.members.values() {
+            for (_, metadata) in &member.protocols {
+                let mut bytes = metadata.clone();
+                if bytes.len() < 2 {
+                    return None;
+                }
+                let version = i16::from_be_bytes([bytes[0], bytes[1]]);
+                let _ = bytes::Buf::get_i16(&mut bytes);
+                let subscription =
+                    ConsumerProtocolSubscription::decode(&mut bytes, version.clamp(0, 3)).ok()?;
+                topics.extend(subscription.topics.iter().map(|t| t.to_string()));
+            }
+        }
+        Some(topics)
+    }
+
+    /// OffsetDelete: drops committed offsets of partitions the group does not subscribe to.
+    /// Returns the group-level error, or per-partition errors.
+    pub fn delete_offsets(
+        &self,
+        topics: &TopicRegistry,
+        group_id: &str,
+        partitions: Vec<(String, i32)>,
+    ) -> Result<Vec<(String, i32, Option<ResponseError>)>, ResponseError> {
+        let (deletable, results) = {
+            let state = self.lock();
+            let group = state
+                .groups
+                .get(group_id)
+                .filter(|g| g.state != GroupState::Dead);
+            if group.is_none() && !state.offsets.contains_key(group_id) {
+                return Err(ResponseError::GroupIdNotFound);
+            }
+            let subscribed = match group {
+                Some(g) if !g.is_empty() => Self::subscribed_topics(g),
+                _ => Some(Vec::new()),
+            };
+            let mut deletable = Vec::new();
+            let mut results = Vec::new();
+            for (topic, partition) in partitions {
+                let error = match &subscribed {
+                    Some(list) if !list.contains(&topic) => None,
+                    _ => Some(ResponseError::GroupSubscribedToTopic),
+                };
+                let committed = state
+                    .offsets
+                    .get(group_id)
+                    .is_some_and(|o| o.contains_key(&(topic.clone(), partition)));
+                if error.is_none() && committed {
+                    deletable.push((topic.clone(), partition));
+                }
+                results.push((topic, partition, error));
+            }
+            (deletable, results)
+        };
+        if !deletable.is_empty() {
+            self.append_offset_records(
+                topics,
+                group_id,
+                deletable
+                    .iter()
+                    .map(|(t, p)| (t.as_str(), *p, None))
+                    .collect(),
+            )
+            .map_err(|error| crate::handler::errors::error_for(&error))?;
+            let mut state = self.lock();
+            if let Some(offsets) = state.offsets.get_mut(group_id) {
+                for key in &deletable {
+                    offsets.remove(key);
+                }
+            }
+        }
+        Ok(results)
+    }
+
+    /// KIP-211: the committed offsets of a group with no members expire `retention_ms` after
+    /// the later of its last commit and the last time it had members.
+    pub fn expire_offsets(&self, topics: &TopicRegistry, retention_ms: i64) {
+        let now_ms = self.clock.now_ms();
+        let expired: Vec<(String, Vec<(String, i32)>)> = {
+            let mut state = self.lock();
+            let CoordinatorState {
+                groups,
+                offsets,
+                last_active_ms,
+                ..
+            } = &mut *state;
+            for (id, group) in groups.iter() {
+                if !group.is_empty() {
+                    last_active_ms.insert(id.clone(), now_ms);
+                }
+            }
+            offsets
+                .iter()
+                .filter(|(id, _)| groups.get(*id).is_none_or(|g| g.is_empty()))
+                .filter_map(|(id, committed)| {
+                    let last_commit = committed
+                        .values()
+                        .map(|o| o.commit_timestamp_ms)
+                        .max()
+                        .unwrap_or(0);
+                    let active = last_active_ms.get(id).copied().unwrap_or(0);
+                    (now_ms - last_commit.max(active) > retention_ms)
+                        .then(|| (id.clone(), committed.keys().cloned().collect()))
+                })
+                .collect()
+        };
+        for (group_id, partitions) in expired {
+            tracing::info!(group = %group_id, partitions = partitions.len(), "committed offsets expired");
+            let records = partitions
+                .iter()
+                .map(|(t, p)| (t.as_str(), *p, None))
+                .collect();
+            if let Err(error) = self.append_offset_records(topics, &group_id, records) {
+                tracing::warn!(group = %group_id, %error, "could not write offset expiry");
+                continue;
+            }
+            self.lock().offsets.remove(&group_id);
+        }
+    }
+
     /// Group ids: those with members or committed offsets.
     pub fn group_ids(&self) -> Vec<String> {
         let state = self.lock();
@@ -521,5 +650,68 @@ fn sync_error(error: ResponseError) -> SyncReply {
         protocol_type: None,
         protocol_name: None,
         assignment: Bytes::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::config::BrokerConfig;
+
+    fn offset(value: i64, at_ms: i64) -> CommittedOffset {
+        CommittedOffset {
+            offset: value,
+            leader_epoch: -1,
+            metadata: String::new(),
+            commit_timestamp_ms: at_ms,
+        }
+    }
+
+    #[test]
+    fn offsets_of_empty_groups_expire_and_stay_expired_after_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let mut config =
+            BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().to_path_buf());
+        config.set("offsets.topic.num.partitions", "3").unwrap();
+        let topics = TopicRegistry::open(config.clone(), clock.clone(), false).unwrap();
+        topics.create("t", 1, 1, Default::default()).unwrap();
+        let coordinator = GroupCoordinator::new(config.group_limits(), 3, clock.clone());
+        coordinator
+            .commit(&topics, "old", vec![("t".into(), 0, offset(5, 1_000_000))])
+            .unwrap();
+        clock.advance_ms(500);
+        coordinator
+            .commit(
+                &topics,
+                "recent",
+                vec![("t".into(), 0, offset(7, 1_000_500))],
+            )
+            .unwrap();
+        clock.advance_ms(700); // "old" committed 1200 ms ago, "recent" 700 ms ago
+        coordinator.expire_offsets(&topics, 1000);
+        let ids = coordinator.group_ids();
+        assert_eq!(ids, vec!["recent".to_string()]);
+
+        // Deleting offsets of an unsubscribed (memberless) group, and a group that does not exist.
+        let results = coordinator
+            .delete_offsets(&topics, "recent", vec![("t".into(), 0)])
+            .unwrap();
+        assert_eq!(results, vec![("t".to_string(), 0, None)]);
+        assert_eq!(
+            coordinator
+                .delete_offsets(&topics, "nobody", vec![("t".into(), 0)])
+                .err(),
+            Some(ResponseError::GroupIdNotFound)
+        );
+
+        // A fresh coordinator reading __consumer_offsets sees the tombstones.
+        let reloaded = GroupCoordinator::new(config.group_limits(), 3, clock);
+        assert!(
+            reloaded.load(&topics).unwrap() >= 4,
+            "2 commits and 2 tombstones"
+        );
+        assert!(reloaded.group_ids().is_empty());
     }
 }

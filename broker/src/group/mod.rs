@@ -8,9 +8,13 @@
 //! session timeout takes its old place (same generation, same assignment) and fences the old
 //! incarnation (FENCED_INSTANCE_ID).
 //!
+//! Offsets of a group without members expire `offsets.retention.minutes` after the later of its
+//! last commit and the last time it had members (KIP-211); expiry and DeleteGroups/OffsetDelete
+//! write tombstones.
+//!
 //! Not yet: the KIP-848 protocol, persisted group metadata (members rejoin after a broker restart;
-//! committed offsets do survive), offset retention for empty groups, OffsetDelete, and compaction
-//! of `__consumer_offsets` (it keeps every record for now).
+//! committed offsets do survive), and compaction of `__consumer_offsets` (it keeps every record,
+//! tombstones included, for now).
 
 pub mod coordinator;
 pub mod offsets;

@@ -23,6 +23,7 @@ pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
 pub mod offset_commit;
+pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
@@ -62,6 +63,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListGroups, 0, 5),
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
+    (ApiKey::OffsetDelete, 0, 0),
 ];
 
 /// The version range implemented for an API, if any.
@@ -154,6 +156,9 @@ pub async fn handle(
             describe_groups::handle(context, r),
         )),
         RequestKind::DeleteGroups(r) => ready(ResponseKind::DeleteGroups(delete_groups::handle(
+            context, r,
+        ))),
+        RequestKind::OffsetDelete(r) => ready(ResponseKind::OffsetDelete(offset_delete::handle(
             context, r,
         ))),
         other => {

@@ -420,6 +420,23 @@ async fn every_api_answers_every_advertised_version() {
             "DescribeGroups v{v}"
         );
     }
+    for v in range(ApiKey::OffsetDelete) {
+        let topic = offset_delete_request::OffsetDeleteRequestTopic::default()
+            .with_name(name("versions"))
+            .with_partitions(vec![
+                offset_delete_request::OffsetDeleteRequestPartition::default()
+                    .with_partition_index(0),
+            ]);
+        let request = OffsetDeleteRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("committer")))
+            .with_topics(vec![topic]);
+        let r = client.call(v, &request).await;
+        assert_eq!(
+            (r.error_code, r.topics[0].partitions[0].error_code),
+            (0, 0),
+            "OffsetDelete v{v}"
+        );
+    }
     for v in range(ApiKey::DeleteGroups) {
         let group = GroupId(StrBytes::from_string(format!("join-v{v}")));
         let r = client
