@@ -8,6 +8,7 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+use crate::group::GroupCoordinator;
 use crate::topic::TopicRegistry;
 
 pub struct Metrics {
@@ -26,6 +27,8 @@ pub struct Metrics {
     pub log_end_offset: IntGaugeVec,
     pub log_start_offset: IntGaugeVec,
     pub recovered_bytes_cut_total: IntCounter,
+    pub group_committed_offset: IntGaugeVec,
+    pub group_lag: IntGaugeVec,
 }
 
 fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -140,6 +143,18 @@ impl Metrics {
                 "First offset retained",
                 &["topic", "partition"],
             ),
+            group_committed_offset: gauge_vec(
+                &registry,
+                "group_committed_offset",
+                "Committed offset of a consumer group",
+                &["group", "topic", "partition"],
+            ),
+            group_lag: gauge_vec(
+                &registry,
+                "group_lag",
+                "High watermark minus the group's committed offset (records not yet consumed)",
+                &["group", "topic", "partition"],
+            ),
             request_duration_seconds,
             connections,
             connections_total,
@@ -148,8 +163,24 @@ impl Metrics {
         }
     }
 
-    /// Refreshes per-partition gauges and renders everything in the text format.
-    pub fn render(&self, topics: &TopicRegistry) -> String {
+    /// Refreshes per-partition and per-group gauges and renders everything in the text format.
+    pub fn render(&self, topics: &TopicRegistry, groups: &GroupCoordinator) -> String {
+        self.group_committed_offset.reset();
+        self.group_lag.reset();
+        for group in groups.group_ids() {
+            for (topic, partition, committed) in groups.fetch_offsets(&group, None) {
+                let Some(committed) = committed else { continue };
+                let index = partition.to_string();
+                let labels = [group.as_str(), topic.as_str(), index.as_str()];
+                self.group_committed_offset
+                    .with_label_values(&labels)
+                    .set(committed.offset);
+                if let Ok(partition) = topics.partition(&topic, partition) {
+                    let lag = (partition.high_watermark() - committed.offset).max(0);
+                    self.group_lag.with_label_values(&labels).set(lag);
+                }
+            }
+        }
         self.log_size_bytes.reset();
         self.log_segments.reset();
         self.log_end_offset.reset();

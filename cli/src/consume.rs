@@ -144,6 +144,9 @@ pub async fn run(args: ConsumeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How often a group consumer commits what it has printed.
+const GROUP_COMMIT_INTERVAL: Duration = Duration::from_secs(1);
+
 fn run_in_group(args: &ConsumeArgs, group: &str) -> anyhow::Result<()> {
     let reset = match args.offset.as_str() {
         "beginning" | "earliest" => "earliest",
@@ -151,9 +154,10 @@ fn run_in_group(args: &ConsumeArgs, group: &str) -> anyhow::Result<()> {
         other => bail!("with --group, --offset must be beginning or end (got '{other}'); committed offsets decide otherwise"),
     };
     let mut config = args.connect.client_config()?;
+    // Commits are explicit: exactly the records printed, every second and at the end.
     config
         .set("group.id", group)
-        .set("enable.auto.commit", "true")
+        .set("enable.auto.commit", "false")
         .set("auto.offset.reset", reset)
         .set("isolation.level", &args.isolation);
     let consumer: BaseConsumer = config.create().context("cannot create consumer")?;
@@ -162,12 +166,18 @@ fn run_in_group(args: &ConsumeArgs, group: &str) -> anyhow::Result<()> {
     let mut out = stdout.lock();
     let mut printed = 0u64;
     let mut last_record = std::time::Instant::now();
+    let mut last_commit = std::time::Instant::now();
+    let mut next_offsets: HashMap<i32, i64> = HashMap::new();
     loop {
         if args.count.is_some_and(|c| printed >= c) {
             break;
         }
         if !args.follow && last_record.elapsed() >= Duration::from_millis(args.idle_ms) {
             break;
+        }
+        if last_commit.elapsed() >= GROUP_COMMIT_INTERVAL {
+            commit_printed(&consumer, &args.topic, &next_offsets)?;
+            last_commit = std::time::Instant::now();
         }
         let Some(message) = consumer.poll(Duration::from_millis(200)) else {
             // The idle clock starts once the group has given us partitions.
@@ -182,14 +192,29 @@ fn run_in_group(args: &ConsumeArgs, group: &str) -> anyhow::Result<()> {
         };
         let message = message.context("consume failed")?;
         print_message(&mut out, &message, args)?;
+        next_offsets.insert(message.partition(), message.offset() + 1);
         printed += 1;
         last_record = std::time::Instant::now();
     }
     out.flush()?;
+    commit_printed(&consumer, &args.topic, &next_offsets)
+}
+
+fn commit_printed(
+    consumer: &BaseConsumer,
+    topic: &str,
+    next_offsets: &HashMap<i32, i64>,
+) -> anyhow::Result<()> {
+    if next_offsets.is_empty() {
+        return Ok(());
+    }
+    let mut offsets = TopicPartitionList::new();
+    for (partition, offset) in next_offsets {
+        offsets.add_partition_offset(topic, *partition, Offset::Offset(*offset))?;
+    }
     consumer
-        .commit_consumer_state(rdkafka::consumer::CommitMode::Sync)
-        .ok();
-    Ok(())
+        .commit(&offsets, rdkafka::consumer::CommitMode::Sync)
+        .context("offset commit failed")
 }
 
 fn print_message(

@@ -36,7 +36,13 @@ stop_broker() {
 metrics_served() {
   local out
   out=$(curl -sf "http://$metrics/metrics") || return 1
-  grep -q '^weir_requests_total{api="Produce"}' <<< "$out"
+  grep -q '^weir_requests_total{api="Produce"}' <<< "$out" || return 1
+  # Consumer lag per group and partition, from the broker itself.
+  "$weir" topic create -b "$bootstrap" lag-check -p 1 > /dev/null || return 1
+  seq 1 5 | "$weir" produce -b "$bootstrap" lag-check 2> /dev/null || return 1
+  "$weir" consume -b "$bootstrap" lag-check --group lag-group --count 2 > /dev/null || return 1
+  out=$(curl -sf "http://$metrics/metrics") || return 1
+  grep -q '^weir_group_lag{group="lag-group",partition="0",topic="lag-check"} 3$' <<< "$out" || { grep weir_group <<< "$out"; "$weir" group describe -b "$bootstrap" lag-group; return 1; }
 }
 survives_restart() {
   local count
