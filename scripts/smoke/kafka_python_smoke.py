@@ -90,6 +90,24 @@ def main(bootstrap):
     check(record.offset == 777, f"seek landed on {record.offset}")
     consumer.close()
 
+    # A group consumer: reads everything, commits; a second member of the group finds nothing new.
+    group = "py-group-" + uuid.uuid4().hex[:8]
+    member = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                           enable_auto_commit=False, consumer_timeout_ms=15000)
+    in_group = []
+    for record in member:
+        in_group.append(record)
+        if len(in_group) == 2000:
+            break
+    check(len(in_group) == 2000, f"group member consumed {len(in_group)}")
+    member.commit()
+    member.close()
+    again = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                          enable_auto_commit=False, consumer_timeout_ms=3000)
+    leftover = list(again)
+    check(not leftover, f"re-read {len(leftover)} records after the commit")
+    again.close()
+
     admin.create_partitions({topic: NewPartitions(total_count=3)})
     check(len(KafkaConsumer(bootstrap_servers=bootstrap).partitions_for_topic(topic)) == 3, "3 partitions")
     deleted = admin.delete_records({partitions[0]: 500})

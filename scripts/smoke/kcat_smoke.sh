@@ -34,4 +34,11 @@ grep -q '^k1=v1;trace=abc,empty=$' <<< "$out" || fail "key/headers round trip: $
 # Offsets for a timestamp far in the future: end of log (-1), and the beginning for 0.
 q=$(kc -Q -t "$topic:0:0") || fail "query offsets"
 grep -q 'offset 0' <<< "$q" || fail "offset for timestamp 0: $q"
+# Balanced consumer group (-G): reads everything once, commits, and a second run finds nothing new.
+group=kcat-group-$$
+kc -G "$group" -X auto.offset.reset=earliest -e -q -f '%s\n' "$topic" > "$out" 2>/dev/null || fail "group consume"
+[ "$(wc -l < "$out")" -eq 2500 ] || fail "group consumed $(wc -l < "$out") of 2500"
+kc -G "$group" -X auto.offset.reset=earliest -e -q -f '%s\n' "$topic" > "$out" 2>/dev/null || fail "group consume again"
+[ "$(wc -l < "$out")" -eq 0 ] || fail "group re-read $(wc -l < "$out") records after committing"
+rm -f "$out"
 echo "kcat smoke: ok"
