@@ -319,3 +319,101 @@ async fn poll_until_assigned(consumer: &Member) {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_member_is_removed_after_its_session_timeout() {
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::{GroupId, JoinGroupRequest};
+    use kafka_protocol::protocol::StrBytes;
+
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), GROUP_PROPERTIES).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "silent", 2, &[]).await;
+    // A raw member joins with a 6 s session and then never heartbeats or syncs.
+    let mut raw = crate::raw::RawClient::connect(broker.local_addr()).await;
+    let subscription = bytes::Bytes::from_static(&[
+        0, 0, 0, 0, 0, 1, 0, 6, b's', b'i', b'l', b'e', b'n', b't', 0, 0, 0, 0,
+    ]);
+    let join = JoinGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("quiet")))
+        .with_session_timeout_ms(6000)
+        .with_rebalance_timeout_ms(6000)
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(subscription)]);
+    let first = raw.call(5, &join).await;
+    let joined = raw
+        .call(5, &join.clone().with_member_id(first.member_id))
+        .await;
+    assert_eq!(joined.error_code, 0);
+    let started = std::time::Instant::now();
+
+    // An rdkafka member joins; once the silent one expires it gets both partitions.
+    let member = group_consumer(&bootstrap, "quiet");
+    member.subscribe(&["silent"]).unwrap();
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let polled = Arc::clone(&member);
+    let partitions = tokio::task::spawn_blocking(move || {
+        while std::time::Instant::now() < deadline {
+            let _ = polled.poll(Duration::from_millis(100));
+            let count = polled.assignment().map(|a| a.count()).unwrap_or(0);
+            if count == 2 {
+                return count;
+            }
+        }
+        0
+    })
+    .await
+    .unwrap();
+    assert_eq!(partitions, 2, "the live member owns every partition");
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "not before the session timeout: {:?}",
+        started.elapsed()
+    );
+    let summary = broker.context().groups.describe("quiet").unwrap();
+    assert_eq!(summary.members.len(), 1);
+    close(member).await;
+    broker.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_offsets_survive_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), GROUP_PROPERTIES).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "crashy", 1, &[]).await;
+    let consumer = common::assigned_consumer(
+        &bootstrap,
+        "crashy",
+        0,
+        Offset::Beginning,
+        &[("group.id", "survivor")],
+    );
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset("crashy", 0, Offset::Offset(42))
+        .unwrap();
+    consumer.commit(&offsets, CommitMode::Sync).unwrap();
+    drop(consumer);
+    broker.abort().await; // no flush, no clean-shutdown marker
+
+    let broker = common::start(dir.path(), GROUP_PROPERTIES).await;
+    let consumer = common::assigned_consumer(
+        &common::bootstrap(&broker),
+        "crashy",
+        0,
+        Offset::Beginning,
+        &[("group.id", "survivor")],
+    );
+    let mut query = TopicPartitionList::new();
+    query.add_partition("crashy", 0);
+    let committed = consumer.committed_offsets(query, TIMEOUT).unwrap();
+    assert_eq!(
+        committed.find_partition("crashy", 0).unwrap().offset(),
+        Offset::Offset(42)
+    );
+    broker.shutdown().await.unwrap();
+}
