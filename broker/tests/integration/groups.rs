@@ -417,3 +417,71 @@ async fn committed_offsets_survive_a_crash() {
     );
     broker.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_cooperative_sticky_members_share_six_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), GROUP_PROPERTIES).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "six", 6, &[]).await;
+    let cooperative = |bootstrap: &str| -> Member {
+        let mut config = common::client_config(bootstrap);
+        config
+            .set("group.id", "trio")
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            .set("session.timeout.ms", "6000")
+            .set("heartbeat.interval.ms", "300");
+        Arc::new(config.create().expect("consumer"))
+    };
+    let members: Vec<Member> = (0..3).map(|_| cooperative(&bootstrap)).collect();
+    for member in &members {
+        member.subscribe(&["six"]).unwrap();
+    }
+    // Poll all three until the incremental rebalances settle with two partitions each.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    loop {
+        let counts: Vec<usize> = members
+            .iter()
+            .map(|m| m.assignment().map(|a| a.count()).unwrap_or(0))
+            .collect();
+        if counts == vec![2, 2, 2] {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "assignments did not settle: {counts:?}"
+        );
+        let polls: Vec<_> = members
+            .iter()
+            .map(|m| {
+                let m = Arc::clone(m);
+                tokio::task::spawn_blocking(move || {
+                    let _ = m.poll(Duration::from_millis(100));
+                })
+            })
+            .collect();
+        for poll in polls {
+            poll.await.unwrap();
+        }
+    }
+    let mut owners: HashMap<i32, usize> = HashMap::new();
+    for (index, member) in members.iter().enumerate() {
+        for element in member.assignment().unwrap().elements() {
+            assert!(
+                owners.insert(element.partition(), index).is_none(),
+                "partition {} owned twice",
+                element.partition()
+            );
+        }
+    }
+    assert_eq!(owners.len(), 6);
+    let summary = broker.context().groups.describe("trio").unwrap();
+    assert_eq!(summary.protocol_name, "cooperative-sticky");
+    assert_eq!(summary.members.len(), 3);
+    for member in members {
+        close(member).await;
+    }
+    broker.shutdown().await.unwrap();
+}
