@@ -339,6 +339,241 @@ impl Scenario {
         Ok(json!({"error": response.responses[0].error_code}))
     }
 
+    /// A one-member group session: join (KIP-394 round trip), sync, heartbeats, commits, offset
+    /// fetches, list/describe/delete, with the error cases. Member ids are random, so only their
+    /// shape is recorded.
+    async fn group_session(&mut self, topic: &str) -> anyhow::Result<()> {
+        let group = GroupId(text(&self.topic("compat-group")));
+        // As clients do: find the coordinator first (Kafka creates __consumer_offsets then, and
+        // answers COORDINATOR_NOT_AVAILABLE until it is ready).
+        let find = FindCoordinatorRequest::default().with_key(group.0.clone());
+        let mut found = self.client.call(3, &find).await?;
+        for _ in 0..100 {
+            if found.error_code == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            found = self.client.call(3, &find).await?;
+        }
+        self.note(
+            "group/find_coordinator",
+            json!({"error": found.error_code, "has_node": found.node_id.0 >= 0}),
+        );
+        let protocol = join_group_request::JoinGroupRequestProtocol::default()
+            .with_name(text("range"))
+            .with_metadata(Bytes::from_static(b"subscription"));
+        let join = JoinGroupRequest::default()
+            .with_group_id(group.clone())
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(10_000)
+            .with_protocol_type(text("consumer"))
+            .with_protocols(vec![protocol]);
+        // Clients retry while the coordinator loads its partition (Kafka answers NOT_COORDINATOR
+        // or COORDINATOR_LOAD_IN_PROGRESS for a moment after creating __consumer_offsets).
+        let mut first = self.client.call(5, &join).await?;
+        for _ in 0..100 {
+            if ![14, 15, 16].contains(&first.error_code) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            first = self.client.call(5, &join).await?;
+        }
+        self.note(
+            "group/join_without_member_id",
+            json!({"error": first.error_code, "has_member_id": !first.member_id.is_empty()}),
+        );
+        let member = first.member_id.clone();
+        let joined = self
+            .client
+            .call(5, &join.clone().with_member_id(member.clone()))
+            .await?;
+        self.note(
+            "group/join",
+            json!({
+                "error": joined.error_code,
+                "generation": joined.generation_id,
+                "is_leader": joined.leader == member,
+                "members": joined.members.len(),
+                "protocol": joined.protocol_name.as_ref().map(|p| p.to_string()),
+            }),
+        );
+        let sync = |generation: i32, member: &StrBytes| {
+            SyncGroupRequest::default()
+                .with_group_id(group.clone())
+                .with_generation_id(generation)
+                .with_member_id(member.clone())
+                .with_assignments(vec![
+                    sync_group_request::SyncGroupRequestAssignment::default()
+                        .with_member_id(member.clone())
+                        .with_assignment(Bytes::from_static(b"assignment")),
+                ])
+        };
+        let synced = self
+            .client
+            .call(3, &sync(joined.generation_id, &member))
+            .await?;
+        self.note("group/sync", json!({"error": synced.error_code, "assignment": String::from_utf8_lossy(&synced.assignment)}));
+        let stale = self
+            .client
+            .call(3, &sync(joined.generation_id + 7, &member))
+            .await?;
+        self.note(
+            "group/sync_wrong_generation",
+            json!({"error": stale.error_code}),
+        );
+        let heartbeat = |generation: i32, member: StrBytes| {
+            HeartbeatRequest::default()
+                .with_group_id(group.clone())
+                .with_generation_id(generation)
+                .with_member_id(member)
+        };
+        let ok = self
+            .client
+            .call(3, &heartbeat(joined.generation_id, member.clone()))
+            .await?;
+        let wrong_generation = self
+            .client
+            .call(3, &heartbeat(joined.generation_id + 1, member.clone()))
+            .await?;
+        let unknown = self
+            .client
+            .call(3, &heartbeat(joined.generation_id, text("nobody")))
+            .await?;
+        self.note(
+            "group/heartbeats",
+            json!([
+                ok.error_code,
+                wrong_generation.error_code,
+                unknown.error_code
+            ]),
+        );
+
+        let commit = |generation: i32, member: StrBytes, offset: i64| {
+            OffsetCommitRequest::default()
+                .with_group_id(group.clone())
+                .with_generation_id_or_member_epoch(generation)
+                .with_member_id(member)
+                .with_topics(vec![
+                    offset_commit_request::OffsetCommitRequestTopic::default()
+                        .with_name(name(topic))
+                        .with_partitions(vec![
+                            offset_commit_request::OffsetCommitRequestPartition::default()
+                                .with_partition_index(0)
+                                .with_committed_offset(offset)
+                                .with_committed_metadata(Some(text("meta"))),
+                        ]),
+                ])
+        };
+        let committed = self
+            .client
+            .call(8, &commit(joined.generation_id, member.clone(), 4))
+            .await?;
+        let fenced = self
+            .client
+            .call(8, &commit(joined.generation_id + 1, member.clone(), 5))
+            .await?;
+        let outsider = self.client.call(8, &commit(-1, text(""), 6)).await?;
+        self.note(
+            "group/commits",
+            json!([
+                committed.topics[0].partitions[0].error_code,
+                fenced.topics[0].partitions[0].error_code,
+                outsider.topics[0].partitions[0].error_code,
+            ]),
+        );
+        let fetch = OffsetFetchRequest::default()
+            .with_group_id(group.clone())
+            .with_topics(Some(vec![
+                offset_fetch_request::OffsetFetchRequestTopic::default()
+                    .with_name(name(topic))
+                    .with_partition_indexes(vec![0, 1]),
+            ]));
+        let fetched = self.client.call(7, &fetch).await?;
+        let offsets: Vec<Value> = fetched
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter())
+            .map(|p| json!({"partition": p.partition_index, "offset": p.committed_offset, "metadata": p.metadata.as_ref().map(|m| m.to_string()), "error": p.error_code}))
+            .collect();
+        self.note(
+            "group/offset_fetch",
+            json!({"error": fetched.error_code, "offsets": offsets}),
+        );
+
+        let listed = self.client.call(4, &ListGroupsRequest::default()).await?;
+        let mine: Vec<Value> = listed
+            .groups
+            .iter()
+            .filter(|g| g.group_id == group)
+            .map(|g| json!({"state": g.group_state.to_string(), "protocol_type": g.protocol_type.to_string()}))
+            .collect();
+        self.note(
+            "group/list",
+            json!({"error": listed.error_code, "this_group": mine}),
+        );
+        let described = self
+            .client
+            .call(
+                5,
+                &DescribeGroupsRequest::default()
+                    .with_groups(vec![group.clone(), GroupId(text("never-seen"))]),
+            )
+            .await?;
+        let shapes: Vec<Value> = described
+            .groups
+            .iter()
+            .map(|g| json!({"error": g.error_code, "state": g.group_state.to_string(), "protocol": g.protocol_data.to_string(), "members": g.members.len()}))
+            .collect();
+        self.note("group/describe", json!(shapes));
+        let busy = self
+            .client
+            .call(
+                2,
+                &DeleteGroupsRequest::default()
+                    .with_groups_names(vec![group.clone(), GroupId(text("never-seen"))]),
+            )
+            .await?;
+        self.note(
+            "group/delete_non_empty_and_unknown",
+            json!(busy
+                .results
+                .iter()
+                .map(|r| r.error_code)
+                .collect::<Vec<_>>()),
+        );
+        let leave = LeaveGroupRequest::default()
+            .with_group_id(group.clone())
+            .with_members(vec![
+                leave_group_request::MemberIdentity::default().with_member_id(member.clone())
+            ]);
+        let left = self.client.call(3, &leave).await?;
+        self.note(
+            "group/leave",
+            json!({"error": left.error_code, "member_errors": left.members.iter().map(|m| m.error_code).collect::<Vec<_>>()}),
+        );
+        let deleted = self
+            .client
+            .call(
+                2,
+                &DeleteGroupsRequest::default().with_groups_names(vec![group.clone()]),
+            )
+            .await?;
+        self.note("group/delete_empty", json!(deleted.results[0].error_code));
+        let after = self.client.call(7, &fetch).await?;
+        self.note(
+            "group/offset_fetch_after_delete",
+            json!({
+                "error": after.error_code,
+                "offsets": after
+                    .topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.committed_offset))
+                    .collect::<Vec<_>>(),
+            }),
+        );
+        Ok(())
+    }
+
     async fn run(&mut self) -> anyhow::Result<()> {
         let main = self.topic("compat-main");
         let step = self
@@ -529,6 +764,8 @@ impl Scenario {
         self.note("list_offsets/earliest_after_delete", step);
         let step = self.fetch(&main, 0, 2, 1 << 20).await?;
         self.note("fetch/below_log_start", step);
+
+        self.group_session(&main).await?;
 
         let step = self.delete_topic(&main).await?;
         self.note("delete_topics/ok", step);
