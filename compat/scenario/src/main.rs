@@ -489,11 +489,11 @@ impl Scenario {
                     .with_partition_indexes(vec![0, 1]),
             ]));
         let fetched = self.client.call(7, &fetch).await?;
-        let offsets: Vec<Value> = fetched
+        let offsets: BTreeMap<i32, Value> = fetched
             .topics
             .iter()
             .flat_map(|t| t.partitions.iter())
-            .map(|p| json!({"partition": p.partition_index, "offset": p.committed_offset, "metadata": p.metadata.as_ref().map(|m| m.to_string()), "error": p.error_code}))
+            .map(|p| (p.partition_index, json!({"offset": p.committed_offset, "metadata": p.metadata.as_ref().map(|m| m.to_string()), "error": p.error_code})))
             .collect();
         self.note(
             "group/offset_fetch",
@@ -519,10 +519,18 @@ impl Scenario {
                     .with_groups(vec![group.clone(), GroupId(text("never-seen"))]),
             )
             .await?;
-        let shapes: Vec<Value> = described
+        // Brokers may answer batched groups in any order: key the results by group.
+        let label = |id: &GroupId| {
+            if *id == group {
+                "this_group"
+            } else {
+                "unknown_group"
+            }
+        };
+        let shapes: BTreeMap<&str, Value> = described
             .groups
             .iter()
-            .map(|g| json!({"error": g.error_code, "state": g.group_state.to_string(), "protocol": g.protocol_data.to_string(), "members": g.members.len()}))
+            .map(|g| (label(&g.group_id), json!({"error": g.error_code, "state": g.group_state.to_string(), "protocol": g.protocol_data.to_string(), "members": g.members.len()})))
             .collect();
         self.note("group/describe", json!(shapes));
         let busy = self
@@ -538,8 +546,8 @@ impl Scenario {
             json!(busy
                 .results
                 .iter()
-                .map(|r| r.error_code)
-                .collect::<Vec<_>>()),
+                .map(|r| (label(&r.group_id), r.error_code))
+                .collect::<BTreeMap<_, _>>()),
         );
         let leave = LeaveGroupRequest::default()
             .with_group_id(group.clone())
@@ -567,8 +575,8 @@ impl Scenario {
                 "offsets": after
                     .topics
                     .iter()
-                    .flat_map(|t| t.partitions.iter().map(|p| p.committed_offset))
-                    .collect::<Vec<_>>(),
+                    .flat_map(|t| t.partitions.iter().map(|p| (p.partition_index, p.committed_offset)))
+                    .collect::<BTreeMap<_, _>>(),
             }),
         );
         Ok(())
