@@ -320,6 +320,21 @@ impl GroupCoordinator {
         Ok(flush_on_ack.then_some((partition, last_offset)))
     }
 
+    /// Appends tombstones deleting the committed offsets of `partitions`.
+    fn append_tombstones(
+        &self,
+        topics: &TopicRegistry,
+        group_id: &str,
+        partitions: &[(String, i32)],
+    ) -> Result<(), BrokerError> {
+        let records = partitions
+            .iter()
+            .map(|(t, p)| (t.as_str(), *p, None))
+            .collect();
+        self.append_offset_records(topics, group_id, records)
+            .map(|_| ())
+    }
+
     /// Appends offset records (a `None` value is a tombstone) to the group's offsets partition.
     /// Returns the partition, the last offset written and whether acks wait for an fsync.
     fn append_offset_records(
@@ -480,15 +495,8 @@ impl GroupCoordinator {
                 .unwrap_or_default()
         };
         if !committed.is_empty() {
-            self.append_offset_records(
-                topics,
-                group_id,
-                committed
-                    .iter()
-                    .map(|(t, p)| (t.as_str(), *p, None))
-                    .collect(),
-            )
-            .map_err(|error| crate::handler::errors::error_for(&error))?;
+            self.append_tombstones(topics, group_id, &committed)
+                .map_err(|error| crate::handler::errors::error_for(&error))?;
         }
         let mut state = self.lock();
         state.offsets.remove(group_id);
@@ -563,15 +571,8 @@ impl GroupCoordinator {
             (deletable, results)
         };
         if !deletable.is_empty() {
-            self.append_offset_records(
-                topics,
-                group_id,
-                deletable
-                    .iter()
-                    .map(|(t, p)| (t.as_str(), *p, None))
-                    .collect(),
-            )
-            .map_err(|error| crate::handler::errors::error_for(&error))?;
+            self.append_tombstones(topics, group_id, &deletable)
+                .map_err(|error| crate::handler::errors::error_for(&error))?;
             let mut state = self.lock();
             if let Some(offsets) = state.offsets.get_mut(group_id) {
                 for key in &deletable {
@@ -616,11 +617,7 @@ impl GroupCoordinator {
         };
         for (group_id, partitions) in expired {
             tracing::info!(group = %group_id, partitions = partitions.len(), "committed offsets expired");
-            let records = partitions
-                .iter()
-                .map(|(t, p)| (t.as_str(), *p, None))
-                .collect();
-            if let Err(error) = self.append_offset_records(topics, &group_id, records) {
+            if let Err(error) = self.append_tombstones(topics, &group_id, &partitions) {
                 tracing::warn!(group = %group_id, %error, "could not write offset expiry");
                 continue;
             }

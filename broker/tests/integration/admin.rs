@@ -16,6 +16,26 @@ use kafka_protocol::protocol::StrBytes;
 use crate::common::{self, admin_options, TIMEOUT};
 use crate::raw::RawClient;
 
+/// IncrementalAlterConfigs SET retention.ms on topic "orders", as a raw request.
+async fn set_retention(
+    raw: &mut RawClient,
+    value: &'static str,
+) -> kafka_protocol::messages::IncrementalAlterConfigsResponse {
+    let change = AlterableConfig::default()
+        .with_name(StrBytes::from_static_str("retention.ms"))
+        .with_config_operation(0)
+        .with_value(Some(StrBytes::from_static_str(value)));
+    let resource = AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(StrBytes::from_static_str("orders"))
+        .with_configs(vec![change]);
+    raw.call(
+        1,
+        &IncrementalAlterConfigsRequest::default().with_resources(vec![resource]),
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_describe_alter_and_delete_topics() {
     let dir = tempfile::tempdir().unwrap();
@@ -159,38 +179,12 @@ async fn create_describe_alter_and_delete_topics() {
         "a refused change keeps the old set"
     );
     let mut raw = RawClient::connect(broker.local_addr()).await;
-    let refused = raw
-        .call(
-            1,
-            &IncrementalAlterConfigsRequest::default().with_resources(vec![
-                AlterConfigsResource::default()
-                    .with_resource_type(2)
-                    .with_resource_name(StrBytes::from_static_str("orders"))
-                    .with_configs(vec![AlterableConfig::default()
-                        .with_name(StrBytes::from_static_str("retention.ms"))
-                        .with_config_operation(0)
-                        .with_value(Some(StrBytes::from_static_str("-7")))]),
-            ]),
-        )
-        .await;
+    let refused = set_retention(&mut raw, "-7").await;
     assert_eq!(
         refused.responses[0].error_code,
         kafka_protocol::ResponseError::InvalidConfig.code()
     );
-    let accepted = raw
-        .call(
-            1,
-            &IncrementalAlterConfigsRequest::default().with_resources(vec![
-                AlterConfigsResource::default()
-                    .with_resource_type(2)
-                    .with_resource_name(StrBytes::from_static_str("orders"))
-                    .with_configs(vec![AlterableConfig::default()
-                        .with_name(StrBytes::from_static_str("retention.ms"))
-                        .with_config_operation(0)
-                        .with_value(Some(StrBytes::from_static_str("1000")))]),
-            ]),
-        )
-        .await;
+    let accepted = set_retention(&mut raw, "1000").await;
     assert_eq!(accepted.responses[0].error_code, 0);
     let described = admin
         .describe_configs([&ResourceSpecifier::Topic("orders")], &admin_options())
