@@ -100,7 +100,7 @@ pub const MAX_DECOMPRESSED_BATCH_BYTES: usize = 256 * 1024 * 1024;
 
 const LONG_MAX: &str = "9223372036854775807";
 const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
-const CLEANUP_POLICIES: &[&str] = &["delete"];
+const CLEANUP_POLICIES: &[&str] = &["delete", "compact"];
 const COMPRESSION_TYPES: &[&str] = &["producer"];
 
 /// Every broker property Weir accepts, with Kafka's defaults.
@@ -130,8 +130,41 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     prop_min("log.segment.delete.delay.ms", ConfigType::Long, "60000", 0),
     prop_min("message.max.bytes", ConfigType::Int, "1048588", 0),
     prop_choice("log.message.timestamp.type", "CreateTime", TIMESTAMP_TYPES),
-    prop_choice("log.cleanup.policy", "delete", CLEANUP_POLICIES),
+    PropertyDef {
+        name: "log.cleanup.policy",
+        kind: ConfigType::List,
+        default: Some("delete"),
+        min: None,
+        choices: CLEANUP_POLICIES,
+    },
     prop_choice("compression.type", "producer", COMPRESSION_TYPES),
+    prop("log.cleaner.enable", ConfigType::Boolean, "true"),
+    prop_min("log.cleaner.backoff.ms", ConfigType::Long, "15000", 0),
+    prop_min(
+        "log.cleaner.dedupe.buffer.size",
+        ConfigType::Long,
+        "134217728",
+        1024,
+    ),
+    prop_min(
+        "log.cleaner.delete.retention.ms",
+        ConfigType::Long,
+        "86400000",
+        0,
+    ),
+    prop("log.cleaner.min.cleanable.ratio", ConfigType::Double, "0.5"),
+    prop_min(
+        "log.cleaner.min.compaction.lag.ms",
+        ConfigType::Long,
+        "0",
+        0,
+    ),
+    prop_min(
+        "log.cleaner.max.compaction.lag.ms",
+        ConfigType::Long,
+        LONG_MAX,
+        1,
+    ),
     prop_min("log.flush.interval.messages", ConfigType::Long, LONG_MAX, 1),
     prop_unset("log.flush.interval.ms", ConfigType::Long),
     prop_min(
@@ -216,6 +249,14 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         COMPRESSION_TYPES,
     ),
     topic(
+        "delete.retention.ms",
+        Some("log.cleaner.delete.retention.ms"),
+        ConfigType::Long,
+        "86400000",
+        Some(0),
+        &[],
+    ),
+    topic(
         "file.delete.delay.ms",
         Some("log.segment.delete.delay.ms"),
         ConfigType::Long,
@@ -270,6 +311,30 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         "CreateTime",
         None,
         TIMESTAMP_TYPES,
+    ),
+    topic(
+        "max.compaction.lag.ms",
+        Some("log.cleaner.max.compaction.lag.ms"),
+        ConfigType::Long,
+        LONG_MAX,
+        Some(1),
+        &[],
+    ),
+    topic(
+        "min.cleanable.dirty.ratio",
+        Some("log.cleaner.min.cleanable.ratio"),
+        ConfigType::Double,
+        "0.5",
+        None,
+        &[],
+    ),
+    topic(
+        "min.compaction.lag.ms",
+        Some("log.cleaner.min.compaction.lag.ms"),
+        ConfigType::Long,
+        "0",
+        Some(0),
+        &[],
     ),
     topic(
         "min.insync.replicas",
@@ -358,10 +423,14 @@ fn validate_value(
             }
         }
         ConfigType::Double => {
-            value
+            let number = value
                 .trim()
                 .parse::<f64>()
                 .map_err(|_| invalid(name, value, "expected a number"))?;
+            // The only doubles are dirty ratios, which Kafka bounds to [0, 1].
+            if !(0.0..=1.0).contains(&number) {
+                return Err(invalid(name, value, "must be between 0 and 1"));
+            }
         }
         ConfigType::String | ConfigType::List => {}
     }
@@ -506,6 +575,18 @@ impl BrokerConfig {
         self.long_or("offsets.topic.num.partitions", 50) as i32
     }
 
+    /// The log cleaner: whether it runs, how long it sleeps when nothing is dirty enough and the
+    /// memory its offset map may use.
+    pub fn cleaner_settings(&self) -> crate::log::compaction::CleanerSettings {
+        crate::log::compaction::CleanerSettings {
+            enabled: self.boolean("log.cleaner.enable"),
+            backoff_ms: self.long_or("log.cleaner.backoff.ms", 15_000).max(0) as u64,
+            dedupe_buffer_bytes: self
+                .long_or("log.cleaner.dedupe.buffer.size", 134_217_728)
+                .max(1024) as usize,
+        }
+    }
+
     pub fn flush_scheduler_interval_ms(&self) -> i64 {
         self.long_or("log.flush.scheduler.interval.ms", i64::MAX)
     }
@@ -563,6 +644,8 @@ impl BrokerConfig {
             })
         };
         let long = |name: &str, fallback: i64| get(name).trim().parse().unwrap_or(fallback);
+        let cleanup_policy = get("cleanup.policy");
+        let policies: Vec<&str> = cleanup_policy.split(',').map(str::trim).collect();
         LogConfig {
             retention_ms: long("retention.ms", 604_800_000),
             retention_bytes: long("retention.bytes", -1),
@@ -575,6 +658,15 @@ impl BrokerConfig {
             flush_on_ack: get("flush.on.ack") == "true",
             index_interval_bytes: long("index.interval.bytes", 4096).max(0) as u64,
             file_delete_delay_ms: long("file.delete.delay.ms", 60_000).max(0) as u64,
+            compact: policies.contains(&"compact"),
+            delete: policies.contains(&"delete"),
+            delete_retention_ms: long("delete.retention.ms", 86_400_000).max(0),
+            min_cleanable_dirty_ratio: get("min.cleanable.dirty.ratio")
+                .trim()
+                .parse()
+                .unwrap_or(0.5),
+            min_compaction_lag_ms: long("min.compaction.lag.ms", 0).max(0),
+            max_compaction_lag_ms: long("max.compaction.lag.ms", i64::MAX).max(1),
         }
     }
 }
@@ -593,6 +685,14 @@ pub struct LogConfig {
     pub flush_on_ack: bool,
     pub index_interval_bytes: u64,
     pub file_delete_delay_ms: u64,
+    /// `cleanup.policy` has `compact`: the cleaner keeps the latest record per key.
+    pub compact: bool,
+    /// `cleanup.policy` has `delete`: `retention.ms`/`retention.bytes` remove old segments.
+    pub delete: bool,
+    pub delete_retention_ms: i64,
+    pub min_cleanable_dirty_ratio: f64,
+    pub min_compaction_lag_ms: i64,
+    pub max_compaction_lag_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -609,6 +709,12 @@ impl Default for LogConfig {
             flush_on_ack: false,
             index_interval_bytes: 4096,
             file_delete_delay_ms: 60_000,
+            compact: false,
+            delete: true,
+            delete_retention_ms: 86_400_000,
+            min_cleanable_dirty_ratio: 0.5,
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
         }
     }
 }

@@ -20,10 +20,14 @@ pub enum BatchError {
     TooLarge { size: usize, max: usize },
     #[error("invalid records: {0}")]
     InvalidRecords(String),
+    #[error("compacted topics cannot accept records without a key (record {record_index} of the batch has none)")]
+    MissingKey { record_index: i32 },
     #[error("unknown compression codec {0}")]
     UnknownCompression(i16),
     #[error("{codec} decompression failed: {reason}")]
     Decompression { codec: &'static str, reason: String },
+    #[error("{codec} compression failed: {reason}")]
+    Compression { codec: &'static str, reason: String },
     #[error("decompressed batch exceeds the bound of {max_bytes} bytes")]
     DecompressedTooLarge { max_bytes: usize },
 }

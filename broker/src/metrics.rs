@@ -29,6 +29,11 @@ pub struct Metrics {
     pub recovered_bytes_cut_total: IntCounter,
     pub group_committed_offset: IntGaugeVec,
     pub group_lag: IntGaugeVec,
+    pub cleaner_passes_total: IntCounterVec,
+    pub cleaner_bytes_read_total: IntCounterVec,
+    pub cleaner_bytes_written_total: IntCounterVec,
+    pub cleaner_records_removed_total: IntCounterVec,
+    pub cleaner_errors_total: IntCounterVec,
 }
 
 fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -83,6 +88,36 @@ impl Metrics {
             .register(Box::new(recovered_bytes_cut_total.clone()))
             .expect("unique");
         Metrics {
+            cleaner_passes_total: counter_vec(
+                &registry,
+                "log_cleaner_passes_total",
+                "Compaction passes that installed cleaned segments",
+                &["topic"],
+            ),
+            cleaner_bytes_read_total: counter_vec(
+                &registry,
+                "log_cleaner_bytes_read_total",
+                "Segment bytes read by compaction passes",
+                &["topic"],
+            ),
+            cleaner_bytes_written_total: counter_vec(
+                &registry,
+                "log_cleaner_bytes_written_total",
+                "Cleaned segment bytes written by compaction passes",
+                &["topic"],
+            ),
+            cleaner_records_removed_total: counter_vec(
+                &registry,
+                "log_cleaner_records_removed_total",
+                "Records removed by compaction (superseded, expired tombstones, keyless)",
+                &["topic"],
+            ),
+            cleaner_errors_total: counter_vec(
+                &registry,
+                "log_cleaner_errors_total",
+                "Compaction passes that failed",
+                &["topic"],
+            ),
             requests_total: counter_vec(
                 &registry,
                 "requests_total",

@@ -25,6 +25,8 @@ use crate::topic::{Topic, TopicRegistry};
 pub const TICK_INTERVAL: Duration = Duration::from_millis(100);
 /// Kafka's `offset.metadata.max.bytes`.
 pub const OFFSET_METADATA_MAX_BYTES: usize = 4096;
+/// Segment size of `__consumer_offsets` (Kafka's `offsets.topic.segment.bytes` default).
+const OFFSETS_SEGMENT_BYTES: u64 = 100 * 1024 * 1024;
 
 enum Parked {
     Join(oneshot::Sender<JoinReply>),
@@ -143,8 +145,15 @@ impl GroupCoordinator {
         if let Some(topic) = topics.get(OFFSETS_TOPIC) {
             return Ok(topic);
         }
-        // Until compaction exists, keep every record: retention must never drop offsets.
-        let configs = BTreeMap::from([("retention.ms".to_string(), "-1".to_string())]);
+        // As Kafka: compacted (the latest commit of each group/partition stays; tombstones of
+        // deleted offsets go after delete.retention.ms), 100 MiB segments.
+        let configs = BTreeMap::from([
+            ("cleanup.policy".to_string(), "compact".to_string()),
+            (
+                "segment.bytes".to_string(),
+                OFFSETS_SEGMENT_BYTES.to_string(),
+            ),
+        ]);
         match topics.create(OFFSETS_TOPIC, self.offsets_partitions, 1, configs) {
             Ok(topic) => Ok(topic),
             Err(BrokerError::TopicAlreadyExists { .. }) => topics

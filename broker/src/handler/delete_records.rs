@@ -35,6 +35,10 @@ pub fn handle(
                         return result
                             .with_error_code(ResponseError::UnknownTopicOrPartition.code());
                     };
+                    if found.as_ref().is_some_and(|t| !t.config.delete) {
+                        // Kafka: records of compact-only topics are removed by the cleaner alone.
+                        return result.with_error_code(ResponseError::PolicyViolation.code());
+                    }
                     match partition.delete_records_before(requested.offset) {
                         Ok(low_watermark) => result.with_low_watermark(low_watermark),
                         Err(error) => result.with_error_code(log_error(&error).code()),

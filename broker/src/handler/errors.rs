@@ -47,13 +47,14 @@ pub fn batch_error(error: &BatchError) -> ResponseError {
         | BatchError::InvalidLength(_)
         | BatchError::CrcMismatch { .. } => ResponseError::CorruptMessage,
         BatchError::UnsupportedMagic(_) => ResponseError::UnsupportedForMessageFormat,
-        BatchError::MoreThanOneBatch | BatchError::InvalidRecords(_) => {
-            ResponseError::InvalidRecord
-        }
+        BatchError::MoreThanOneBatch
+        | BatchError::InvalidRecords(_)
+        | BatchError::MissingKey { .. } => ResponseError::InvalidRecord,
         BatchError::TooLarge { .. } => ResponseError::MessageTooLarge,
         BatchError::UnknownCompression(_) => ResponseError::UnsupportedCompressionType,
         BatchError::Decompression { .. } => ResponseError::CorruptMessage,
         BatchError::DecompressedTooLarge { .. } => ResponseError::MessageTooLarge,
+        BatchError::Compression { .. } => ResponseError::UnknownServerError,
     }
 }
 

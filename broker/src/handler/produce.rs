@@ -129,6 +129,7 @@ fn produce_partition(
     let limits = ValidationLimits {
         max_batch_bytes: topic.config.max_message_bytes,
         max_decompressed_bytes: MAX_DECOMPRESSED_BATCH_BYTES,
+        require_keys: topic.config.compact,
     };
     let validated = match validate_producer_batch(&records, &limits) {
         Ok(validated) => validated,

@@ -16,6 +16,7 @@ use bytes::{Buf, BytesMut};
 
 use crate::error::BatchError;
 use crate::log::compression::{decompress_bounded, CompressionCodec};
+use crate::log::record::RecordIter;
 
 /// Size of the fixed v2 batch header.
 pub const BATCH_HEADER_BYTES: usize = 61;
@@ -153,6 +154,8 @@ pub struct ValidationLimits {
     pub max_batch_bytes: usize,
     /// Upper bound on the uncompressed size of a compressed batch.
     pub max_decompressed_bytes: usize,
+    /// Compacted topics accept only records with a key.
+    pub require_keys: bool,
 }
 
 /// What validation learned about a producer batch.
@@ -200,10 +203,12 @@ pub fn validate_producer_batch(
     let codec = header.compression()?;
     let body = &records[BATCH_HEADER_BYTES..];
     match codec {
-        CompressionCodec::None => check_records(body, header.records_count)?,
+        CompressionCodec::None => {
+            check_producer_records(body, header.records_count, limits.require_keys)?
+        }
         codec => {
             let plain = decompress_bounded(codec, body, limits.max_decompressed_bytes)?;
-            check_records(&plain, header.records_count)?;
+            check_producer_records(&plain, header.records_count, limits.require_keys)?;
         }
     }
     Ok(ValidatedBatch {
@@ -212,90 +217,64 @@ pub fn validate_producer_batch(
     })
 }
 
-/// Walks the record framing: each record is a varint length, attributes, a timestamp delta and an
-/// offset delta that must count up from zero. Calls `visit(offset_delta, timestamp_delta)`.
-fn walk_records(
-    mut body: &[u8],
+/// Checks the records of a producer batch: framing, offset deltas counting up from zero, nothing
+/// after the last record and, for compacted topics, a key on every record.
+fn check_producer_records(
+    body: &[u8],
     records_count: i32,
-    mut visit: impl FnMut(i64, i64),
+    require_keys: bool,
 ) -> Result<(), BatchError> {
+    let mut records = RecordIter::new(body, records_count);
     for expected_delta in 0..records_count as i64 {
-        let length = read_varint(&mut body)?;
-        if length < 0 || length as usize > body.len() {
+        let record = records
+            .next()
+            .unwrap_or_else(|| Err(BatchError::InvalidRecords("missing records".into())))?;
+        if record.offset_delta != expected_delta {
             return Err(BatchError::InvalidRecords(format!(
-                "record {expected_delta} claims {length} bytes, {} remain",
-                body.len()
+                "record offset delta {}, expected {expected_delta}",
+                record.offset_delta
             )));
         }
-        let (mut record, rest) = body.split_at(length as usize);
-        body = rest;
-        if record.is_empty() {
-            return Err(BatchError::InvalidRecords("empty record".into()));
+        if require_keys && record.key.is_none() {
+            return Err(BatchError::MissingKey {
+                record_index: expected_delta as i32,
+            });
         }
-        record.advance(1); // attributes
-        let timestamp_delta = read_varlong(&mut record)?;
-        let offset_delta = read_varlong(&mut record)?;
-        if offset_delta != expected_delta {
-            return Err(BatchError::InvalidRecords(format!(
-                "record offset delta {offset_delta}, expected {expected_delta}"
-            )));
-        }
-        visit(offset_delta, timestamp_delta);
     }
-    if !body.is_empty() {
+    if records.trailing_bytes() > 0 {
         return Err(BatchError::InvalidRecords(format!(
             "{} bytes after the last of {records_count} records",
-            body.len()
+            records.trailing_bytes()
         )));
     }
     Ok(())
 }
 
-fn check_records(body: &[u8], records_count: i32) -> Result<(), BatchError> {
-    walk_records(body, records_count, |_, _| {})
-}
-
-/// (offset, timestamp) of every record, given the (decompressed) records section of a batch.
+/// (offset, timestamp) of every record, given the (decompressed) records section of a stored
+/// batch. Offset deltas must increase but may have gaps: compaction removes records.
 pub fn record_offsets_and_timestamps(
     records: &[u8],
     header: &BatchHeader,
 ) -> Result<Vec<(i64, i64)>, BatchError> {
     let mut out = Vec::with_capacity(header.records_count.max(0) as usize);
-    walk_records(
-        records,
-        header.records_count,
-        |offset_delta, timestamp_delta| {
-            out.push((
-                header.base_offset + offset_delta,
-                header.base_timestamp + timestamp_delta,
-            ))
-        },
-    )?;
-    Ok(out)
-}
-
-fn read_varint(buf: &mut &[u8]) -> Result<i32, BatchError> {
-    let value = read_varlong(buf)?;
-    i32::try_from(value).map_err(|_| BatchError::InvalidRecords("varint out of range".into()))
-}
-
-/// Zig-zag varlong as used inside records.
-fn read_varlong(buf: &mut &[u8]) -> Result<i64, BatchError> {
-    let mut raw: u64 = 0;
-    for shift in (0..70).step_by(7) {
-        let Some((&byte, rest)) = buf.split_first() else {
-            return Err(BatchError::InvalidRecords("truncated varint".into()));
-        };
-        *buf = rest;
-        if shift == 63 && byte > 1 {
-            return Err(BatchError::InvalidRecords("varint too long".into()));
+    let mut previous_delta = -1;
+    for record in RecordIter::new(records, header.records_count) {
+        let record = record?;
+        if record.offset_delta <= previous_delta
+            || record.offset_delta > header.last_offset_delta as i64
+        {
+            return Err(BatchError::InvalidRecords(format!(
+                "record offset delta {} out of order (previous {previous_delta}, last {})",
+                record.offset_delta, header.last_offset_delta
+            )));
         }
-        raw |= ((byte & 0x7f) as u64) << shift;
-        if byte & 0x80 == 0 {
-            return Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64));
-        }
+        previous_delta = record.offset_delta;
+        out.push((
+            header.base_offset + record.offset_delta,
+            header.base_timestamp + record.timestamp_delta,
+        ));
     }
-    Err(BatchError::InvalidRecords("varint too long".into()))
+    Ok(out)
 }
 
 /// Stamps the broker-assigned fields onto a validated batch before it is appended.

@@ -2,15 +2,19 @@
 //!
 //! - `batch`: the v2 record batch format, validation, offset assignment.
 //! - `compression`: codecs, with bounded decompression.
+//! - `record`: records inside a batch (key, value, offset delta), read without copying.
 //! - `index`: sparse offset and time indexes.
 //! - `segment`: one `.log` file with its indexes, scanning and recovery of a torn tail.
+//! - `compaction`: the cleaner of compacted topics (offset map, batch rewrite, atomic swap).
 //! - `partition_log`: the ordered segments of a partition: append, read, roll, retention,
 //!   truncation, flush planning and crash recovery.
 
 pub mod batch;
+pub mod compaction;
 pub mod compression;
 pub mod index;
 pub mod partition_log;
+pub mod record;
 pub mod segment;
 
 pub use partition_log::{AppendInfo, FlushPlan, PartitionLog, ReadResult};

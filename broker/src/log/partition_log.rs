@@ -23,6 +23,7 @@ use crate::log::segment::{read_file_at, Segment};
 
 const LOG_START_OFFSET_FILE: &str = "log-start-offset";
 const RECOVERY_POINT_FILE: &str = "recovery-point";
+const CLEANER_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 
 /// Where an appended batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +59,8 @@ pub struct PartitionLog {
     recovery_point: i64,
     unflushed_messages: i64,
     last_flush_ms: i64,
+    /// Compaction: everything below was cleaned (see `log::compaction`).
+    first_dirty_offset: i64,
 }
 
 impl PartitionLog {
@@ -71,6 +74,7 @@ impl PartitionLog {
         now_ms: i64,
     ) -> Result<Self, LogError> {
         fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+        crate::log::compaction::swap::recover(dir)?;
         let mut bases = Vec::new();
         for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
             let entry = entry.map_err(|e| LogError::io(dir, e))?;
@@ -97,6 +101,7 @@ impl PartitionLog {
             recovery_point,
             unflushed_messages: 0,
             last_flush_ms: now_ms,
+            first_dirty_offset: read_offset_file(&dir.join(CLEANER_CHECKPOINT_FILE)).unwrap_or(0),
         };
         log.load_segments(&bases, clean_shutdown, now_ms)?;
         if log.segments.is_empty() {
@@ -111,6 +116,7 @@ impl PartitionLog {
             .max(first_base)
             .min(log_end);
         log.recovery_point = log.recovery_point.min(log_end);
+        log.first_dirty_offset = log.first_dirty_offset.min(log_end);
         if saved_log_start.is_some_and(|saved| saved != log.log_start_offset) {
             // Recovery cut the log below the saved start: the saved value no longer holds.
             log.write_log_start_offset()?;
@@ -133,9 +139,8 @@ impl PartitionLog {
             let must_scan =
                 !clean_shutdown && next_base.is_none_or(|next| next > self.recovery_point);
             if must_scan || is_last {
-                let (segment, cut) = Segment::recover(&self.dir, base, interval, now_ms)?;
-                let ends_short = next_base.is_some_and(|next| segment.next_offset() < next);
-                if cut > 0 || ends_short {
+                let (mut segment, cut) = Segment::recover(&self.dir, base, interval, now_ms)?;
+                if cut > 0 {
                     tracing::warn!(
                         dir = %self.dir.display(),
                         segment = base,
@@ -149,6 +154,10 @@ impl PartitionLog {
                         later_segment.delete_files()?;
                     }
                     return Ok(());
+                }
+                // Compaction may have removed the last records of a sealed segment.
+                if let Some(next) = next_base {
+                    segment.extend_next_offset(next);
                 }
                 self.segments.insert(base, segment);
             } else {
@@ -468,6 +477,9 @@ impl PartitionLog {
 
     /// Applies `retention.ms` and `retention.bytes`; returns the number of segments deleted.
     pub fn apply_retention(&mut self, now_ms: i64) -> Result<usize, LogError> {
+        if !self.config.delete {
+            return Ok(0);
+        }
         let mut doomed = Vec::new();
         let retention_ms = self.config.retention_ms;
         let retention_bytes = self.config.retention_bytes;
@@ -532,11 +544,70 @@ impl PartitionLog {
         // Whole batches go: the log may now end before `offset`, even before the log start.
         let log_end = self.log_end_offset();
         self.recovery_point = self.recovery_point.min(log_end);
+        if self.first_dirty_offset > log_end {
+            self.set_first_dirty_offset(log_end)?;
+        }
         if self.log_start_offset > log_end {
             self.log_start_offset = log_end;
             self.write_log_start_offset()?;
         }
         Ok(())
+    }
+
+    /// Compaction: the offset below which the log was cleaned.
+    pub fn first_dirty_offset(&self) -> i64 {
+        self.first_dirty_offset
+    }
+
+    pub(crate) fn set_first_dirty_offset(&mut self, offset: i64) -> Result<(), LogError> {
+        self.first_dirty_offset = offset;
+        let path = self.dir.join(CLEANER_CHECKPOINT_FILE);
+        write_file_synced(&path, offset.to_string().as_bytes()).map_err(|e| LogError::io(&path, e))
+    }
+
+    pub fn active_base_offset(&self) -> i64 {
+        self.active().base_offset
+    }
+
+    /// Every segment but the active one, in offset order.
+    pub(crate) fn sealed_segments(&self) -> impl Iterator<Item = &Segment> {
+        let active = self.active_base_offset();
+        self.segments.range(..active).map(|(_, segment)| segment)
+    }
+
+    pub(crate) fn segment_at(&self, base_offset: i64) -> Option<&Segment> {
+        self.segments.get(&base_offset)
+    }
+
+    /// The segment whose range holds `offset`.
+    pub(crate) fn segment_holding(&self, offset: i64) -> Option<&Segment> {
+        self.segments
+            .range(..=offset)
+            .next_back()
+            .map(|(_, segment)| segment)
+            .filter(|segment| offset < segment.next_offset())
+    }
+
+    /// Removes sealed segments and their files (compaction replaces them).
+    pub(crate) fn remove_segments(&mut self, bases: &[i64]) -> Result<(), LogError> {
+        for base in bases {
+            debug_assert!(
+                *base < self.active_base_offset(),
+                "never the active segment"
+            );
+            if let Some(segment) = self.segments.remove(base) {
+                let path = segment.path().to_path_buf();
+                self.unflushed_sealed.retain(|(_, p)| *p != path);
+                segment.delete_files()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds a sealed segment (already durable) in place of removed ones.
+    pub(crate) fn insert_segment(&mut self, segment: Segment) {
+        debug_assert!(segment.base_offset < self.active_base_offset());
+        self.segments.insert(segment.base_offset, segment);
     }
 
     /// What to fsync to make everything appended durable; see `mark_flushed`.

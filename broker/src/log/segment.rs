@@ -187,67 +187,15 @@ impl Segment {
         Ok(valid_bytes)
     }
 
-    /// Walks batches from `start` to `end`, calling `visit(position, header, bytes)` where
-    /// `bytes` is the whole batch when `with_bytes` is set. A batch that does not parse (or, with
-    /// `with_bytes`, fails its CRC) or runs past `end` stops the walk and is reported.
+    /// Walks batches from `start` to `end`; see [`scan_file`].
     pub fn scan(
         &self,
         start: u64,
         end: u64,
         with_bytes: bool,
-        mut visit: impl FnMut(u64, &BatchHeader, Option<&[u8]>) -> ControlFlow<BatchError>,
+        visit: impl FnMut(u64, &BatchHeader, Option<&[u8]>) -> ControlFlow<BatchError>,
     ) -> Result<Option<ScanStop>, LogError> {
-        let mut position = start;
-        let mut chunk: Vec<u8> = Vec::new();
-        let mut chunk_start = start;
-        while position < end {
-            let in_chunk = (position - chunk_start) as usize;
-            if in_chunk + BATCH_HEADER_BYTES > chunk.len() {
-                let length = SCAN_CHUNK_BYTES.min((end - position) as usize);
-                chunk = self.read_at(position, length)?;
-                chunk_start = position;
-                if chunk.len() < BATCH_HEADER_BYTES {
-                    let error = BatchError::Truncated {
-                        needed: BATCH_HEADER_BYTES,
-                        available: chunk.len(),
-                    };
-                    return Ok(Some(ScanStop { position, error }));
-                }
-                continue;
-            }
-            let header = match BatchHeader::parse(&chunk[in_chunk..]) {
-                Ok(header) => header,
-                Err(error) => return Ok(Some(ScanStop { position, error })),
-            };
-            let total = header.total_bytes() as u64;
-            if position + total > end {
-                let error = BatchError::Truncated {
-                    needed: total as usize,
-                    available: (end - position) as usize,
-                };
-                return Ok(Some(ScanStop { position, error }));
-            }
-            let flow = if with_bytes {
-                let owned;
-                let bytes = if in_chunk + total as usize <= chunk.len() {
-                    &chunk[in_chunk..in_chunk + total as usize]
-                } else {
-                    owned = self.read_at(position, total as usize)?;
-                    &owned[..]
-                };
-                if let Err(error) = batch::verify_crc(bytes, &header) {
-                    return Ok(Some(ScanStop { position, error }));
-                }
-                visit(position, &header, Some(bytes))
-            } else {
-                visit(position, &header, None)
-            };
-            if let ControlFlow::Break(error) = flow {
-                return Ok(Some(ScanStop { position, error }));
-            }
-            position += total;
-        }
-        Ok(None)
+        scan_file(&self.file, &self.path, start, end, with_bytes, visit)
     }
 
     /// Updates offsets, timestamps and indexes for a batch written at `position`.
@@ -410,6 +358,89 @@ impl Segment {
     pub fn created_ms(&self) -> i64 {
         self.created_ms
     }
+
+    /// When the file was last written (ms since the epoch); compaction keeps tombstones for
+    /// `delete.retention.ms` after this.
+    pub fn modified_ms(&self) -> Result<i64, LogError> {
+        let modified = self
+            .file
+            .metadata()
+            .and_then(|metadata| metadata.modified())
+            .map_err(|e| LogError::io(&self.path, e))?;
+        Ok(modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as i64))
+    }
+
+    /// A sealed segment covers offsets up to the next segment's base, even when compaction
+    /// removed the records at its end.
+    pub fn extend_next_offset(&mut self, next_offset: i64) {
+        self.next_offset = self.next_offset.max(next_offset);
+    }
+}
+
+/// Walks the batches of a segment file from `start` to `end`, calling `visit(position, header, bytes)` where
+/// `bytes` is the whole batch when `with_bytes` is set. A batch that does not parse (or, with
+/// `with_bytes`, fails its CRC) or runs past `end` stops the walk and is reported.
+pub fn scan_file(
+    file: &File,
+    path: &Path,
+    start: u64,
+    end: u64,
+    with_bytes: bool,
+    mut visit: impl FnMut(u64, &BatchHeader, Option<&[u8]>) -> ControlFlow<BatchError>,
+) -> Result<Option<ScanStop>, LogError> {
+    let mut position = start;
+    let mut chunk: Vec<u8> = Vec::new();
+    let mut chunk_start = start;
+    while position < end {
+        let in_chunk = (position - chunk_start) as usize;
+        if in_chunk + BATCH_HEADER_BYTES > chunk.len() {
+            let length = SCAN_CHUNK_BYTES.min((end - position) as usize);
+            chunk = read_file_at(file, path, position, length)?;
+            chunk_start = position;
+            if chunk.len() < BATCH_HEADER_BYTES {
+                let error = BatchError::Truncated {
+                    needed: BATCH_HEADER_BYTES,
+                    available: chunk.len(),
+                };
+                return Ok(Some(ScanStop { position, error }));
+            }
+            continue;
+        }
+        let header = match BatchHeader::parse(&chunk[in_chunk..]) {
+            Ok(header) => header,
+            Err(error) => return Ok(Some(ScanStop { position, error })),
+        };
+        let total = header.total_bytes() as u64;
+        if position + total > end {
+            let error = BatchError::Truncated {
+                needed: total as usize,
+                available: (end - position) as usize,
+            };
+            return Ok(Some(ScanStop { position, error }));
+        }
+        let flow = if with_bytes {
+            let owned;
+            let bytes = if in_chunk + total as usize <= chunk.len() {
+                &chunk[in_chunk..in_chunk + total as usize]
+            } else {
+                owned = read_file_at(file, path, position, total as usize)?;
+                &owned[..]
+            };
+            if let Err(error) = batch::verify_crc(bytes, &header) {
+                return Ok(Some(ScanStop { position, error }));
+            }
+            visit(position, &header, Some(bytes))
+        } else {
+            visit(position, &header, None)
+        };
+        if let ControlFlow::Break(error) = flow {
+            return Ok(Some(ScanStop { position, error }));
+        }
+        position += total;
+    }
+    Ok(None)
 }
 
 /// Reads up to `length` bytes at `position` (fewer at the end of the file). Reads straight into

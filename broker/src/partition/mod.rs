@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::LogError;
+use crate::log::compaction::{self, CleaningStats};
 use crate::log::{AppendInfo, PartitionLog, ReadResult};
 
 /// Offsets a fetch or list-offsets answer reports alongside data.
@@ -170,6 +171,32 @@ impl Partition {
     pub fn apply_retention(&self) -> Result<usize, LogError> {
         let now_ms = self.clock.now_ms();
         self.log().apply_retention(now_ms)
+    }
+
+    /// One compaction pass if the log is compacted and dirty enough: planned and installed under
+    /// the log lock, cleaned without it. Blocking (file I/O): run it off the async threads.
+    /// Returns the pass's counters when cleaned segments were installed.
+    pub fn compact(&self, memory_bytes: usize) -> Result<Option<CleaningStats>, LogError> {
+        let now_ms = self.clock.now_ms();
+        let Some(plan) = compaction::plan(&self.log(), self.high_watermark(), now_ms)? else {
+            return Ok(None);
+        };
+        if !plan.is_due(now_ms) {
+            return Ok(None);
+        }
+        let Some(outcome) = compaction::clean(&plan, memory_bytes, now_ms)? else {
+            return Ok(None);
+        };
+        let stats = outcome.stats;
+        let installed = compaction::install(&mut self.log(), outcome, &|_| false)?;
+        Ok(installed.then_some(stats))
+    }
+
+    /// The dirty ratio of a compacted log, if it has anything to clean (for picking the dirtiest).
+    pub fn dirty_ratio_if_due(&self) -> Result<Option<f64>, LogError> {
+        let now_ms = self.clock.now_ms();
+        let plan = compaction::plan(&self.log(), self.high_watermark(), now_ms)?;
+        Ok(plan.filter(|p| p.is_due(now_ms)).map(|p| p.dirty_ratio()))
     }
 
     pub fn set_config(&self, config: LogConfig) {

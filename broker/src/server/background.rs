@@ -1,4 +1,4 @@
-//! Background work: retention, periodic flushes (`flush.ms`, `flush.messages`) and
+//! Background work: retention, log compaction, periodic flushes (`flush.ms`, `flush.messages`) and
 //! recovery-point checkpoints. Each loop stops when shutdown is signalled.
 
 use std::sync::Arc;
@@ -25,6 +25,9 @@ pub fn spawn(
         move || enforce_retention(&context)
     }));
     tasks.spawn(flush_loop(Arc::clone(&context), shutdown.clone()));
+    if context.config.cleaner_settings().enabled {
+        tasks.spawn(cleaner_loop(Arc::clone(&context), shutdown.clone()));
+    }
     tasks.spawn(every(
         crate::group::coordinator::TICK_INTERVAL,
         shutdown.clone(),
@@ -68,6 +71,98 @@ pub fn enforce_retention(context: &BrokerContext) {
             Err(error) => {
                 tracing::warn!(%error, topic = %partition.topic, partition = partition.index, "retention failed")
             }
+        }
+    }
+}
+
+/// The log cleaner: cleans the dirtiest compacted log that is due, again at once while any is,
+/// else sleeps `log.cleaner.backoff.ms`. One pass at a time, on a blocking thread.
+async fn cleaner_loop(context: Arc<BrokerContext>, mut shutdown: watch::Receiver<bool>) {
+    let settings = context.config.cleaner_settings();
+    let backoff = Duration::from_millis(settings.backoff_ms.max(1));
+    loop {
+        let work = {
+            let context = Arc::clone(&context);
+            tokio::task::spawn_blocking(move || {
+                clean_dirtiest(&context, settings.dedupe_buffer_bytes)
+            })
+        };
+        let cleaned = tokio::select! {
+            result = work => result.unwrap_or(false),
+            _ = super::stopped(&mut shutdown) => return,
+        };
+        if cleaned {
+            continue;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = super::stopped(&mut shutdown) => return,
+        }
+    }
+}
+
+/// Cleans the compacted log with the highest dirty ratio among those due; false when none is.
+pub fn clean_dirtiest(context: &BrokerContext, memory_bytes: usize) -> bool {
+    let mut dirtiest = None;
+    for partition in context.topics.all_partitions() {
+        if !partition.log().config().compact {
+            continue;
+        }
+        match partition.dirty_ratio_if_due() {
+            Ok(Some(ratio)) if dirtiest.as_ref().is_none_or(|(best, _)| ratio > *best) => {
+                dirtiest = Some((ratio, partition));
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, topic = %partition.topic, partition = partition.index, "cleaner could not inspect log")
+            }
+        }
+    }
+    let Some((ratio, partition)) = dirtiest else {
+        return false;
+    };
+    let labels = [&*partition.topic];
+    match partition.compact(memory_bytes) {
+        Ok(Some(stats)) => {
+            let metrics = &context.metrics;
+            metrics
+                .cleaner_passes_total
+                .with_label_values(&labels)
+                .inc();
+            metrics
+                .cleaner_bytes_read_total
+                .with_label_values(&labels)
+                .inc_by(stats.bytes_read);
+            metrics
+                .cleaner_bytes_written_total
+                .with_label_values(&labels)
+                .inc_by(stats.bytes_written);
+            metrics
+                .cleaner_records_removed_total
+                .with_label_values(&labels)
+                .inc_by(stats.records_removed);
+            tracing::info!(
+                topic = %partition.topic,
+                partition = partition.index,
+                dirty_ratio = ratio,
+                bytes_read = stats.bytes_read,
+                bytes_written = stats.bytes_written,
+                records_removed = stats.records_removed,
+                tombstones_removed = stats.tombstones_removed,
+                keyless_removed = stats.keyless_removed,
+                "log cleaned"
+            );
+            true
+        }
+        Ok(None) => false,
+        Err(error) => {
+            context
+                .metrics
+                .cleaner_errors_total
+                .with_label_values(&labels)
+                .inc();
+            tracing::warn!(%error, topic = %partition.topic, partition = partition.index, "log cleaning failed");
+            false
         }
     }
 }

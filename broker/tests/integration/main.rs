@@ -4,6 +4,7 @@
 mod admin;
 mod bad_input;
 mod common;
+mod compaction;
 mod durability;
 mod fetch;
 mod groups;

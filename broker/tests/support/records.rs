@@ -48,3 +48,43 @@ pub fn encode_batch_with_timestamps(
 pub fn encode_batch(values: &[&[u8]], compression: Compression) -> BytesMut {
     encode_batch_with_timestamps(values, compression, 1000)
 }
+
+/// A record's key and value; `None` is null.
+#[allow(dead_code)]
+pub type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// One batch of keyed records (`None` value = tombstone), offsets from 0, timestamps from
+/// `first_timestamp`.
+#[allow(dead_code)]
+pub fn encode_keyed_batch(
+    entries: &[KeyValue<'_>],
+    compression: Compression,
+    first_timestamp: i64,
+) -> BytesMut {
+    let records: Vec<Record> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, (key, value))| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: i as i32 - 1,
+            timestamp: first_timestamp + i as i64,
+            key: key.map(Bytes::copy_from_slice),
+            value: value.map(Bytes::copy_from_slice),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression,
+    };
+    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).expect("encode batch");
+    buf
+}
