@@ -20,8 +20,8 @@ pub enum BatchError {
     TooLarge { size: usize, max: usize },
     #[error("invalid records: {0}")]
     InvalidRecords(String),
-    #[error("compacted topics cannot accept records without a key (record {record_index} of the batch has none)")]
-    MissingKey { record_index: i32 },
+    #[error("compacted topics cannot accept records without a key (records {record_indexes:?} of the batch have none)")]
+    MissingKey { record_indexes: Vec<i32> },
     #[error("unknown compression codec {0}")]
     UnknownCompression(i16),
     #[error("{codec} decompression failed: {reason}")]

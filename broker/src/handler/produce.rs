@@ -10,7 +10,9 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use futures::FutureExt;
 use kafka_protocol::messages::produce_request::PartitionProduceData;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -133,6 +135,9 @@ fn produce_partition(
     };
     let validated = match validate_producer_batch(&records, &limits) {
         Ok(validated) => validated,
+        Err(BatchError::MissingKey { record_indexes }) => {
+            return (missing_keys(topic, partition, &record_indexes), None);
+        }
         Err(error) => {
             tracing::debug!(topic = %topic.name, partition = index, %error, "rejected batch");
             return (
@@ -181,6 +186,35 @@ fn produce_partition(
             )
         }
     }
+}
+
+/// Kafka answers record-level validation errors with one entry per bad record (v8+) and the
+/// partition's log start offset.
+fn missing_keys(
+    topic: &Topic,
+    partition: &Partition,
+    record_indexes: &[i32],
+) -> PartitionProduceResponse {
+    let message = format!(
+        "Compacted topic cannot accept message without key in topic partition {}-{}.",
+        topic.name, partition.index
+    );
+    let record_errors = record_indexes
+        .iter()
+        .map(|&batch_index| {
+            BatchIndexAndErrorMessage::default()
+                .with_batch_index(batch_index)
+                .with_batch_index_error_message(Some(StrBytes::from_string(message.clone())))
+        })
+        .collect();
+    let summary = format!(
+        "One or more records have been rejected due to {} record errors in total, and only \
+         showing the first error in the error message: {message}",
+        record_indexes.len()
+    );
+    failed(partition.index, ResponseError::InvalidRecord, Some(summary))
+        .with_log_start_offset(partition.offsets().log_start_offset)
+        .with_record_errors(record_errors)
 }
 
 fn failed(index: i32, error: ResponseError, message: Option<String>) -> PartitionProduceResponse {

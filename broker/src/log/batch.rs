@@ -225,6 +225,7 @@ fn check_producer_records(
     require_keys: bool,
 ) -> Result<(), BatchError> {
     let mut records = RecordIter::new(body, records_count);
+    let mut keyless = Vec::new();
     for expected_delta in 0..records_count as i64 {
         let record = records
             .next()
@@ -236,9 +237,7 @@ fn check_producer_records(
             )));
         }
         if require_keys && record.key.is_none() {
-            return Err(BatchError::MissingKey {
-                record_index: expected_delta as i32,
-            });
+            keyless.push(expected_delta as i32);
         }
     }
     if records.trailing_bytes() > 0 {
@@ -246,6 +245,11 @@ fn check_producer_records(
             "{} bytes after the last of {records_count} records",
             records.trailing_bytes()
         )));
+    }
+    if !keyless.is_empty() {
+        return Err(BatchError::MissingKey {
+            record_indexes: keyless,
+        });
     }
     Ok(())
 }

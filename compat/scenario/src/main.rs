@@ -24,6 +24,10 @@ const TOPIC_RESOURCE: i8 = 2;
 /// Configs compared between the brokers (Weir implements these; Kafka has many more).
 const COMPARED_CONFIGS: &[&str] = &[
     "cleanup.policy",
+    "delete.retention.ms",
+    "max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
     "max.message.bytes",
     "message.timestamp.type",
     "retention.bytes",
@@ -160,9 +164,12 @@ impl Scenario {
                 ])]);
         let response = self.client.call(9, &request).await?;
         let result = &response.responses[0].partition_responses[0];
-        Ok(
-            json!({"error": result.error_code, "base_offset": result.base_offset, "log_start_offset": result.log_start_offset}),
-        )
+        Ok(json!({
+            "error": result.error_code,
+            "base_offset": result.base_offset,
+            "log_start_offset": result.log_start_offset,
+            "record_errors": result.record_errors.iter().map(|e| e.batch_index).collect::<Vec<_>>(),
+        }))
     }
 
     async fn fetch(
@@ -582,6 +589,63 @@ impl Scenario {
         Ok(())
     }
 
+    /// Compacted topics: their configs, keyless records refused, DeleteRecords not allowed.
+    async fn compaction_section(&mut self) -> anyhow::Result<()> {
+        let compacted = self.topic("compat-compacted");
+        let configs = [
+            ("cleanup.policy", "compact"),
+            ("min.cleanable.dirty.ratio", "0.2"),
+            ("delete.retention.ms", "1000"),
+            ("min.compaction.lag.ms", "5"),
+        ];
+        let step = self.create_topic(&compacted, 1, 1, &configs).await?;
+        self.note("compaction/create", step);
+        let step = self.describe_configs(&compacted).await?;
+        self.note("compaction/describe_configs", step);
+        for (label, name, value) in [
+            ("ratio_above_one", "min.cleanable.dirty.ratio", "1.5"),
+            ("unknown_policy", "cleanup.policy", "archive"),
+        ] {
+            let topic = self.topic(&format!("compat-bad-{label}"));
+            let step = self.create_topic(&topic, 1, 1, &[(name, value)]).await?;
+            self.note(&format!("compaction/create_{label}"), step);
+        }
+        let step = self
+            .produce(
+                &compacted,
+                0,
+                -1,
+                batch(&[(None, "v", 1)], Compression::None),
+            )
+            .await?;
+        self.note("compaction/produce_keyless", step);
+        let mixed = [(Some("k1"), "v1", 1), (None, "v2", 2)];
+        let step = self
+            .produce(&compacted, 0, -1, batch(&mixed, Compression::Lz4))
+            .await?;
+        self.note("compaction/produce_one_keyless_in_batch", step);
+        let keyed = [
+            (Some("k1"), "v1", 1),
+            (Some("k2"), "v2", 2),
+            (Some("k1"), "v3", 3),
+        ];
+        let step = self
+            .produce(&compacted, 0, -1, batch(&keyed, Compression::Zstd))
+            .await?;
+        self.note("compaction/produce_keyed", step);
+        let step = self.delete_records(&compacted, 0, 1).await?;
+        self.note("compaction/delete_records", step);
+        let step = self
+            .incremental_alter(&compacted, "cleanup.policy", "compact,delete")
+            .await?;
+        self.note("compaction/alter_to_compact_delete", step);
+        let step = self.delete_records(&compacted, 0, 1).await?;
+        self.note("compaction/delete_records_compact_delete", step);
+        let step = self.delete_topic(&compacted).await?;
+        self.note("compaction/delete_topic", step);
+        Ok(())
+    }
+
     async fn run(&mut self) -> anyhow::Result<()> {
         let main = self.topic("compat-main");
         let step = self
@@ -774,6 +838,7 @@ impl Scenario {
         self.note("fetch/below_log_start", step);
 
         self.group_session(&main).await?;
+        self.compaction_section().await?;
 
         let step = self.delete_topic(&main).await?;
         self.note("delete_topics/ok", step);
