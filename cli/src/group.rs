@@ -1,4 +1,4 @@
-//! `weir group list|describe|delete`: consumer groups, their members, committed offsets and lag.
+//! `weir group list|describe|delete|seek`: consumer groups, their members, committed offsets and lag.
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
@@ -24,6 +24,8 @@ enum GroupCommand {
     Describe { group: String },
     /// Delete empty groups and their committed offsets.
     Delete { groups: Vec<String> },
+    /// Move an empty group's committed offsets for a topic (earliest, latest, offset or time).
+    Seek(crate::group_seek::SeekArgs),
 }
 
 pub async fn run(args: GroupArgs) -> anyhow::Result<()> {
@@ -43,6 +45,7 @@ pub async fn run(args: GroupArgs) -> anyhow::Result<()> {
             }
         }
         GroupCommand::Describe { group } => describe(&args.connect, &group).await?,
+        GroupCommand::Seek(seek) => crate::group_seek::run(&args.connect, seek).await?,
         GroupCommand::Delete { groups } => {
             let admin: AdminClient<DefaultClientContext> =
                 args.connect.client_config()?.create()?;

@@ -8,6 +8,7 @@ mod broker_command;
 mod client;
 mod consume;
 mod group;
+mod group_seek;
 mod produce;
 mod protocol_client;
 mod topic;

@@ -81,6 +81,25 @@ cli_round_trip() {
   out=$("$weir" topic list -b "$bootstrap") || return 1
   ! grep -q '^cli-check' <<< "$out"
 }
+group_seek_round_trip() {
+  seq 1 10 | "$weir" produce -b "$bootstrap" seek-check -p 0 2> /dev/null || return 1
+  [ "$("$weir" consume -b "$bootstrap" seek-check --group seek-group --idle-ms 2000 | wc -l)" -eq 10 ] || return 1
+  "$weir" group seek -b "$bootstrap" seek-group --topic seek-check --to 7 > /dev/null || return 1
+  [ "$("$weir" consume -b "$bootstrap" seek-check --group seek-group --idle-ms 2000 | tr '\n' ' ')" = "8 9 10 " ] || return 1
+  "$weir" group seek -b "$bootstrap" seek-group --topic seek-check --to earliest > /dev/null || return 1
+  [ "$("$weir" consume -b "$bootstrap" seek-check --group seek-group --idle-ms 2000 | wc -l)" -eq 10 ] || return 1
+  # A group with a live member is refused.
+  "$weir" consume -b "$bootstrap" seek-check --group seek-group --idle-ms 15000 > /dev/null &
+  local member=$!
+  for _ in $(seq 1 100); do
+    "$weir" group describe -b "$bootstrap" seek-group | grep -q '^state: Stable' && break
+    sleep 0.1
+  done
+  local refused=0
+  "$weir" group seek -b "$bootstrap" seek-group --topic seek-check --to earliest 2> "$work/seek.err" > /dev/null || refused=1
+  kill "$member" 2> /dev/null; wait "$member" 2> /dev/null
+  [ "$refused" -eq 1 ] && grep -q 'seek-group is Stable with 1 member' "$work/seek.err"
+}
 unknown_property_is_refused() {
   ! "$weir" broker --listen 127.0.0.1:0 --metrics-listen off --data-dir "$work/other" --set no.such.property=1 2> "$work/refused.log" \
     && grep -q "unknown configuration property 'no.such.property'" "$work/refused.log"
@@ -92,6 +111,7 @@ record "$python" "$here/kafka_python_smoke.py" "$bootstrap"
 record "$python" "$here/confluent_kafka_smoke.py" "$bootstrap"
 record env NODE_PATH="$node_modules" node "$here/kafkajs_smoke.js" "$bootstrap"
 record cli_round_trip
+record group_seek_round_trip
 seq 1 100 | kcat -b "$bootstrap" -P -t restart-check
 record metrics_served
 record stop_broker
