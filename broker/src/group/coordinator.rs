@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use crate::clock::Clock;
 use crate::error::BrokerError;
+use crate::group::metadata::{self, GroupSnapshot};
 use crate::group::offsets::{self, CommittedOffset, OFFSETS_TOPIC};
 use crate::group::state::{
     Group, GroupLimits, GroupState, JoinReply, JoinRequest, Outcome, Reply, SyncReply, Waiter,
@@ -41,6 +42,8 @@ struct CoordinatorState {
     next_waiter: Waiter,
     /// Last time (ms) each group was seen with members, for offset expiry.
     last_active_ms: HashMap<String, i64>,
+    /// The group metadata last written for each group (see `group::metadata`).
+    persisted: HashMap<String, GroupSnapshot>,
 }
 
 impl CoordinatorState {
@@ -118,9 +121,18 @@ impl GroupCoordinator {
                     continue;
                 };
                 for record in set.records {
-                    let Some((group, topic, index)) =
-                        record.key.as_deref().and_then(offsets::decode_key)
-                    else {
+                    let Some(key) = record.key.as_deref() else {
+                        continue;
+                    };
+                    if let Some(group_id) = metadata::decode_key(key) {
+                        match record.value.as_deref().and_then(metadata::decode_value) {
+                            Some(snapshot) => state.persisted.insert(group_id, snapshot),
+                            None => state.persisted.remove(&group_id),
+                        };
+                        loaded += 1;
+                        continue;
+                    }
+                    let Some((group, topic, index)) = offsets::decode_key(key) else {
                         continue;
                     };
                     let group_offsets = state.offsets.entry(group).or_default();
@@ -137,6 +149,21 @@ impl GroupCoordinator {
             }
         }
         state.offsets.retain(|_, offsets| !offsets.is_empty());
+        let now_ms = self.clock.now_ms();
+        let restored: Vec<(String, Group)> = state
+            .persisted
+            .iter()
+            .map(|(id, snapshot)| {
+                let group = Group::restore(id, snapshot.clone(), self.limits, now_ms);
+                (id.clone(), group)
+            })
+            .collect();
+        for (id, group) in restored {
+            if !group.is_empty() {
+                state.last_active_ms.insert(id.clone(), now_ms);
+            }
+            state.groups.insert(id, group);
+        }
         Ok(loaded)
     }
 
@@ -163,7 +190,12 @@ impl GroupCoordinator {
         }
     }
 
-    pub async fn join(&self, group_id: &str, request: JoinRequest) -> JoinReply {
+    pub async fn join(
+        &self,
+        topics: &TopicRegistry,
+        group_id: &str,
+        request: JoinRequest,
+    ) -> JoinReply {
         let now_ms = self.clock.now_ms();
         let new_member_id = format!("{}-{}", request.client_id, uuid::Uuid::new_v4());
         let (sender, receiver) = oneshot::channel();
@@ -179,6 +211,7 @@ impl GroupCoordinator {
                 *group = Group::new(group_id, limits);
             }
             let (outcome, released) = group.join(request, new_member_id, waiter, now_ms);
+            self.persist_group(&mut state, topics, group_id);
             if let Outcome::Now(reply) = outcome {
                 state.parked.remove(&waiter);
                 state.release(released);
@@ -199,6 +232,7 @@ impl GroupCoordinator {
 
     pub async fn sync(
         &self,
+        topics: &TopicRegistry,
         group_id: &str,
         member_id: &str,
         group_instance_id: Option<&str>,
@@ -220,6 +254,8 @@ impl GroupCoordinator {
             }
             let (outcome, released) =
                 group.sync(member_id, generation_id, assignments, waiter, now_ms);
+            // Persisted before the members learn their assignment, as Kafka does.
+            self.persist_group(&mut state, topics, group_id);
             if let Outcome::Now(reply) = outcome {
                 state.parked.remove(&waiter);
                 state.release(released);
@@ -252,6 +288,7 @@ impl GroupCoordinator {
     /// LeaveGroup for one member, named by member id or (static members, v3+) instance id.
     pub fn leave(
         &self,
+        topics: &TopicRegistry,
         group_id: &str,
         member_id: &str,
         group_instance_id: Option<&str>,
@@ -270,19 +307,67 @@ impl GroupCoordinator {
             None => member_id.to_string(),
         };
         let (error, released) = group.leave(&member_id, now_ms);
+        self.persist_group(&mut state, topics, group_id);
         state.release(released);
         error
     }
 
     /// Applies timeouts to every group.
-    pub fn tick(&self) {
+    pub fn tick(&self, topics: &TopicRegistry) {
         let now_ms = self.clock.now_ms();
         let mut state = self.lock();
         let mut released = Vec::new();
-        for group in state.groups.values_mut() {
-            released.extend(group.tick(now_ms));
+        let mut changed = Vec::new();
+        for (id, group) in state.groups.iter_mut() {
+            let replies = group.tick(now_ms);
+            if !replies.is_empty() || group.state == GroupState::Empty {
+                changed.push(id.clone());
+            }
+            released.extend(replies);
+        }
+        for id in changed {
+            self.persist_group(&mut state, topics, &id);
         }
         state.release(released);
+    }
+
+    /// Writes the group's metadata record if the group is settled and changed since the last
+    /// one. A failed write is logged: the group carries on, and would need a rebalance after a
+    /// restart.
+    fn persist_group(&self, state: &mut CoordinatorState, topics: &TopicRegistry, group_id: &str) {
+        let now_ms = self.clock.now_ms();
+        let Some(snapshot) = state.groups.get(group_id).and_then(|g| g.snapshot(now_ms)) else {
+            return;
+        };
+        if state
+            .persisted
+            .get(group_id)
+            .is_some_and(|last| last.same_as(&snapshot))
+        {
+            return;
+        }
+        let record = (
+            metadata::encode_key(group_id),
+            Some(metadata::encode_value(&snapshot)),
+        );
+        match self.append_records(topics, group_id, vec![record]) {
+            Ok(_) => {
+                state.persisted.insert(group_id.to_string(), snapshot);
+            }
+            Err(error) => {
+                tracing::warn!(group = %group_id, %error, "could not persist group metadata")
+            }
+        }
+    }
+
+    /// Writes a tombstone for a group's metadata (deleted or expired group).
+    fn forget_group(&self, topics: &TopicRegistry, group_id: &str) -> Result<(), BrokerError> {
+        if self.lock().persisted.remove(group_id).is_none() {
+            return Ok(());
+        }
+        let record = (metadata::encode_key(group_id), None);
+        self.append_records(topics, group_id, vec![record])
+            .map(|_| ())
     }
 
     /// Checks an offset commit against the group's membership and generation.
@@ -352,6 +437,27 @@ impl GroupCoordinator {
         group_id: &str,
         entries: Vec<(&str, i32, Option<&CommittedOffset>)>,
     ) -> Result<(Arc<crate::partition::Partition>, i64, bool), BrokerError> {
+        let records = entries
+            .iter()
+            .map(|(topic, partition, offset)| {
+                (
+                    offsets::encode_key(group_id, topic, *partition),
+                    offset.map(offsets::encode_value),
+                )
+            })
+            .collect();
+        self.append_records(topics, group_id, records)
+    }
+
+    /// Appends (key, value) records (a `None` value is a tombstone) to the group's partition of
+    /// `__consumer_offsets`. Returns the partition, the last offset written and whether acks
+    /// wait for an fsync.
+    fn append_records(
+        &self,
+        topics: &TopicRegistry,
+        group_id: &str,
+        entries: Vec<(Bytes, Option<Bytes>)>,
+    ) -> Result<(Arc<crate::partition::Partition>, i64, bool), BrokerError> {
         let topic = self.offsets_topic(topics)?;
         let index = offsets::partition_for(group_id, topic.partitions.len() as i32);
         let partition = topic.partition(index).cloned().ok_or_else(|| {
@@ -362,9 +468,9 @@ impl GroupCoordinator {
         })?;
         let now_ms = self.clock.now_ms();
         let records: Vec<Record> = entries
-            .iter()
+            .into_iter()
             .enumerate()
-            .map(|(i, (topic, partition, offset))| Record {
+            .map(|(i, (key, value))| Record {
                 transactional: false,
                 control: false,
                 delete_horizon: false,
@@ -375,8 +481,8 @@ impl GroupCoordinator {
                 offset: i as i64,
                 sequence: i as i32 - 1,
                 timestamp: now_ms,
-                key: Some(offsets::encode_key(group_id, topic, *partition)),
-                value: offset.map(offsets::encode_value),
+                key: Some(key),
+                value,
                 headers: Default::default(),
             })
             .collect();
@@ -507,6 +613,8 @@ impl GroupCoordinator {
             self.append_tombstones(topics, group_id, &committed)
                 .map_err(|error| crate::handler::errors::error_for(&error))?;
         }
+        self.forget_group(topics, group_id)
+            .map_err(|error| crate::handler::errors::error_for(&error))?;
         let mut state = self.lock();
         state.offsets.remove(group_id);
         if let Some(group) = state.groups.get_mut(group_id) {
@@ -630,7 +738,17 @@ impl GroupCoordinator {
                 tracing::warn!(group = %group_id, %error, "could not write offset expiry");
                 continue;
             }
-            self.lock().offsets.remove(&group_id);
+            let mut state = self.lock();
+            state.offsets.remove(&group_id);
+            // An empty group without offsets is gone, as in Kafka; so is its metadata.
+            let empty = state.groups.get(&group_id).is_none_or(|g| g.is_empty());
+            if empty {
+                state.groups.remove(&group_id);
+                drop(state);
+                if let Err(error) = self.forget_group(topics, &group_id) {
+                    tracing::warn!(group = %group_id, %error, "could not delete group metadata");
+                }
+            }
         }
     }
 
@@ -719,5 +837,83 @@ mod tests {
             "2 commits and 2 tombstones"
         );
         assert!(reloaded.group_ids().is_empty());
+    }
+
+    fn join_request(member_id: &str) -> JoinRequest {
+        JoinRequest {
+            member_id: member_id.to_string(),
+            client_id: "client".into(),
+            client_host: "/127.0.0.1".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 30_000,
+            protocol_type: "consumer".into(),
+            protocols: vec![("range".into(), Bytes::from_static(b"subscription"))],
+            require_known_member_id: false,
+            group_instance_id: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_settled_group_comes_back_after_a_restart_and_carries_on_without_a_rebalance() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let mut config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().into());
+        config.set("group.initial.rebalance.delay.ms", "0").unwrap();
+        let topics = TopicRegistry::open(config.clone(), clock.clone(), false).unwrap();
+        let coordinator = GroupCoordinator::new(config.group_limits(), 3, clock.clone());
+        let joined = coordinator.join(&topics, "g", join_request("")).await;
+        let member = joined.member_id.clone();
+        assert_eq!(joined.generation_id, 1);
+        let assignment = Bytes::from_static(b"partitions 0-5");
+        let synced = coordinator
+            .sync(
+                &topics,
+                "g",
+                &member,
+                None,
+                1,
+                vec![(member.clone(), assignment.clone())],
+            )
+            .await;
+        assert_eq!(synced.error, None);
+
+        // "Restart": a new coordinator loads __consumer_offsets.
+        clock.advance_ms(5_000);
+        let restarted = GroupCoordinator::new(config.group_limits(), 3, clock.clone());
+        restarted.load(&topics).unwrap();
+        let summary = restarted.describe("g").unwrap();
+        assert_eq!((summary.state, summary.generation_id), ("Stable", 1));
+        assert_eq!(summary.protocol_name, "range");
+        assert_eq!(summary.members.len(), 1);
+        assert_eq!(summary.members[0].4, assignment);
+        // The member's next heartbeat is accepted: no rebalance. Its session restarted at load.
+        clock.advance_ms(9_000);
+        restarted.tick(&topics);
+        assert_eq!(restarted.heartbeat("g", &member, None, 1), None);
+        let synced = restarted.sync(&topics, "g", &member, None, 1, vec![]).await;
+        assert_eq!(
+            synced.assignment, assignment,
+            "a Stable group answers SyncGroup"
+        );
+
+        // The member goes silent: the group empties (generation 2), and that is persisted too.
+        clock.advance_ms(10_001);
+        restarted.tick(&topics);
+        let again = GroupCoordinator::new(config.group_limits(), 3, clock.clone());
+        again.load(&topics).unwrap();
+        let summary = again.describe("g").unwrap();
+        assert_eq!((summary.state, summary.generation_id), ("Empty", 2));
+        assert!(summary.members.is_empty());
+        assert_eq!(
+            again.heartbeat("g", &member, None, 1),
+            Some(ResponseError::UnknownMemberId)
+        );
+
+        // Deleting the group writes a tombstone: after a reload it is gone.
+        again.delete_group(&topics, "g").unwrap();
+        let last = GroupCoordinator::new(config.group_limits(), 3, clock);
+        last.load(&topics).unwrap();
+        assert!(last.describe("g").is_none());
+        assert!(last.group_ids().is_empty());
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! - `state`: one group's membership state machine (pure: requests and ticks in, replies out).
 //! - `coordinator`: the service around it — parked join/sync replies, timeout ticks, offsets.
-//! - `offsets`: the `__consumer_offsets` record format and group placement.
+//! - `offsets`: the `__consumer_offsets` offset-commit records and group placement.
+//! - `metadata`: the group metadata records (generation, protocol, members, assignments) that
+//!   let a settled group carry on across a broker restart without a rebalance.
 //!
 //! Static membership (KIP-345): a member with a `group.instance.id` that comes back within its
 //! session timeout takes its old place (same generation, same assignment) and fences the old
@@ -12,11 +14,13 @@
 //! last commit and the last time it had members (KIP-211); expiry and DeleteGroups/OffsetDelete
 //! write tombstones.
 //!
-//! Not yet: the KIP-848 protocol, persisted group metadata (members rejoin after a broker restart;
-//! committed offsets do survive), and compaction of `__consumer_offsets` (it keeps every record,
-//! tombstones included, for now).
+//! `__consumer_offsets` is compacted: the latest commit per partition and the latest metadata
+//! per group stay; tombstones go after `delete.retention.ms`.
+//!
+//! Not yet: the KIP-848 protocol.
 
 pub mod coordinator;
+pub mod metadata;
 pub mod offsets;
 pub mod state;
 

@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
+use crate::group::metadata::{GroupSnapshot, MemberSnapshot};
+
 /// Identifies a parked request so its reply can be delivered later.
 pub type Waiter = u64;
 
@@ -185,6 +187,87 @@ impl Group {
 
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
+    }
+
+    /// What is persisted of a settled group (Stable, or Empty after it had members); `None` in
+    /// the other states, which a restart does not restore.
+    pub fn snapshot(&self, now_ms: i64) -> Option<GroupSnapshot> {
+        let settled = match self.state {
+            GroupState::Stable => true,
+            GroupState::Empty => self.generation_id > 0,
+            _ => false,
+        };
+        if !settled {
+            return None;
+        }
+        let protocol = self.protocol_name.clone().unwrap_or_default();
+        Some(GroupSnapshot {
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            generation_id: self.generation_id,
+            protocol_name: self.protocol_name.clone(),
+            leader: self.leader.clone(),
+            state_timestamp_ms: now_ms,
+            members: self
+                .members
+                .values()
+                .map(|m| MemberSnapshot {
+                    member_id: m.member_id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    rebalance_timeout_ms: m.rebalance_timeout_ms,
+                    session_timeout_ms: m.session_timeout_ms,
+                    subscription: m.metadata_for(&protocol),
+                    assignment: m.assignment.clone(),
+                })
+                .collect(),
+        })
+    }
+
+    /// A group as persisted: Stable with its members (whose sessions start now, as after a
+    /// heartbeat), or Empty.
+    pub fn restore(
+        group_id: &str,
+        snapshot: GroupSnapshot,
+        limits: GroupLimits,
+        now_ms: i64,
+    ) -> Self {
+        let mut group = Group::new(group_id, limits);
+        group.generation_id = snapshot.generation_id;
+        group.protocol_type = Some(snapshot.protocol_type).filter(|t| !t.is_empty());
+        group.protocol_name = snapshot.protocol_name;
+        group.leader = snapshot.leader;
+        let protocol = group.protocol_name.clone().unwrap_or_default();
+        for member in snapshot.members {
+            if let Some(instance) = &member.group_instance_id {
+                group
+                    .static_members
+                    .insert(instance.clone(), member.member_id.clone());
+            }
+            group.members.insert(
+                member.member_id.clone(),
+                Member {
+                    member_id: member.member_id,
+                    group_instance_id: member.group_instance_id,
+                    client_id: member.client_id,
+                    client_host: member.client_host,
+                    session_timeout_ms: member.session_timeout_ms,
+                    rebalance_timeout_ms: member.rebalance_timeout_ms,
+                    protocol_type: group.protocol_type.clone().unwrap_or_default(),
+                    protocols: vec![(protocol.clone(), member.subscription)],
+                    assignment: member.assignment,
+                    last_heartbeat_ms: now_ms,
+                    awaiting_join: None,
+                    awaiting_sync: None,
+                },
+            );
+        }
+        group.state = if group.members.is_empty() {
+            GroupState::Empty
+        } else {
+            GroupState::Stable
+        };
+        group
     }
 
     /// JoinGroup. `new_member_id` is used when the member has none yet.

@@ -42,7 +42,7 @@ pub fn handle(
     };
     HandlerOutput::Deferred(
         async move {
-            let reply = context.groups.join(&group_id, join).await;
+            let reply = context.groups.join(&context.topics, &group_id, join).await;
             let members = reply
                 .members
                 .into_iter()

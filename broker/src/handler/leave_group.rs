@@ -13,9 +13,10 @@ pub fn handle(
     request: LeaveGroupRequest,
 ) -> LeaveGroupResponse {
     if version < 3 {
-        let error = context
-            .groups
-            .leave(&request.group_id, &request.member_id, None);
+        let error =
+            context
+                .groups
+                .leave(&context.topics, &request.group_id, &request.member_id, None);
         return LeaveGroupResponse::default().with_error_code(error.map_or(0, |e| e.code()));
     }
     let members = request
@@ -23,6 +24,7 @@ pub fn handle(
         .into_iter()
         .map(|member| {
             let error = context.groups.leave(
+                &context.topics,
                 &request.group_id,
                 &member.member_id,
                 member.group_instance_id.as_deref(),

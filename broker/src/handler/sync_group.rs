@@ -25,6 +25,7 @@ pub fn handle(
             let reply = context
                 .groups
                 .sync(
+                    &context.topics,
                     &request.group_id,
                     &request.member_id,
                     request.group_instance_id.as_deref(),

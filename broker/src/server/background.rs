@@ -33,7 +33,7 @@ pub fn spawn(
         shutdown.clone(),
         {
             let context = Arc::clone(&context);
-            move || context.groups.tick()
+            move || context.groups.tick(&context.topics)
         },
     ));
     tasks.spawn(every(RECOVERY_POINT_CHECKPOINT_INTERVAL, shutdown, move || {

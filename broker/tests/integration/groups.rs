@@ -418,40 +418,22 @@ async fn committed_offsets_survive_a_crash() {
     broker.shutdown().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_cooperative_sticky_members_share_six_partitions() {
-    let dir = tempfile::tempdir().unwrap();
-    let broker = common::start(dir.path(), GROUP_PROPERTIES).await;
-    let bootstrap = common::bootstrap(&broker);
-    common::create_topic(&bootstrap, "six", 6, &[]).await;
-    let cooperative = |bootstrap: &str| -> Member {
-        let mut config = common::client_config(bootstrap);
-        config
-            .set("group.id", "trio")
-            .set("partition.assignment.strategy", "cooperative-sticky")
-            .set("enable.auto.commit", "false")
-            .set("auto.offset.reset", "earliest")
-            .set("session.timeout.ms", "6000")
-            .set("heartbeat.interval.ms", "300");
-        Arc::new(config.create().expect("consumer"))
-    };
-    let members: Vec<Member> = (0..3).map(|_| cooperative(&bootstrap)).collect();
-    for member in &members {
-        member.subscribe(&["six"]).unwrap();
-    }
-    // Poll all three until the incremental rebalances settle with two partitions each.
+type CountedMember = Arc<BaseConsumer<RebalanceCounter>>;
+
+/// Polls every member until their assignment sizes are `expected`.
+async fn settle(members: &[CountedMember], expected: &[usize]) {
     let deadline = std::time::Instant::now() + TIMEOUT;
     loop {
         let counts: Vec<usize> = members
             .iter()
             .map(|m| m.assignment().map(|a| a.count()).unwrap_or(0))
             .collect();
-        if counts == vec![2, 2, 2] {
-            break;
+        if counts == expected {
+            return;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "assignments did not settle: {counts:?}"
+            "assignments did not settle: {counts:?}, expected {expected:?}"
         );
         let polls: Vec<_> = members
             .iter()
@@ -466,6 +448,38 @@ async fn three_cooperative_sticky_members_share_six_partitions() {
             poll.await.unwrap();
         }
     }
+}
+
+/// Members join one by one; with cooperative-sticky each rebalance takes from the others only
+/// the partitions that move (eager protocols revoke everything every time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cooperative_sticky_members_share_six_partitions_revoking_only_what_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), GROUP_PROPERTIES).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "six", 6, &[]).await;
+    let cooperative = |bootstrap: &str| -> CountedMember {
+        let mut config = common::client_config(bootstrap);
+        config
+            .set("group.id", "trio")
+            .set("partition.assignment.strategy", "cooperative-sticky")
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            .set("session.timeout.ms", "6000")
+            .set("heartbeat.interval.ms", "300");
+        Arc::new(
+            config
+                .create_with_context(RebalanceCounter::default())
+                .expect("consumer"),
+        )
+    };
+    let mut members: Vec<CountedMember> = Vec::new();
+    for expected in [vec![6], vec![3, 3], vec![2, 2, 2]] {
+        let member = cooperative(&bootstrap);
+        member.subscribe(&["six"]).unwrap();
+        members.push(member);
+        settle(&members, &expected).await;
+    }
     let mut owners: HashMap<i32, usize> = HashMap::new();
     for (index, member) in members.iter().enumerate() {
         for element in member.assignment().unwrap().elements() {
@@ -477,11 +491,130 @@ async fn three_cooperative_sticky_members_share_six_partitions() {
         }
     }
     assert_eq!(owners.len(), 6);
+    // Member 0 gave up 3 then 1 partitions, member 1 gave up 1: five moves, five revocations.
+    let revoked: Vec<usize> = members
+        .iter()
+        .map(|m| m.context().revoked.load(Ordering::SeqCst))
+        .collect();
+    let assigned: Vec<usize> = members
+        .iter()
+        .map(|m| m.context().assigned.load(Ordering::SeqCst))
+        .collect();
+    assert_eq!(revoked, vec![4, 1, 0], "only moved partitions are revoked");
+    assert_eq!(
+        assigned,
+        vec![6, 3, 2],
+        "kept partitions are not assigned again"
+    );
     let summary = broker.context().groups.describe("trio").unwrap();
     assert_eq!(summary.protocol_name, "cooperative-sticky");
     assert_eq!(summary.members.len(), 3);
     for member in members {
-        close(member).await;
+        member.unsubscribe();
+        std::mem::forget(member);
     }
+    broker.shutdown().await.unwrap();
+}
+
+/// Counts the partitions handed to and taken from a member by rebalances.
+#[derive(Default)]
+struct RebalanceCounter {
+    assigned: AtomicUsize,
+    revoked: AtomicUsize,
+}
+
+impl rdkafka::ClientContext for RebalanceCounter {}
+
+impl rdkafka::consumer::ConsumerContext for RebalanceCounter {
+    fn pre_rebalance(
+        &self,
+        _consumer: &BaseConsumer<Self>,
+        rebalance: &rdkafka::consumer::Rebalance<'_>,
+    ) {
+        if let rdkafka::consumer::Rebalance::Revoke(list) = rebalance {
+            self.revoked.fetch_add(list.count(), Ordering::SeqCst);
+        }
+    }
+
+    fn post_rebalance(
+        &self,
+        _consumer: &BaseConsumer<Self>,
+        rebalance: &rdkafka::consumer::Rebalance<'_>,
+    ) {
+        if let rdkafka::consumer::Rebalance::Assign(list) = rebalance {
+            self.assigned.fetch_add(list.count(), Ordering::SeqCst);
+        }
+    }
+}
+
+/// Kafka keeps a settled group's metadata in `__consumer_offsets`: a member that keeps
+/// heartbeating through a broker restart keeps its assignment, with no rebalance.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stable_group_carries_on_through_a_broker_restart_without_a_rebalance() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let start = |dir: std::path::PathBuf| async move {
+        let mut config = common::config(&dir, GROUP_PROPERTIES);
+        config.listen = port;
+        weir_broker::Broker::start(config)
+            .await
+            .expect("broker starts")
+    };
+    let broker = start(dir.path().to_path_buf()).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "steady", 2, &[]).await;
+    let mut config = common::client_config(&bootstrap);
+    config
+        .set("group.id", "steady-group")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .set("heartbeat.interval.ms", "300")
+        .set("fetch.wait.max.ms", "100");
+    let consumer: Arc<BaseConsumer<RebalanceCounter>> = Arc::new(
+        config
+            .create_with_context(RebalanceCounter::default())
+            .expect("consumer"),
+    );
+    consumer.subscribe(&["steady"]).unwrap();
+    let producer = common::producer(&bootstrap, &[]);
+    common::produce_values(&producer, "steady", 0, &["before".into()]).await;
+    let poll_for = |consumer: &Arc<BaseConsumer<RebalanceCounter>>, duration: Duration| {
+        let consumer = Arc::clone(consumer);
+        tokio::task::spawn_blocking(move || {
+            let mut values = Vec::new();
+            let deadline = std::time::Instant::now() + duration;
+            while std::time::Instant::now() < deadline {
+                if let Some(Ok(message)) = consumer.poll(Duration::from_millis(100)) {
+                    values.push(String::from_utf8_lossy(message.payload().unwrap()).into_owned());
+                }
+            }
+            values
+        })
+    };
+    let before = poll_for(&consumer, Duration::from_secs(4)).await.unwrap();
+    assert_eq!(before, vec!["before".to_string()]);
+    assert_eq!(consumer.context().assigned.load(Ordering::SeqCst), 2);
+
+    drop(producer);
+    broker.shutdown().await.unwrap();
+    let broker = start(dir.path().to_path_buf()).await;
+    // Longer than the session timeout: the member's heartbeats reach the restarted broker.
+    let polling = poll_for(&consumer, Duration::from_secs(8));
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let producer = common::producer(&bootstrap, &[]);
+    common::produce_values(&producer, "steady", 1, &["after".into()]).await;
+    let after = polling.await.unwrap();
+    assert_eq!(after, vec!["after".to_string()]);
+    let context = consumer.context();
+    assert_eq!(context.revoked.load(Ordering::SeqCst), 0, "no rebalance");
+    assert_eq!(context.assigned.load(Ordering::SeqCst), 2, "no rebalance");
+    let summary = broker.context().groups.describe("steady-group").unwrap();
+    assert_eq!((summary.state, summary.generation_id), ("Stable", 1));
+    consumer.unsubscribe();
+    std::mem::forget(consumer);
     broker.shutdown().await.unwrap();
 }
