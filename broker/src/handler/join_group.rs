@@ -9,21 +9,21 @@ use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, ResponseKind
 use kafka_protocol::protocol::StrBytes;
 
 use crate::group::state::JoinRequest;
-use crate::handler::HandlerOutput;
+use crate::handler::{HandlerOutput, RequestOrigin};
 use crate::server::BrokerContext;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
-    client_id: &str,
+    origin: &RequestOrigin<'_>,
     request: JoinGroupRequest,
 ) -> HandlerOutput {
     let context = Arc::clone(context);
     let group_id = request.group_id.to_string();
     let join = JoinRequest {
         member_id: request.member_id.to_string(),
-        client_id: client_id.to_string(),
-        client_host: String::new(),
+        client_id: origin.client_id.to_string(),
+        client_host: origin.client_host(),
         session_timeout_ms: request.session_timeout_ms,
         // v0 has no rebalance timeout: it is the session timeout.
         rebalance_timeout_ms: if version >= 1 {

@@ -87,11 +87,24 @@ pub enum HandlerOutput {
     Close,
 }
 
+/// Who sent a request: the header's client id and the connection's peer.
+pub struct RequestOrigin<'a> {
+    pub client_id: &'a str,
+    pub peer: std::net::SocketAddr,
+}
+
+impl RequestOrigin<'_> {
+    /// The client host as Kafka shows it in DescribeGroups ("/127.0.0.1").
+    pub fn client_host(&self) -> String {
+        format!("/{}", self.peer.ip())
+    }
+}
+
 /// Dispatches one decoded request to its handler.
 pub async fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
-    client_id: &str,
+    origin: &RequestOrigin<'_>,
     request: RequestKind,
 ) -> HandlerOutput {
     let ready = |response: ResponseKind| HandlerOutput::Ready(Box::new(response));
@@ -139,7 +152,7 @@ pub async fn handle(
         RequestKind::FindCoordinator(r) => ready(ResponseKind::FindCoordinator(
             find_coordinator::handle(context, version, r),
         )),
-        RequestKind::JoinGroup(r) => join_group::handle(context, version, client_id, r),
+        RequestKind::JoinGroup(r) => join_group::handle(context, version, origin, r),
         RequestKind::SyncGroup(r) => sync_group::handle(context, version, r),
         RequestKind::Heartbeat(r) => ready(ResponseKind::Heartbeat(heartbeat::handle(context, r))),
         RequestKind::LeaveGroup(r) => ready(ResponseKind::LeaveGroup(leave_group::handle(

@@ -122,7 +122,7 @@ async fn serve(
             }
         };
         let started = Instant::now();
-        let pending = match handle_frame(&context, frame, started).await {
+        let pending = match handle_frame(&context, peer, frame, started).await {
             Ok(Some(pending)) => pending,
             Ok(None) => continue,
             Err(reason) => {
@@ -165,6 +165,7 @@ async fn read_frame(
 
 async fn handle_frame(
     context: &Arc<BrokerContext>,
+    peer: SocketAddr,
     mut frame: Bytes,
     started: Instant,
 ) -> Result<Option<Pending>, String> {
@@ -210,7 +211,8 @@ async fn handle_frame(
     }
     let client_id = header.client_id.as_ref().map(|c| c.as_str()).unwrap_or("");
     tracing::trace!(api = ?api_key, version, correlation_id, client_id, "request");
-    match handler::handle(context, version, client_id, request).await {
+    let origin = handler::RequestOrigin { client_id, peer };
+    match handler::handle(context, version, &origin, request).await {
         HandlerOutput::Ready(response) => {
             encode(context, header_info, &response, started).map(|b| Some(Pending::Ready(b)))
         }

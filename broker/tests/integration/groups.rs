@@ -614,6 +614,10 @@ async fn a_stable_group_carries_on_through_a_broker_restart_without_a_rebalance(
     assert_eq!(context.assigned.load(Ordering::SeqCst), 2, "no rebalance");
     let summary = broker.context().groups.describe("steady-group").unwrap();
     assert_eq!((summary.state, summary.generation_id), ("Stable", 1));
+    assert_eq!(
+        summary.members[0].2, "/127.0.0.1",
+        "client host as Kafka shows it"
+    );
     consumer.unsubscribe();
     std::mem::forget(consumer);
     broker.shutdown().await.unwrap();

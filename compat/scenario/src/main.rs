@@ -537,7 +537,13 @@ impl Scenario {
         let shapes: BTreeMap<&str, Value> = described
             .groups
             .iter()
-            .map(|g| (label(&g.group_id), json!({"error": g.error_code, "state": g.group_state.to_string(), "protocol": g.protocol_data.to_string(), "members": g.members.len()})))
+            .map(|g| (label(&g.group_id), json!({
+                "error": g.error_code,
+                "state": g.group_state.to_string(),
+                "protocol": g.protocol_data.to_string(),
+                "members": g.members.len(),
+                "client_hosts": g.members.iter().map(|m| m.client_host.to_string()).collect::<Vec<_>>(),
+            })))
             .collect();
         self.note("group/describe", json!(shapes));
         let busy = self
@@ -639,8 +645,17 @@ impl Scenario {
             .incremental_alter(&compacted, "cleanup.policy", "compact,delete")
             .await?;
         self.note("compaction/alter_to_compact_delete", step);
-        let step = self.delete_records(&compacted, 0, 1).await?;
+        // A topic created compact,delete (Kafka applies altered configs asynchronously).
+        let both = self.topic("compat-compact-delete");
+        let configs = [("cleanup.policy", "compact,delete")];
+        let step = self.create_topic(&both, 1, 1, &configs).await?;
+        self.note("compaction/create_compact_delete", step);
+        let keyed = [(Some("k1"), "v1", 1), (Some("k2"), "v2", 2)];
+        self.produce(&both, 0, -1, batch(&keyed, Compression::None))
+            .await?;
+        let step = self.delete_records(&both, 0, 1).await?;
         self.note("compaction/delete_records_compact_delete", step);
+        self.delete_topic(&both).await?;
         let step = self.delete_topic(&compacted).await?;
         self.note("compaction/delete_topic", step);
         Ok(())
