@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, builds once (release profile), runs the Rust
-# unit, integration and property tests, then real-client smoke sessions (kcat, kafka-python,
-# confluent-kafka, kafkajs) against the weir binary from the same build, then the compatibility
+# unit, integration and property tests, then real-client smoke sessions (kcat, kafka-python 3 and
+# Debian's 2.0.2, confluent-kafka, kafkajs) against the weir binary from the same build, then the compatibility
 # yardsticks against a real Apache Kafka 4.x (differential test, Java client session, Kafka's
 # tools, franz-go's kgo tests).
 #
@@ -24,6 +24,8 @@ command -v javac >/dev/null || missing+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || missing+=(maven)
 command -v go >/dev/null || missing+=(golang-go)
 command -v npm >/dev/null || missing+=(nodejs npm)
+# Debian's kafka-python 2.0.2: an older client (JoinGroup v2) run with the system python.
+dpkg -s python3-kafka >/dev/null 2>&1 || missing+=(python3-kafka)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   apt-get update -qq

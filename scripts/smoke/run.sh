@@ -108,6 +108,7 @@ unknown_property_is_refused() {
 record start_broker
 record "$here/kcat_smoke.sh" "$bootstrap"
 record "$python" "$here/kafka_python_smoke.py" "$bootstrap"
+record /usr/bin/python3 -s "$here/debian_kafka_python_smoke.py" "$bootstrap"
 record "$python" "$here/confluent_kafka_smoke.py" "$bootstrap"
 record env NODE_PATH="$node_modules" node "$here/kafkajs_smoke.js" "$bootstrap"
 record cli_round_trip
