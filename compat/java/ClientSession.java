@@ -1,4 +1,5 @@
-// A session of the Java client (kafka-clients) against a broker: admin, producer and consumer.
+// A session of the Java client (kafka-clients) against a broker: admin, producer, assigned
+// consumer, and a group consumer with the admin client's group calls.
 // Usage: java -cp "<kafka libs>/*:<classes>" ClientSession HOST:PORT
 // Exits non-zero with a message on the first thing that does not behave as Kafka's own broker does.
 
@@ -17,6 +18,7 @@ import java.util.concurrent.Future;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -24,10 +26,12 @@ import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.InvalidTopicException;
@@ -48,6 +52,54 @@ public class ClientSession {
             throw new AssertionError("expected " + type.getSimpleName());
         } catch (ExecutionException e) {
             check(type.isInstance(e.getCause()), "expected " + type.getSimpleName() + ", got " + e.getCause());
+        }
+    }
+
+    /** A subscribed consumer in a group commits; the admin client reads, resets and deletes the offsets. */
+    static void groupSession(Properties common, String topic) throws Exception {
+        String group = "java-group-" + UUID.randomUUID().toString().substring(0, 8);
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        TopicPartition p1 = new TopicPartition(topic, 1);
+        Properties props = new Properties();
+        props.putAll(common);
+        props.put("group.id", group);
+        props.put("key.deserializer", StringDeserializer.class.getName());
+        props.put("value.deserializer", StringDeserializer.class.getName());
+        props.put("enable.auto.commit", "false");
+        props.put("auto.offset.reset", "earliest");
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            consumer.subscribe(List.of(topic));
+            int count = 0;
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (count < 1000 && System.currentTimeMillis() < deadline) {
+                count += consumer.poll(Duration.ofMillis(500)).count();
+            }
+            check(count == 1000, "group consumer read " + count);
+            check(consumer.assignment().equals(Set.of(p0, p1)), "assignment " + consumer.assignment());
+            consumer.commitSync();
+        }
+        try (Admin admin = Admin.create(common)) {
+            Map<TopicPartition, OffsetAndMetadata> committed =
+                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            check(committed.get(p0).offset() == 500 && committed.get(p1).offset() == 500, "committed " + committed);
+            ConsumerGroupDescription description = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+            check(description.groupState() == GroupState.EMPTY, "state after close " + description.groupState());
+            check(description.members().isEmpty(), "members after close " + description.members());
+            admin.alterConsumerGroupOffsets(group, Map.of(p0, new OffsetAndMetadata(100))).all().get();
+        }
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            consumer.subscribe(List.of(topic));
+            List<ConsumerRecord<String, String>> resumed = new ArrayList<>();
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (resumed.size() < 400 && System.currentTimeMillis() < deadline) {
+                consumer.poll(Duration.ofMillis(500)).forEach(resumed::add);
+            }
+            check(resumed.size() == 400, "resumed with " + resumed.size() + " records");
+            check(resumed.stream().allMatch(r -> r.partition() == 0 && r.offset() >= 100), "resumed from the reset offset");
+        }
+        try (Admin admin = Admin.create(common)) {
+            admin.deleteConsumerGroups(List.of(group)).all().get();
+            check(admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().isEmpty(), "offsets deleted");
         }
     }
 
@@ -134,6 +186,8 @@ public class ClientSession {
             }
             check(fromSeek.get(0).offset() == 321, "seek landed on " + fromSeek.get(0).offset());
         }
+
+        groupSession(common, topic);
 
         try (Admin admin = Admin.create(common)) {
             admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(3))).all().get();
