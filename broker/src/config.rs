@@ -193,6 +193,12 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     ),
     prop_min("group.max.size", ConfigType::Int, "2147483647", 1),
     prop_min("offsets.topic.num.partitions", ConfigType::Int, "50", 1),
+    prop_min(
+        "offsets.topic.segment.bytes",
+        ConfigType::Int,
+        "104857600",
+        14,
+    ),
     prop_min("offsets.retention.minutes", ConfigType::Int, "10080", 1),
     prop_min(
         "offsets.retention.check.interval.ms",
@@ -585,6 +591,10 @@ impl BrokerConfig {
                 .long_or("log.cleaner.dedupe.buffer.size", 134_217_728)
                 .max(1024) as usize,
         }
+    }
+
+    pub fn offsets_topic_segment_bytes(&self) -> i64 {
+        self.long_or("offsets.topic.segment.bytes", 104_857_600)
     }
 
     pub fn flush_scheduler_interval_ms(&self) -> i64 {

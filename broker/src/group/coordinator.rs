@@ -26,8 +26,6 @@ use crate::topic::{Topic, TopicRegistry};
 pub const TICK_INTERVAL: Duration = Duration::from_millis(100);
 /// Kafka's `offset.metadata.max.bytes`.
 pub const OFFSET_METADATA_MAX_BYTES: usize = 4096;
-/// Segment size of `__consumer_offsets` (Kafka's `offsets.topic.segment.bytes` default).
-const OFFSETS_SEGMENT_BYTES: u64 = 100 * 1024 * 1024;
 
 enum Parked {
     Join(oneshot::Sender<JoinReply>),
@@ -173,13 +171,11 @@ impl GroupCoordinator {
             return Ok(topic);
         }
         // As Kafka: compacted (the latest commit of each group/partition stays; tombstones of
-        // deleted offsets go after delete.retention.ms), 100 MiB segments.
+        // deleted offsets go after delete.retention.ms), `offsets.topic.segment.bytes` segments.
+        let segment_bytes = topics.broker_config().offsets_topic_segment_bytes();
         let configs = BTreeMap::from([
             ("cleanup.policy".to_string(), "compact".to_string()),
-            (
-                "segment.bytes".to_string(),
-                OFFSETS_SEGMENT_BYTES.to_string(),
-            ),
+            ("segment.bytes".to_string(), segment_bytes.to_string()),
         ]);
         match topics.create(OFFSETS_TOPIC, self.offsets_partitions, 1, configs) {
             Ok(topic) => Ok(topic),

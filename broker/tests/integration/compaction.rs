@@ -174,3 +174,114 @@ async fn compacted_topics_refuse_records_without_a_key() {
     assert_eq!(latest.len(), 1);
     broker.shutdown().await.unwrap();
 }
+
+/// `__consumer_offsets` is compacted like any topic: many commits of the same partitions and a
+/// deleted group shrink to the latest commit per partition, which a restart reads back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offsets_topic_is_compacted_and_reloads_the_latest_commits() {
+    use rdkafka::consumer::CommitMode;
+    use rdkafka::TopicPartitionList;
+    let dir = tempfile::tempdir().unwrap();
+    let properties = [
+        ("log.cleaner.backoff.ms", "50"),
+        ("offsets.topic.num.partitions", "1"),
+        ("offsets.topic.segment.bytes", "2048"),
+        ("log.cleaner.delete.retention.ms", "0"),
+    ];
+    let broker = common::start(dir.path(), &properties).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "tracked", 2, &[]).await;
+    let committer = |group: &str| {
+        common::assigned_consumer(
+            &bootstrap,
+            "tracked",
+            0,
+            Offset::Beginning,
+            &[("group.id", group)],
+        )
+    };
+    let busy = committer("busy");
+    for round in 1..=200 {
+        let mut offsets = TopicPartitionList::new();
+        for partition in 0..2 {
+            offsets
+                .add_partition_offset(
+                    "tracked",
+                    partition,
+                    Offset::Offset(round * 10 + partition as i64),
+                )
+                .unwrap();
+        }
+        busy.commit(&offsets, CommitMode::Sync).unwrap();
+    }
+    let gone = committer("gone");
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset("tracked", 0, Offset::Offset(7))
+        .unwrap();
+    gone.commit(&offsets, CommitMode::Sync).unwrap();
+    drop(gone);
+    let admin = common::admin(&bootstrap);
+    admin
+        .delete_groups(&["gone"], &common::admin_options())
+        .await
+        .unwrap()
+        .into_iter()
+        .for_each(|result| assert!(result.is_ok(), "{result:?}"));
+
+    let offsets_log = || {
+        let topic = broker.context().topics.get("__consumer_offsets").unwrap();
+        let log = topic.partitions[0].log();
+        (log.size_bytes(), log.log_end_offset())
+    };
+    let passes = || {
+        broker
+            .context()
+            .metrics
+            .cleaner_passes_total
+            .with_label_values(&["__consumer_offsets"])
+            .get()
+    };
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while passes() < 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "__consumer_offsets never cleaned"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (size, end) = offsets_log();
+    assert_eq!(end, 402, "400 commits, one of \"gone\" and its tombstone");
+    assert!(size < 6 * 2048, "400 commits shrank to {size} bytes");
+
+    drop(busy);
+    broker.shutdown().await.unwrap();
+    let broker = common::start(dir.path(), &properties).await;
+    let bootstrap = common::bootstrap(&broker);
+    let reader = common::assigned_consumer(
+        &bootstrap,
+        "tracked",
+        0,
+        Offset::Beginning,
+        &[("group.id", "busy")],
+    );
+    let mut query = TopicPartitionList::new();
+    query.add_partition("tracked", 0);
+    query.add_partition("tracked", 1);
+    let committed = reader.committed_offsets(query, TIMEOUT).unwrap();
+    assert_eq!(
+        committed.find_partition("tracked", 0).unwrap().offset(),
+        Offset::Offset(2000)
+    );
+    assert_eq!(
+        committed.find_partition("tracked", 1).unwrap().offset(),
+        Offset::Offset(2001)
+    );
+    let groups = broker.context().groups.group_ids();
+    assert_eq!(
+        groups,
+        vec!["busy".to_string()],
+        "the deleted group stays deleted"
+    );
+    broker.shutdown().await.unwrap();
+}
