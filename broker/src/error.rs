@@ -51,6 +51,8 @@ pub enum LogError {
     },
     #[error("the log is closed")]
     Closed,
+    #[error(transparent)]
+    Producer(#[from] crate::producer::ProducerError),
 }
 
 impl LogError {

@@ -12,10 +12,12 @@
 //!   reports.
 //! - [`group`]: consumer groups — the classic protocol's state machine, the coordinator that
 //!   parks joins/syncs and applies timeouts, committed offsets in `__consumer_offsets`.
+//! - [`producer`]: idempotent producers — producer ids, per-partition sequence state (duplicate
+//!   and gap detection), its snapshots.
 //! - [`topic`]: topic registry — names, ids, partitions, config overrides, persistence.
 //! - [`partition`]: a partition's replication-facing state (leader epoch, high watermark) and
 //!   waiters (long-poll fetches, group-commit fsyncs).
-//! - [`log`]: storage — record batches, segments, indexes, recovery, retention.
+//! - [`log`]: storage — record batches, segments, indexes, recovery, retention, compaction.
 //! - [`config`]: broker and topic configuration by Kafka's property names.
 //! - [`metrics`], [`clock`] (time behind a seam), [`error`].
 //!
@@ -42,6 +44,7 @@ pub mod handler;
 pub mod log;
 pub mod metrics;
 pub mod partition;
+pub mod producer;
 pub mod server;
 pub mod topic;
 

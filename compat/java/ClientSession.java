@@ -139,8 +139,7 @@ public class ClientSession {
         producerProps.put("acks", "all");
         producerProps.put("compression.type", "lz4");
         producerProps.put("linger.ms", "5");
-        // Idempotence needs InitProducerId, which arrives with the transactions issue.
-        producerProps.put("enable.idempotence", "false");
+        // The Java producer is idempotent by default: InitProducerId, sequence numbers.
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps)) {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
             for (int i = 0; i < 1000; i++) {

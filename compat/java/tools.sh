@@ -29,7 +29,7 @@ out=$(tool org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" 
 expect "kafka-configs --alter" "Completed updating config" "$out"
 out=$(tool org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name "$topic" --describe)
 expect "kafka-configs --describe" "retention.bytes=1048576" "$out"
-out=$(seq 1 100 | tool org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" --topic "$topic" --producer-property enable.idempotence=false)
+out=$(seq 1 100 | tool org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" --topic "$topic")
 out=$(tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic "$topic")
 total=$(awk -F: '{s += $3} END {print s}' <<< "$out")
 expect "kafka-console-producer + kafka-get-offsets" "^100$" "$total"
@@ -37,7 +37,7 @@ out=$(tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$
   --from-beginning --max-messages 100 --group "console-$topic" --timeout-ms 30000)
 expect "kafka-console-consumer (group)" "^100$" "$(grep -cE '^[0-9]+$' <<< "$out")"
 out=$(tool org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records 200000 --record-size 100 --throughput -1 \
-  --producer-props bootstrap.servers="$bootstrap" acks=all linger.ms=5 enable.idempotence=false)
+  --producer-props bootstrap.servers="$bootstrap" acks=all linger.ms=5)
 expect "kafka-producer-perf-test" "^200000 records sent" "$out"
 grep -E "^200000 records sent" <<< "$out"
 out=$(tool org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$bootstrap" --topic "$topic" --messages 200000 \

@@ -43,10 +43,8 @@ def main(bootstrap):
     # Recent timestamps: the topic keeps an hour (retention.ms) and the broker enforces it.
     base_ms = int(time.time() * 1000) - 60_000
     for codec in (None, "gzip"):
-        # Idempotence (InitProducerId) arrives with the transactions issue; kafka-python 3
-        # enables it by default.
-        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", compression_type=codec, linger_ms=5,
-                                 enable_idempotence=False)
+        # kafka-python 3 is idempotent by default (InitProducerId, sequence numbers).
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", compression_type=codec, linger_ms=5)
         futures = [
             producer.send(topic, key=f"key-{i % 7}".encode(), value=f"{codec}-{i}".encode(),
                           headers=[("n", str(i).encode())], partition=i % 2, timestamp_ms=base_ms + i)

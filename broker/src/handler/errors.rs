@@ -3,6 +3,7 @@
 use kafka_protocol::ResponseError;
 
 use crate::error::{BatchError, BrokerError, ConfigError, LogError};
+use crate::producer::ProducerError;
 
 /// The Kafka error for a broker error. Exhaustive on purpose: a new variant must be mapped here.
 pub fn error_for(error: &BrokerError) -> ResponseError {
@@ -38,6 +39,7 @@ pub fn log_error(error: &LogError) -> ResponseError {
         LogError::Batch(batch) => batch_error(batch),
         LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
         LogError::Closed => ResponseError::NotLeaderOrFollower,
+        LogError::Producer(producer) => producer_error(producer),
     }
 }
 
@@ -55,6 +57,14 @@ pub fn batch_error(error: &BatchError) -> ResponseError {
         BatchError::Decompression { .. } => ResponseError::CorruptMessage,
         BatchError::DecompressedTooLarge { .. } => ResponseError::MessageTooLarge,
         BatchError::Compression { .. } => ResponseError::UnknownServerError,
+    }
+}
+
+fn producer_error(error: &ProducerError) -> ResponseError {
+    match error {
+        ProducerError::InvalidEpoch { .. } => ResponseError::InvalidProducerEpoch,
+        ProducerError::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber,
+        ProducerError::UnknownProducerId { .. } => ResponseError::UnknownProducerId,
     }
 }
 

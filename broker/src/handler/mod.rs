@@ -17,6 +17,7 @@ pub mod errors;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
+pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
@@ -64,6 +65,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::InitProducerId, 0, 4),
 ];
 
 /// The version range implemented for an API, if any.
@@ -174,6 +176,9 @@ pub async fn handle(
         RequestKind::OffsetDelete(r) => ready(ResponseKind::OffsetDelete(offset_delete::handle(
             context, r,
         ))),
+        RequestKind::InitProducerId(r) => ready(ResponseKind::InitProducerId(
+            init_producer_id::handle(context, r),
+        )),
         other => {
             // The connection only passes requests listed in SUPPORTED_APIS.
             tracing::error!(request = ?std::mem::discriminant(&other), "request reached dispatch without a handler");

@@ -18,7 +18,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::config::MAX_DECOMPRESSED_BATCH_BYTES;
-use crate::error::{BatchError, BrokerError};
+use crate::error::{BatchError, BrokerError, LogError};
 use crate::handler::errors::{batch_error, error_for, log_error};
 use crate::handler::HandlerOutput;
 use crate::log::batch::{validate_producer_batch, ValidationLimits};
@@ -146,8 +146,8 @@ fn produce_partition(
             );
         }
     };
-    if validated.header.producer_id >= 0 {
-        let message = "idempotent and transactional batches need InitProducerId, which this broker does not implement yet";
+    if validated.header.is_transactional() {
+        let message = "transactional batches are not supported yet";
         return (
             failed(index, ResponseError::InvalidRecord, Some(message.into())),
             None,
@@ -156,17 +156,20 @@ fn produce_partition(
     let bytes = records.len();
     match partition.append(BytesMut::from(&records[..])) {
         Ok(info) => {
-            let labels = [&*topic.name];
-            context
-                .metrics
-                .bytes_in_total
-                .with_label_values(&labels)
-                .inc_by(bytes as u64);
-            context
-                .metrics
-                .records_in_total
-                .with_label_values(&labels)
-                .inc_by(validated.records_count as u64);
+            if info.duplicate {
+                tracing::debug!(topic = %topic.name, partition = index, base_offset = info.base_offset, "duplicate batch from an idempotent producer");
+            } else {
+                let labels = [&*topic.name];
+                let metrics = &context.metrics;
+                metrics
+                    .bytes_in_total
+                    .with_label_values(&labels)
+                    .inc_by(bytes as u64);
+                metrics
+                    .records_in_total
+                    .with_label_values(&labels)
+                    .inc_by(validated.records_count as u64);
+            }
             let response = PartitionProduceResponse::default()
                 .with_index(index)
                 .with_base_offset(info.base_offset)
@@ -177,6 +180,14 @@ fn produce_partition(
                 .flush_on_ack
                 .then(|| (Arc::clone(partition), info.last_offset));
             (response, wait)
+        }
+        Err(LogError::Producer(error)) => {
+            // Kafka reports the log start offset with producer-state errors.
+            tracing::debug!(topic = %topic.name, partition = index, %error, "refused producer batch");
+            let code = log_error(&LogError::Producer(error.clone()));
+            let response = failed(index, code, Some(error.to_string()))
+                .with_log_start_offset(partition.offsets().log_start_offset);
+            (response, None)
         }
         Err(error) => {
             tracing::error!(topic = %topic.name, partition = index, %error, "append failed");

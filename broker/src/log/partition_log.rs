@@ -20,6 +20,8 @@ use crate::log::batch::{self, BatchHeader, BatchIter};
 use crate::log::compression::decompress_bounded;
 use crate::log::index::write_file_synced;
 use crate::log::segment::{read_file_at, Segment};
+use crate::producer::snapshot;
+use crate::producer::state::{ProducerStateManager, SequenceCheck};
 
 const LOG_START_OFFSET_FILE: &str = "log-start-offset";
 const RECOVERY_POINT_FILE: &str = "recovery-point";
@@ -33,6 +35,9 @@ pub struct AppendInfo {
     /// The append time when the topic uses LogAppendTime, else -1.
     pub log_append_time_ms: i64,
     pub log_start_offset: i64,
+    /// A retried idempotent batch already in the log: nothing was appended, the offsets are
+    /// those of the original.
+    pub duplicate: bool,
 }
 
 /// Data read for a fetch: whole batches, possibly none.
@@ -61,6 +66,8 @@ pub struct PartitionLog {
     last_flush_ms: i64,
     /// Compaction: everything below was cleaned (see `log::compaction`).
     first_dirty_offset: i64,
+    /// Idempotent producers' sequence state (see `producer`).
+    producers: ProducerStateManager,
 }
 
 impl PartitionLog {
@@ -102,6 +109,7 @@ impl PartitionLog {
             unflushed_messages: 0,
             last_flush_ms: now_ms,
             first_dirty_offset: read_offset_file(&dir.join(CLEANER_CHECKPOINT_FILE)).unwrap_or(0),
+            producers: ProducerStateManager::default(),
         };
         log.load_segments(&bases, clean_shutdown, now_ms)?;
         if log.segments.is_empty() {
@@ -121,6 +129,7 @@ impl PartitionLog {
             // Recovery cut the log below the saved start: the saved value no longer holds.
             log.write_log_start_offset()?;
         }
+        log.rebuild_producer_state(now_ms)?;
         Ok(log)
     }
 
@@ -220,6 +229,15 @@ impl PartitionLog {
         now_ms: i64,
     ) -> Result<AppendInfo, LogError> {
         let header = BatchHeader::parse(&batch)?;
+        if let SequenceCheck::Duplicate(original) = self.producers.check(&header)? {
+            return Ok(AppendInfo {
+                base_offset: original.first_offset,
+                last_offset: original.last_offset,
+                log_append_time_ms: -1,
+                log_start_offset: self.log_start_offset,
+                duplicate: true,
+            });
+        }
         self.maybe_roll(batch.len() as u64, now_ms)?;
         let base_offset = self.log_end_offset();
         let log_append_time = self.config.log_append_time.then_some(now_ms);
@@ -234,11 +252,13 @@ impl PartitionLog {
         let eager = self.config.flush_on_ack;
         self.active_mut().append(&batch, &header, interval, eager)?;
         self.unflushed_messages += header.records_count as i64;
+        self.producers.record(&header, now_ms);
         Ok(AppendInfo {
             base_offset,
             last_offset: header.last_offset(),
             log_append_time_ms: log_append_time.unwrap_or(-1),
             log_start_offset: self.log_start_offset,
+            duplicate: false,
         })
     }
 
@@ -258,6 +278,7 @@ impl PartitionLog {
         let eager = self.config.flush_on_ack;
         self.active_mut().append(batch, &header, interval, eager)?;
         self.unflushed_messages += header.records_count as i64;
+        self.producers.record(&header, now_ms);
         Ok(())
     }
 
@@ -288,7 +309,7 @@ impl PartitionLog {
         let segment = Segment::create(&self.dir, new_base, now_ms)?;
         self.segments.insert(new_base, segment);
         sync_dir(&self.dir)?;
-        Ok(())
+        snapshot::write(&self.dir, new_base, self.producers.producers())
     }
 
     /// Reads whole batches starting with the one that holds `fetch_offset`, stopping before
@@ -547,10 +568,44 @@ impl PartitionLog {
         if self.first_dirty_offset > log_end {
             self.set_first_dirty_offset(log_end)?;
         }
+        self.rebuild_producer_state(self.last_flush_ms)?;
         if self.log_start_offset > log_end {
             self.log_start_offset = log_end;
             self.write_log_start_offset()?;
         }
+        Ok(())
+    }
+
+    /// Idempotent producers' state (for DescribeProducers and tests).
+    pub fn producer_state(&self) -> &ProducerStateManager {
+        &self.producers
+    }
+
+    /// Forgets producers idle for `expiration_ms` (`producer.id.expiration.ms`).
+    pub fn expire_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        self.producers.expire(now_ms, expiration_ms)
+    }
+
+    /// Producer state = the newest snapshot not beyond the log end + the batches after it.
+    fn rebuild_producer_state(&mut self, now_ms: i64) -> Result<(), LogError> {
+        let log_end = self.log_end_offset();
+        let (from, producers) = snapshot::load_latest(&self.dir, log_end)?.unwrap_or_default();
+        let mut state = ProducerStateManager::new(producers);
+        for segment in self.segments.values() {
+            if segment.next_offset() <= from {
+                continue;
+            }
+            let stop = segment.scan(0, segment.size(), false, |_, header, _| {
+                if header.base_offset >= from {
+                    state.record(header, now_ms);
+                }
+                std::ops::ControlFlow::Continue(())
+            })?;
+            if let Some(stop) = stop {
+                return Err(LogError::Batch(stop.error));
+            }
+        }
+        self.producers = state;
         Ok(())
     }
 
@@ -657,6 +712,7 @@ impl PartitionLog {
         self.mark_flushed(&plan, now_ms);
         self.active_mut().write_indexes()?;
         self.checkpoint_recovery_point()?;
+        snapshot::write(&self.dir, self.log_end_offset(), self.producers.producers())?;
         self.write_log_start_offset()
     }
 
@@ -799,5 +855,66 @@ mod tests {
         assert_eq!(header.partition_leader_epoch, 7);
         assert!(header.is_log_append_time());
         batch::verify_crc(&bytes, &header).unwrap();
+    }
+
+    #[test]
+    fn idempotent_retries_are_answered_with_the_original_offsets_across_restarts() {
+        use crate::log::test_support::encode_idempotent_batch;
+        use crate::producer::ProducerError;
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            segment_bytes: 200,
+            ..LogConfig::default()
+        };
+        let mut log = open(dir.path(), config.clone());
+        let batch =
+            |first: i32| encode_idempotent_batch(&[b"aaaaaaaaaa", b"bbbbbbbbbb"], 77, 0, first);
+        let mut firsts = Vec::new();
+        for i in 0..6 {
+            let info = log.append(batch(i * 2), 0, 0).unwrap();
+            assert!(!info.duplicate);
+            firsts.push(info.base_offset);
+        }
+        assert!(log.segment_count() > 2, "rolled: snapshots were written");
+        let retry = log.append(batch(8), 0, 0).unwrap();
+        assert!(retry.duplicate);
+        assert_eq!(
+            (retry.base_offset, retry.last_offset),
+            (firsts[4], firsts[4] + 1)
+        );
+        assert_eq!(log.log_end_offset(), 12, "nothing appended for the retry");
+        let gap = log.append(batch(20), 0, 0).unwrap_err();
+        assert!(
+            matches!(
+                gap,
+                LogError::Producer(ProducerError::OutOfOrderSequence { expected: 12, .. })
+            ),
+            "{gap}"
+        );
+
+        // A crash (no close): the newest roll snapshot plus the replayed tail give the same state.
+        let before = log.producer_state().clone();
+        drop(log);
+        let mut log = open(dir.path(), config.clone());
+        assert_eq!(log.producer_state(), &before);
+        assert!(log.append(batch(10), 0, 0).unwrap().duplicate);
+        // A clean shutdown: the state comes from the snapshot at the log end.
+        log.close(0).unwrap();
+        drop(log);
+        let mut log = PartitionLog::open(dir.path(), config.clone(), true, 0).unwrap();
+        assert_eq!(log.producer_state(), &before);
+        assert_eq!(log.append(batch(12), 0, 0).unwrap().base_offset, 12);
+        // Without any snapshot the whole log is replayed.
+        for offset in snapshot::list(dir.path()).unwrap() {
+            snapshot::remove(dir.path(), offset).unwrap();
+        }
+        drop(log);
+        let mut log = open(dir.path(), config);
+        assert!(log.append(batch(12), 0, 0).unwrap().duplicate);
+        // Truncation forgets what it removed: the producer may write those sequences again.
+        log.truncate_to(12).unwrap();
+        let again = log.append(batch(12), 0, 0).unwrap();
+        assert!(!again.duplicate);
+        assert_eq!(again.base_offset, 12);
     }
 }

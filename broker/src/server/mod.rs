@@ -21,6 +21,7 @@ use crate::config::BrokerConfig;
 use crate::error::{BrokerError, LogError};
 use crate::group::GroupCoordinator;
 use crate::metrics::Metrics;
+use crate::producer::ProducerIdManager;
 use crate::topic::TopicRegistry;
 
 const CLEAN_SHUTDOWN_FILE: &str = ".clean-shutdown";
@@ -31,6 +32,7 @@ pub struct BrokerContext {
     pub config: BrokerConfig,
     pub topics: TopicRegistry,
     pub groups: GroupCoordinator,
+    pub producer_ids: ProducerIdManager,
     pub clock: Arc<dyn Clock>,
     pub metrics: Metrics,
     pub cluster_id: String,
@@ -83,6 +85,9 @@ impl Broker {
         if offsets_loaded > 0 {
             tracing::info!(records = offsets_loaded, "committed offsets loaded");
         }
+        let meta_dir = data_dir.join("meta");
+        std::fs::create_dir_all(&meta_dir).map_err(|e| LogError::io(&meta_dir, e))?;
+        let producer_ids = ProducerIdManager::open(&meta_dir)?;
         let listener = TcpListener::bind(config.listen).await.map_err(|e| {
             BrokerError::InvalidRequest(format!("cannot listen on {}: {e}", config.listen))
         })?;
@@ -98,6 +103,7 @@ impl Broker {
             config: config.clone(),
             topics,
             groups,
+            producer_ids,
             clock,
             metrics: Metrics::new(),
             cluster_id,

@@ -8,6 +8,7 @@ mod compaction;
 mod durability;
 mod fetch;
 mod groups;
+mod idempotence;
 mod produce_consume;
 mod raw;
 #[path = "../support/records.rs"]

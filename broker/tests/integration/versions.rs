@@ -452,5 +452,23 @@ async fn every_api_answers_every_advertised_version() {
         assert_eq!(r.error_code, 0, "DescribeCluster v{v}");
         assert_eq!(r.brokers.len(), 1, "DescribeCluster v{v}");
     }
+    let mut producer_ids = Vec::new();
+    for v in range(ApiKey::InitProducerId) {
+        let r = client
+            .call(
+                v,
+                &InitProducerIdRequest::default()
+                    .with_transactional_id(None)
+                    .with_transaction_timeout_ms(60_000)
+                    .with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1),
+            )
+            .await;
+        assert_eq!(r.error_code, 0, "InitProducerId v{v}");
+        assert_eq!(r.producer_epoch, 0, "InitProducerId v{v}");
+        producer_ids.push(r.producer_id.0);
+    }
+    producer_ids.dedup();
+    assert_eq!(producer_ids.len(), 5, "a new producer id each time");
     broker.shutdown().await.unwrap();
 }

@@ -88,3 +88,39 @@ pub fn encode_keyed_batch(
     RecordBatchEncoder::encode(&mut buf, records.iter(), &options).expect("encode batch");
     buf
 }
+
+/// One batch from an idempotent producer: `values` with sequences from `first_sequence`.
+#[allow(dead_code)]
+pub fn encode_idempotent_batch(
+    values: &[&[u8]],
+    producer_id: i64,
+    producer_epoch: i16,
+    first_sequence: i32,
+) -> BytesMut {
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id,
+            producer_epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: first_sequence + i as i32,
+            timestamp: 1000 + i as i64,
+            key: None,
+            value: Some(Bytes::copy_from_slice(value)),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).expect("encode batch");
+    buf
+}

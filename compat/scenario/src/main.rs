@@ -86,6 +86,37 @@ fn batch(records: &[(Option<&str>, &str, i64)], compression: Compression) -> Byt
     buf.freeze()
 }
 
+/// A batch of `count` records from an idempotent producer, sequences from `first_sequence`.
+fn idempotent_batch(producer_id: i64, epoch: i16, first_sequence: i32, count: usize) -> Bytes {
+    let records: Vec<Record> = (0..count)
+        .map(|i| Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id,
+            producer_epoch: epoch,
+            timestamp_type: TimestampType::Creation,
+            offset: i as i64,
+            sequence: first_sequence + i as i32,
+            timestamp: 1_700_000_000_000 + i as i64,
+            key: None,
+            value: Some(Bytes::from(format!(
+                "e{epoch}-s{}",
+                first_sequence + i as i32
+            ))),
+            headers: Default::default(),
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).expect("encode batch");
+    buf.freeze()
+}
+
 impl Scenario {
     fn note(&mut self, step: &str, value: Value) {
         self.transcript.insert(step.to_string(), value);
@@ -595,6 +626,55 @@ impl Scenario {
         Ok(())
     }
 
+    /// Idempotent producers: InitProducerId, in-sequence batches, a retried batch (answered with
+    /// its first offset), a gap, a new epoch, a stale epoch, an unknown producer.
+    async fn idempotence_section(&mut self) -> anyhow::Result<()> {
+        let topic = self.topic("compat-idempotent");
+        self.create_topic(&topic, 1, 1, &[]).await?;
+        let request = InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        // Kafka's first InitProducerId waits for its transaction coordinator to load: retry the
+        // retriable errors (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE) as clients do.
+        let mut response = self.client.call(4, &request).await?;
+        for _ in 0..100 {
+            if !matches!(response.error_code, 14 | 15) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            response = self.client.call(4, &request).await?;
+        }
+        self.note(
+            "idempotence/init_producer_id",
+            json!({"error": response.error_code, "epoch": response.producer_epoch, "has_id": response.producer_id.0 >= 0}),
+        );
+        let producer = response.producer_id.0;
+        let steps: [(&str, i64, i16, i32, usize); 8] = [
+            ("first", producer, 0, 0, 3),
+            ("second", producer, 0, 3, 2),
+            ("retry_of_first", producer, 0, 0, 3),
+            ("retry_of_second", producer, 0, 3, 2),
+            ("gap", producer, 0, 9, 1),
+            ("new_epoch", producer, 1, 0, 1),
+            ("stale_epoch", producer, 0, 5, 1),
+            ("new_epoch_not_from_zero", producer, 2, 4, 1),
+        ];
+        for (label, producer_id, epoch, first_sequence, count) in steps {
+            let records = idempotent_batch(producer_id, epoch, first_sequence, count);
+            let step = self.produce(&topic, 0, -1, records).await?;
+            self.note(&format!("idempotence/{label}"), step);
+        }
+        let step = self.fetch(&topic, 0, 0, 1 << 20).await?;
+        self.note("idempotence/fetch", step);
+        let unknown = idempotent_batch(producer + 1_000_000, 0, 7, 1);
+        let step = self.produce(&topic, 0, -1, unknown).await?;
+        self.note("idempotence/unknown_producer_not_from_zero", step);
+        self.delete_topic(&topic).await?;
+        Ok(())
+    }
+
     /// Compacted topics: their configs, keyless records refused, DeleteRecords not allowed.
     async fn compaction_section(&mut self) -> anyhow::Result<()> {
         let compacted = self.topic("compat-compacted");
@@ -854,6 +934,7 @@ impl Scenario {
 
         self.group_session(&main).await?;
         self.compaction_section().await?;
+        self.idempotence_section().await?;
 
         let step = self.delete_topic(&main).await?;
         self.note("delete_topics/ok", step);
