@@ -192,6 +192,13 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         0,
     ),
     prop_min("group.max.size", ConfigType::Int, "2147483647", 1),
+    prop_min("producer.id.expiration.ms", ConfigType::Int, "86400000", 1),
+    prop_min(
+        "producer.id.expiration.check.interval.ms",
+        ConfigType::Int,
+        "600000",
+        1,
+    ),
     prop_min("offsets.topic.num.partitions", ConfigType::Int, "50", 1),
     prop_min(
         "offsets.topic.segment.bytes",
@@ -591,6 +598,15 @@ impl BrokerConfig {
                 .long_or("log.cleaner.dedupe.buffer.size", 134_217_728)
                 .max(1024) as usize,
         }
+    }
+
+    /// (`producer.id.expiration.ms`, `producer.id.expiration.check.interval.ms`)
+    pub fn producer_expiration(&self) -> (i64, u64) {
+        (
+            self.long_or("producer.id.expiration.ms", 86_400_000),
+            self.long_or("producer.id.expiration.check.interval.ms", 600_000)
+                .max(1) as u64,
+        )
     }
 
     pub fn offsets_topic_segment_bytes(&self) -> i64 {

@@ -141,10 +141,7 @@ pub fn remove(dir: &Path, offset: i64) -> Result<(), LogError> {
 
 /// The newest readable snapshot at or below `max_offset`, with its offset. Snapshots above
 /// `max_offset` (the log was cut below them) are deleted.
-pub fn load_latest(
-    dir: &Path,
-    max_offset: i64,
-) -> Result<Option<(i64, Producers)>, LogError> {
+pub fn load_latest(dir: &Path, max_offset: i64) -> Result<Option<(i64, Producers)>, LogError> {
     for offset in list(dir)?.into_iter().rev() {
         if offset > max_offset {
             remove(dir, offset)?;

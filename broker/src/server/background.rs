@@ -1,4 +1,4 @@
-//! Background work: retention, log compaction, periodic flushes (`flush.ms`, `flush.messages`) and
+//! Background work: retention, log compaction, producer expiry, periodic flushes (`flush.ms`, `flush.messages`) and
 //! recovery-point checkpoints. Each loop stops when shutdown is signalled.
 
 use std::sync::Arc;
@@ -25,6 +25,15 @@ pub fn spawn(
         move || enforce_retention(&context)
     }));
     tasks.spawn(flush_loop(Arc::clone(&context), shutdown.clone()));
+    let (producer_expiration_ms, producer_check_ms) = context.config.producer_expiration();
+    tasks.spawn(every(
+        Duration::from_millis(producer_check_ms),
+        shutdown.clone(),
+        {
+            let context = Arc::clone(&context);
+            move || expire_producers(&context, producer_expiration_ms)
+        },
+    ));
     if context.config.cleaner_settings().enabled {
         tasks.spawn(cleaner_loop(Arc::clone(&context), shutdown.clone()));
     }
@@ -57,6 +66,17 @@ async fn every(
         tokio::select! {
             _ = ticker.tick() => work(),
             _ = super::stopped(&mut shutdown) => return,
+        }
+    }
+}
+
+/// Forgets idempotent producers idle for `producer.id.expiration.ms`, as Kafka does.
+fn expire_producers(context: &BrokerContext, expiration_ms: i64) {
+    let now_ms = context.clock.now_ms();
+    for partition in context.topics.all_partitions() {
+        let expired = partition.log().expire_producers(now_ms, expiration_ms);
+        if expired > 0 {
+            tracing::info!(topic = %partition.topic, partition = partition.index, expired, "idle producers expired");
         }
     }
 }

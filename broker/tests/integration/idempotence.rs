@@ -147,3 +147,29 @@ async fn rdkafka_idempotent_producer_writes_each_record_once() {
     assert_eq!(state, 1, "one idempotent producer known to the partition");
     broker.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_producers_expire_after_producer_id_expiration_ms() {
+    let dir = tempfile::tempdir().unwrap();
+    let properties = [
+        ("producer.id.expiration.ms", "500"),
+        ("producer.id.expiration.check.interval.ms", "100"),
+    ];
+    let broker = common::start(dir.path(), &properties).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "expiring-producers", 1, &[]).await;
+    let mut client = RawClient::connect(broker.local_addr()).await;
+    let producer = init_producer_id(&mut client).await;
+    assert_eq!(
+        produce(&mut client, "expiring-producers", batch(producer, 0, 0, 2)).await,
+        (0, 0)
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let (error, _) = produce(&mut client, "expiring-producers", batch(producer, 0, 2, 1)).await;
+    assert_eq!(
+        error,
+        ResponseError::UnknownProducerId.code(),
+        "state expired"
+    );
+    broker.shutdown().await.unwrap();
+}

@@ -19,14 +19,16 @@
 //! 3. `install` (under the lock): if the segments are still the ones planned, swap each group in
 //!    (see [`swap`] for crash safety) and move the first dirty offset to the end of the map.
 //!
-//! Not yet: producer state and transaction markers (idempotent/transactional batches are not
-//! accepted by this broker yet; when they are, the last batch of each producer and markers of
-//! undecided transactions must survive cleaning).
+//! The last batch of each idempotent producer stays (without records if none survive), so that
+//! producer state rebuilt from the log still knows its sequence.
+//!
+//! Not yet: transaction markers (transactions are their own issue; control batches are kept).
 
 pub mod offset_map;
 pub mod rewrite;
 pub mod swap;
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
@@ -131,6 +133,9 @@ pub struct CleaningPlan {
     pub dirty_bytes: u64,
     /// Timestamp of the first dirty batch, for `max.compaction.lag.ms`.
     pub first_dirty_timestamp: i64,
+    /// Idempotent producers' last batch (its last offset): kept, if need be without records, so
+    /// that a rebuilt producer state still knows the producer's sequence (as Kafka does).
+    pub producer_last_offsets: HashMap<i64, i64>,
 }
 
 impl CleaningPlan {
@@ -203,6 +208,12 @@ pub fn plan(
         first_uncleanable_offset: first_uncleanable,
         segments,
         first_dirty_timestamp,
+        producer_last_offsets: log
+            .producer_state()
+            .producers()
+            .iter()
+            .filter_map(|(id, entry)| Some((*id, entry.batches.back()?.last_offset)))
+            .collect(),
     }))
 }
 
@@ -403,7 +414,13 @@ fn write_group(
         let retain_tombstones =
             now_ms.saturating_sub(segment.modified_ms) < plan.config.delete_retention_ms;
         segment.for_each_batch(|header, bytes| {
-            let fate = clean_batch(bytes, header, map, map_end, retain_tombstones, stats)?;
+            let last_of_producer = header.producer_id >= 0
+                && plan.producer_last_offsets.get(&header.producer_id)
+                    == Some(&header.last_offset());
+            let mut fate = clean_batch(bytes, header, map, map_end, retain_tombstones, stats)?;
+            if last_of_producer && fate == BatchFate::Drop {
+                fate = BatchFate::Rewrite(rewrite::empty_batch(bytes, header)?);
+            }
             let out: &[u8] = match &fate {
                 BatchFate::Keep => bytes,
                 BatchFate::Drop => return Ok(ControlFlow::Continue(())),

@@ -66,6 +66,11 @@ pub fn filter_batch(
     ))
 }
 
+/// The batch with no records left: header only (offsets, producer and sequence range kept).
+pub fn empty_batch(original: &[u8], header: &BatchHeader) -> Result<Vec<u8>, BatchError> {
+    rebuild(original, header, &[], header.compression()?)
+}
+
 fn rebuild(
     original: &[u8],
     header: &BatchHeader,

@@ -364,3 +364,60 @@ fn the_dirty_ratio_decides_when_a_log_is_due() {
         .unwrap();
     assert!(plan.is_due(10_000), "max.compaction.lag.ms forces a pass");
 }
+
+/// A keyed batch stamped as coming from an idempotent producer.
+fn producer_batch(key: &[u8], producer_id: i64, sequence: i32) -> bytes::BytesMut {
+    let entries = [(Some(key), Some(&b"value"[..]))];
+    let mut batch = encode_keyed_batch(&entries, Compression::None, 1000);
+    batch[43..51].copy_from_slice(&producer_id.to_be_bytes());
+    batch[51..53].copy_from_slice(&0i16.to_be_bytes());
+    batch[53..57].copy_from_slice(&sequence.to_be_bytes());
+    let crc = crate::log::batch::compute_crc(&batch);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    batch
+}
+
+#[test]
+fn the_last_batch_of_a_producer_survives_cleaning_without_its_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), compact_config());
+    for sequence in 0..3 {
+        log.append(producer_batch(b"k", 9, sequence), 0, 0).unwrap();
+    }
+    // Another writer supersedes the key: every record of producer 9 is now obsolete.
+    let entries = [(Some(&b"k"[..]), Some(&b"newer"[..]))];
+    log.append(encode_keyed_batch(&entries, Compression::None, 2000), 0, 0)
+        .unwrap();
+    log.roll(0).unwrap();
+    pass(&mut log, 1 << 20, 0).unwrap();
+    let batches = log.read_all_batches().unwrap();
+    let headers: Vec<(i64, i64, i32, i32)> = batches
+        .iter()
+        .map(|(h, _)| {
+            (
+                h.base_offset,
+                h.producer_id,
+                h.base_sequence,
+                h.records_count,
+            )
+        })
+        .collect();
+    assert_eq!(
+        headers,
+        vec![(2, 9, 2, 0), (3, -1, -1, 1)],
+        "only the last batch, emptied"
+    );
+    // A producer state rebuilt from the log alone (no snapshot) still knows sequence 2.
+    for offset in crate::producer::snapshot::list(dir.path()).unwrap() {
+        crate::producer::snapshot::remove(dir.path(), offset).unwrap();
+    }
+    drop(log);
+    let mut log = open(dir.path(), compact_config());
+    let retry = log.append(producer_batch(b"k", 9, 2), 0, 0).unwrap();
+    assert!(retry.duplicate && retry.base_offset == 2);
+    assert!(
+        !log.append(producer_batch(b"k", 9, 3), 0, 0)
+            .unwrap()
+            .duplicate
+    );
+}
