@@ -65,6 +65,7 @@ fn producer_error(error: &ProducerError) -> ResponseError {
         ProducerError::InvalidEpoch { .. } => ResponseError::InvalidProducerEpoch,
         ProducerError::OutOfOrderSequence { .. } => ResponseError::OutOfOrderSequenceNumber,
         ProducerError::UnknownProducerId { .. } => ResponseError::UnknownProducerId,
+        ProducerError::CoordinatorFenced { .. } => ResponseError::TransactionCoordinatorFenced,
     }
 }
 

@@ -14,8 +14,10 @@ use std::time::Duration;
 use futures::future::select_all;
 use futures::FutureExt;
 use kafka_protocol::messages::fetch_request::FetchTopic;
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 use kafka_protocol::ResponseError;
 use tokio::sync::watch;
 
@@ -136,15 +138,29 @@ fn read_all(
                 let offsets = partition.offsets();
                 data = std::mem::take(&mut data)
                     .with_high_watermark(offsets.high_watermark)
-                    .with_last_stable_offset(offsets.high_watermark)
-                    .with_log_start_offset(offsets.log_start_offset)
-                    .with_aborted_transactions(read_committed.then(Vec::new));
+                    .with_last_stable_offset(offsets.last_stable_offset)
+                    .with_log_start_offset(offsets.log_start_offset);
                 let remaining = response_max.saturating_sub(total_bytes);
                 let limit = (requested.partition_max_bytes.max(0) as usize).min(remaining);
                 let min_one_batch = total_bytes == 0;
-                partition
-                    .read(requested.fetch_offset, limit, min_one_batch)
-                    .map_err(|error| log_error(&error))
+                if !read_committed {
+                    return partition
+                        .read(requested.fetch_offset, limit, min_one_batch)
+                        .map_err(|error| log_error(&error));
+                }
+                let (read, aborted) = partition
+                    .read_committed(requested.fetch_offset, limit, min_one_batch)
+                    .map_err(|error| log_error(&error))?;
+                let aborted = aborted
+                    .iter()
+                    .map(|txn| {
+                        AbortedTransaction::default()
+                            .with_producer_id(ProducerId(txn.producer_id))
+                            .with_first_offset(txn.first_offset)
+                    })
+                    .collect();
+                data.aborted_transactions = Some(aborted);
+                Ok(read)
             });
             match result {
                 Ok(read) => {

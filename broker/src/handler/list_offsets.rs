@@ -23,6 +23,8 @@ pub fn handle(
     version: i16,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
+    // read_committed (isolation level 1) sees only what is below the last stable offset.
+    let read_committed = request.isolation_level == 1;
     let topics = request
         .topics
         .into_iter()
@@ -40,7 +42,7 @@ pub fn handle(
                         .ok_or(ResponseError::UnknownTopicOrPartition);
                     let result = partition.and_then(|partition| {
                         check_leader_epoch(partition, requested.current_leader_epoch)?;
-                        lookup(partition, requested.timestamp, version)
+                        lookup(partition, requested.timestamp, version, read_committed)
                     });
                     match result {
                         Ok((offset, timestamp, leader_epoch)) => response
@@ -68,23 +70,29 @@ fn lookup(
     partition: &Partition,
     timestamp: i64,
     version: i16,
+    read_committed: bool,
 ) -> Result<(i64, i64, i32), ResponseError> {
     let epoch = partition.leader_epoch();
     let offsets = partition.offsets();
+    let visible_end = if read_committed {
+        offsets.last_stable_offset
+    } else {
+        offsets.high_watermark
+    };
     match timestamp {
-        LATEST_TIMESTAMP => Ok((offsets.high_watermark, -1, epoch)),
+        LATEST_TIMESTAMP => Ok((visible_end, -1, epoch)),
         EARLIEST_TIMESTAMP => Ok((offsets.log_start_offset, -1, epoch)),
         MAX_TIMESTAMP if version >= 7 => {
             let found = partition
                 .log()
-                .max_timestamp_offset(offsets.high_watermark, MAX_DECOMPRESSED_BATCH_BYTES)
+                .max_timestamp_offset(visible_end, MAX_DECOMPRESSED_BATCH_BYTES)
                 .map_err(|e| log_error(&e))?;
             Ok(found.map_or((-1, -1, -1), |(offset, ts)| (offset, ts, epoch)))
         }
         target if target >= 0 => {
             let found = partition
                 .log()
-                .offset_for_timestamp(target, offsets.high_watermark, MAX_DECOMPRESSED_BATCH_BYTES)
+                .offset_for_timestamp(target, visible_end, MAX_DECOMPRESSED_BATCH_BYTES)
                 .map_err(|e| log_error(&e))?;
             Ok(found.map_or((-1, -1, -1), |(offset, ts)| (offset, ts, epoch)))
         }

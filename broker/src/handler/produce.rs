@@ -146,6 +146,13 @@ fn produce_partition(
             );
         }
     };
+    if validated.header.is_control() {
+        let message = "control batches (transaction markers) are not accepted from clients";
+        return (
+            failed(index, ResponseError::InvalidRecord, Some(message.into())),
+            None,
+        );
+    }
     if validated.header.is_transactional() {
         let message = "transactional batches are not supported yet";
         return (

@@ -1,5 +1,7 @@
 //! Storage: the durable, segmented log of each partition.
 //!
+//! - `aborted_index`: aborted transactions per partition, for read_committed fetches.
+//! - `control`: transaction markers (control batches).
 //! - `batch`: the v2 record batch format, validation, offset assignment.
 //! - `compression`: codecs, with bounded decompression.
 //! - `record`: records inside a batch (key, value, offset delta), read without copying.
@@ -9,9 +11,11 @@
 //! - `partition_log`: the ordered segments of a partition: append, read, roll, retention,
 //!   truncation, flush planning and crash recovery.
 
+pub mod aborted_index;
 pub mod batch;
 pub mod compaction;
 pub mod compression;
+pub mod control;
 pub mod index;
 pub mod partition_log;
 pub mod record;

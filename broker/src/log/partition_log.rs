@@ -16,12 +16,14 @@ use bytes::{Bytes, BytesMut};
 
 use crate::config::LogConfig;
 use crate::error::LogError;
+use crate::log::aborted_index::{AbortedIndex, AbortedTxn};
 use crate::log::batch::{self, BatchHeader, BatchIter};
 use crate::log::compression::decompress_bounded;
+use crate::log::control::{self, MarkerKind};
 use crate::log::index::write_file_synced;
 use crate::log::segment::{read_file_at, Segment};
 use crate::producer::snapshot;
-use crate::producer::state::{ProducerStateManager, SequenceCheck};
+use crate::producer::state::{CompletedTxn, ProducerStateManager, SequenceCheck};
 
 const LOG_START_OFFSET_FILE: &str = "log-start-offset";
 const RECOVERY_POINT_FILE: &str = "recovery-point";
@@ -66,8 +68,10 @@ pub struct PartitionLog {
     last_flush_ms: i64,
     /// Compaction: everything below was cleaned (see `log::compaction`).
     first_dirty_offset: i64,
-    /// Idempotent producers' sequence state (see `producer`).
+    /// Idempotent producers' sequence state and open transactions (see `producer`).
     producers: ProducerStateManager,
+    /// Aborted transactions, for read_committed fetches.
+    aborted: AbortedIndex,
 }
 
 impl PartitionLog {
@@ -110,6 +114,7 @@ impl PartitionLog {
             last_flush_ms: now_ms,
             first_dirty_offset: read_offset_file(&dir.join(CLEANER_CHECKPOINT_FILE)).unwrap_or(0),
             producers: ProducerStateManager::default(),
+            aborted: AbortedIndex::unopened(dir),
         };
         log.load_segments(&bases, clean_shutdown, now_ms)?;
         if log.segments.is_empty() {
@@ -129,6 +134,7 @@ impl PartitionLog {
             // Recovery cut the log below the saved start: the saved value no longer holds.
             log.write_log_start_offset()?;
         }
+        log.aborted = AbortedIndex::open(dir, log_end)?;
         log.rebuild_producer_state(now_ms)?;
         Ok(log)
     }
@@ -229,6 +235,11 @@ impl PartitionLog {
         now_ms: i64,
     ) -> Result<AppendInfo, LogError> {
         let header = BatchHeader::parse(&batch)?;
+        if header.is_control() {
+            return Err(LogError::Batch(crate::error::BatchError::InvalidRecords(
+                "control batches are written by the transaction coordinator only".into(),
+            )));
+        }
         if let SequenceCheck::Duplicate(original) = self.producers.check(&header)? {
             return Ok(AppendInfo {
                 base_offset: original.first_offset,
@@ -278,8 +289,65 @@ impl PartitionLog {
         let eager = self.config.flush_on_ack;
         self.active_mut().append(batch, &header, interval, eager)?;
         self.unflushed_messages += header.records_count as i64;
-        self.producers.record(&header, now_ms);
+        match control::parse_marker(batch, &header)? {
+            Some((kind, coordinator_epoch)) => {
+                let aborted = kind == MarkerKind::Abort;
+                let completed =
+                    self.producers
+                        .complete_txn(&header, aborted, coordinator_epoch, now_ms);
+                index_if_aborted(&mut self.aborted, &self.producers, completed)?;
+            }
+            None => self.producers.record(&header, now_ms),
+        }
         Ok(())
+    }
+
+    /// Writes a transaction marker for `producer_id`, ending its open transaction here; an abort
+    /// is indexed for read_committed fetches. The producer's and the coordinator's epochs must
+    /// not go back.
+    pub fn append_marker(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        kind: MarkerKind,
+        coordinator_epoch: i32,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        self.producers
+            .check_marker(producer_id, producer_epoch, coordinator_epoch)?;
+        let mut batch =
+            control::marker_batch(producer_id, producer_epoch, kind, coordinator_epoch, now_ms);
+        self.maybe_roll(batch.len() as u64, now_ms)?;
+        let base_offset = self.log_end_offset();
+        batch::assign_offsets(&mut batch, base_offset, leader_epoch, None);
+        let header = BatchHeader::parse(&batch)?;
+        let interval = self.config.index_interval_bytes;
+        let eager = self.config.flush_on_ack;
+        self.active_mut().append(&batch, &header, interval, eager)?;
+        self.unflushed_messages += 1;
+        let aborted = kind == MarkerKind::Abort;
+        let completed = self
+            .producers
+            .complete_txn(&header, aborted, coordinator_epoch, now_ms);
+        index_if_aborted(&mut self.aborted, &self.producers, completed)?;
+        Ok(AppendInfo {
+            base_offset,
+            last_offset: base_offset,
+            log_append_time_ms: -1,
+            log_start_offset: self.log_start_offset,
+            duplicate: false,
+        })
+    }
+
+    /// The first offset of the earliest open transaction: read_committed readers stop before it.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.producers.first_unstable_offset()
+    }
+
+    /// Aborted transactions with records in `[from, to)`, for a read_committed fetch.
+    pub fn aborted_transactions(&self, from: i64, to: i64) -> Vec<AbortedTxn> {
+        self.aborted.overlapping(from, to)
     }
 
     fn maybe_roll(&mut self, incoming_bytes: u64, now_ms: i64) -> Result<(), LogError> {
@@ -493,7 +561,7 @@ impl PartitionLog {
                 self.write_log_start_offset()?;
             }
         }
-        Ok(())
+        self.aborted.trim_below(self.log_start_offset)
     }
 
     /// Applies `retention.ms` and `retention.bytes`; returns the number of segments deleted.
@@ -568,6 +636,7 @@ impl PartitionLog {
         if self.first_dirty_offset > log_end {
             self.set_first_dirty_offset(log_end)?;
         }
+        self.aborted.truncate_to(log_end)?;
         self.rebuild_producer_state(self.last_flush_ms)?;
         if self.log_start_offset > log_end {
             self.log_start_offset = log_end;
@@ -591,16 +660,43 @@ impl PartitionLog {
         let log_end = self.log_end_offset();
         let (from, producers) = snapshot::load_latest(&self.dir, log_end)?.unwrap_or_default();
         let mut state = ProducerStateManager::new(producers);
+        let aborted = &mut self.aborted;
         for segment in self.segments.values() {
             if segment.next_offset() <= from {
                 continue;
             }
-            let stop = segment.scan(0, segment.size(), false, |_, header, _| {
-                if header.base_offset >= from {
-                    state.record(header, now_ms);
+            let mut failure = None;
+            let stop = segment.scan(0, segment.size(), false, |position, header, _| {
+                if header.base_offset < from {
+                    return std::ops::ControlFlow::Continue(());
                 }
-                std::ops::ControlFlow::Continue(())
+                if !header.is_control() {
+                    state.record(header, now_ms);
+                    return std::ops::ControlFlow::Continue(());
+                }
+                let replayed = segment
+                    .read_at(position, header.total_bytes())
+                    .and_then(|bytes| Ok(control::parse_marker(&bytes, header)?))
+                    .and_then(|marker| {
+                        let Some((kind, coordinator_epoch)) = marker else {
+                            return Ok(());
+                        };
+                        let aborted_txn = kind == MarkerKind::Abort;
+                        let completed =
+                            state.complete_txn(header, aborted_txn, coordinator_epoch, now_ms);
+                        index_if_aborted(aborted, &state, completed)
+                    });
+                match replayed {
+                    Ok(()) => std::ops::ControlFlow::Continue(()),
+                    Err(error) => {
+                        failure = Some(error);
+                        std::ops::ControlFlow::Break(crate::error::BatchError::InvalidLength(0))
+                    }
+                }
             })?;
+            if let Some(error) = failure {
+                return Err(error);
+            }
             if let Some(stop) = stop {
                 return Err(LogError::Batch(stop.error));
             }
@@ -670,6 +766,7 @@ impl PartitionLog {
         let mut files = self.unflushed_sealed.clone();
         let active = self.active();
         files.push((active.file(), active.path().to_path_buf()));
+        files.extend(self.aborted.file());
         FlushPlan {
             files,
             up_to_offset: self.log_end_offset(),
@@ -740,6 +837,29 @@ impl PartitionLog {
         }
         Ok(out)
     }
+}
+
+/// Indexes a transaction a marker aborted. The entry's last stable offset is the earliest
+/// transaction still open, or just past the marker: later aborted transactions start there or
+/// after.
+fn index_if_aborted(
+    aborted: &mut AbortedIndex,
+    producers: &ProducerStateManager,
+    completed: Option<CompletedTxn>,
+) -> Result<(), LogError> {
+    let Some(txn) = completed.filter(|txn| txn.aborted) else {
+        return Ok(());
+    };
+    let last_stable_offset = producers
+        .first_unstable_offset()
+        .unwrap_or(txn.last_offset + 1)
+        .min(txn.last_offset + 1);
+    aborted.append(AbortedTxn {
+        producer_id: txn.producer_id,
+        first_offset: txn.first_offset,
+        last_offset: txn.last_offset,
+        last_stable_offset,
+    })
 }
 
 /// (offset, timestamp) of each record in a batch.

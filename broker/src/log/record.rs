@@ -16,6 +16,7 @@ pub struct RecordView<'a> {
     pub timestamp_delta: i64,
     pub offset_delta: i64,
     pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
     /// A null value: a tombstone in a compacted topic.
     pub value_is_null: bool,
 }
@@ -65,6 +66,7 @@ impl<'a> RecordIter<'a> {
             timestamp_delta,
             offset_delta,
             key,
+            value,
             value_is_null: value.is_none(),
         })
     }

@@ -17,7 +17,9 @@ use tokio::sync::watch;
 use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::error::LogError;
+use crate::log::aborted_index::AbortedTxn;
 use crate::log::compaction::{self, CleaningStats};
+use crate::log::control::MarkerKind;
 use crate::log::{AppendInfo, PartitionLog, ReadResult};
 
 /// Offsets a fetch or list-offsets answer reports alongside data.
@@ -25,6 +27,8 @@ use crate::log::{AppendInfo, PartitionLog, ReadResult};
 pub struct PartitionOffsets {
     pub log_start_offset: i64,
     pub high_watermark: i64,
+    /// Below the first open transaction and the high watermark: what read_committed sees.
+    pub last_stable_offset: i64,
     pub log_end_offset: i64,
 }
 
@@ -84,11 +88,18 @@ impl Partition {
 
     pub fn offsets(&self) -> PartitionOffsets {
         let log = self.log();
+        let high_watermark = self.high_watermark();
         PartitionOffsets {
             log_start_offset: log.log_start_offset(),
-            high_watermark: self.high_watermark(),
+            high_watermark,
+            last_stable_offset: Self::last_stable_offset_of(&log, high_watermark),
             log_end_offset: log.log_end_offset(),
         }
+    }
+
+    fn last_stable_offset_of(log: &PartitionLog, high_watermark: i64) -> i64 {
+        log.first_unstable_offset()
+            .map_or(high_watermark, |first| first.min(high_watermark))
     }
 
     /// Appends a validated producer batch as leader.
@@ -113,6 +124,50 @@ impl Partition {
         let high_watermark = self.high_watermark();
         self.log()
             .read(fetch_offset, max_bytes, high_watermark, min_one_batch)
+    }
+
+    /// Reads for a read_committed consumer: below the last stable offset, with the aborted
+    /// transactions whose records the data may hold (the consumer drops those records).
+    pub fn read_committed(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<(ReadResult, Vec<AbortedTxn>), LogError> {
+        let high_watermark = self.high_watermark();
+        let log = self.log();
+        let last_stable_offset = Self::last_stable_offset_of(&log, high_watermark);
+        let read = log.read(fetch_offset, max_bytes, last_stable_offset, min_one_batch)?;
+        let aborted = if read.records.is_empty() {
+            Vec::new()
+        } else {
+            log.aborted_transactions(fetch_offset, read.next_offset)
+        };
+        Ok((read, aborted))
+    }
+
+    /// Writes a transaction marker as leader (the transaction coordinator's WriteTxnMarkers).
+    pub fn append_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        kind: MarkerKind,
+        coordinator_epoch: i32,
+    ) -> Result<AppendInfo, LogError> {
+        let now_ms = self.clock.now_ms();
+        let mut log = self.log();
+        let info = log.append_marker(
+            producer_id,
+            producer_epoch,
+            kind,
+            coordinator_epoch,
+            self.leader_epoch(),
+            now_ms,
+        )?;
+        let log_end = log.log_end_offset();
+        drop(log);
+        self.high_watermark.send_replace(log_end);
+        Ok(info)
     }
 
     /// Waits until everything up to and including `offset` is fsynced. Concurrent callers share
@@ -207,3 +262,6 @@ impl Partition {
         self.clock.now_ms()
     }
 }
+
+#[cfg(test)]
+mod transaction_tests;

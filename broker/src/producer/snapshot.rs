@@ -3,8 +3,9 @@
 //! clean shutdown; after a restart the newest snapshot not beyond the log end is loaded and the
 //! batches after it are replayed, so deduplication survives a kill -9.
 //!
-//! Format (big-endian): magic "WPS1", entry count u32, then per producer: id i64, epoch i16,
-//! last append ms i64, batch count u8, and per batch: first sequence i32, last sequence i32,
+//! Format (big-endian): magic "WPS2", entry count u32, then per producer: id i64, epoch i16,
+//! last append ms i64, open transaction's first offset i64 (-1: none), coordinator epoch i32,
+//! batch count u8, and per batch: first sequence i32, last sequence i32,
 //! first offset i64, last offset i64; a CRC-32C of everything before it closes the file. A file
 //! that does not check out is ignored (the state is then rebuilt from an older snapshot or the
 //! whole log).
@@ -19,7 +20,7 @@ use crate::error::LogError;
 use crate::log::segment::segment_file_name;
 use crate::producer::state::{BatchMetadata, ProducerEntry, BATCHES_REMEMBERED};
 
-const MAGIC: &[u8; 4] = b"WPS1";
+const MAGIC: &[u8; 4] = b"WPS2";
 const EXTENSION: &str = "snapshot";
 /// Snapshots kept per partition; older ones are deleted after a new one is written.
 const SNAPSHOTS_KEPT: usize = 2;
@@ -39,6 +40,8 @@ pub fn encode(producers: &BTreeMap<i64, ProducerEntry>) -> Vec<u8> {
         buf.put_i64(*id);
         buf.put_i16(entry.epoch);
         buf.put_i64(entry.last_append_ms);
+        buf.put_i64(entry.current_txn_first_offset.unwrap_or(-1));
+        buf.put_i32(entry.coordinator_epoch);
         buf.put_u8(entry.batches.len() as u8);
         for batch in &entry.batches {
             buf.put_i32(batch.first_sequence);
@@ -64,12 +67,14 @@ pub fn decode(bytes: &[u8]) -> Option<BTreeMap<i64, ProducerEntry>> {
     let count = buf.get_u32();
     let mut producers = BTreeMap::new();
     for _ in 0..count {
-        if buf.remaining() < 19 {
+        if buf.remaining() < 31 {
             return None;
         }
         let id = buf.get_i64();
         let epoch = buf.get_i16();
         let last_append_ms = buf.get_i64();
+        let current_txn_first_offset = Some(buf.get_i64()).filter(|offset| *offset >= 0);
+        let coordinator_epoch = buf.get_i32();
         let batch_count = buf.get_u8() as usize;
         if batch_count > BATCHES_REMEMBERED || buf.remaining() < batch_count * 24 {
             return None;
@@ -88,6 +93,8 @@ pub fn decode(bytes: &[u8]) -> Option<BTreeMap<i64, ProducerEntry>> {
                 epoch,
                 batches,
                 last_append_ms,
+                current_txn_first_offset,
+                coordinator_epoch,
             },
         );
     }
@@ -177,6 +184,8 @@ mod tests {
                     })
                     .collect(),
                 last_append_ms: 1_700_000_000_000,
+                current_txn_first_offset: Some(100),
+                coordinator_epoch: 2,
             },
         );
         map.insert(
@@ -185,6 +194,8 @@ mod tests {
                 epoch: 0,
                 batches: VecDeque::new(),
                 last_append_ms: 5,
+                current_txn_first_offset: None,
+                coordinator_epoch: -1,
             },
         );
         map

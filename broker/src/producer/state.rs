@@ -30,6 +30,20 @@ pub struct ProducerEntry {
     pub batches: VecDeque<BatchMetadata>,
     /// Broker time of the last append, for `producer.id.expiration.ms`.
     pub last_append_ms: i64,
+    /// The first offset of the producer's open transaction in this partition, if any.
+    pub current_txn_first_offset: Option<i64>,
+    /// The epoch of the transaction coordinator that wrote the producer's last marker.
+    pub coordinator_epoch: i32,
+}
+
+/// A transaction a marker ended in this partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompletedTxn {
+    pub producer_id: i64,
+    pub first_offset: i64,
+    /// The marker's offset.
+    pub last_offset: i64,
+    pub aborted: bool,
 }
 
 /// Why a producer batch is refused.
@@ -52,6 +66,15 @@ pub enum ProducerError {
         epoch: i16,
         first_sequence: i32,
         expected: i32,
+    },
+    #[error(
+        "transaction marker from coordinator epoch {coordinator_epoch} for producer {producer_id} \
+         is older than the last one ({current_coordinator_epoch})"
+    )]
+    CoordinatorFenced {
+        producer_id: i64,
+        coordinator_epoch: i32,
+        current_coordinator_epoch: i32,
     },
     #[error(
         "producer {producer_id} is unknown to this partition and its batch starts at sequence \
@@ -178,14 +201,20 @@ impl ProducerStateManager {
                 epoch: header.producer_epoch,
                 batches: VecDeque::new(),
                 last_append_ms: now_ms,
+                current_txn_first_offset: None,
+                coordinator_epoch: -1,
             });
         if header.producer_epoch != entry.epoch {
             entry.epoch = header.producer_epoch;
+            // A marker with a bumped epoch (fencing) keeps nothing of the old epoch's batches.
             entry.batches.clear();
         }
         entry.last_append_ms = entry.last_append_ms.max(now_ms);
         if header.is_control() {
             return;
+        }
+        if header.is_transactional() && entry.current_txn_first_offset.is_none() {
+            entry.current_txn_first_offset = Some(header.base_offset);
         }
         entry.batches.push_back(BatchMetadata {
             first_sequence: header.base_sequence,
@@ -198,12 +227,83 @@ impl ProducerStateManager {
         }
     }
 
+    /// Checks a transaction marker: the producer's epoch and the coordinator's must not go back.
+    pub fn check_marker(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        coordinator_epoch: i32,
+    ) -> Result<(), ProducerError> {
+        let Some(entry) = self.producers.get(&producer_id) else {
+            return Ok(());
+        };
+        if epoch < entry.epoch {
+            return Err(ProducerError::InvalidEpoch {
+                producer_id,
+                epoch,
+                current_epoch: entry.epoch,
+            });
+        }
+        if coordinator_epoch < entry.coordinator_epoch {
+            return Err(ProducerError::CoordinatorFenced {
+                producer_id,
+                coordinator_epoch,
+                current_coordinator_epoch: entry.coordinator_epoch,
+            });
+        }
+        Ok(())
+    }
+
+    /// Applies a marker appended at `header.base_offset`: the producer's open transaction (if
+    /// any) ends. Returns it, so that an aborted one can be indexed.
+    pub fn complete_txn(
+        &mut self,
+        header: &BatchHeader,
+        aborted: bool,
+        coordinator_epoch: i32,
+        now_ms: i64,
+    ) -> Option<CompletedTxn> {
+        self.record(header, now_ms);
+        let entry = self.producers.get_mut(&header.producer_id)?;
+        entry.coordinator_epoch = entry.coordinator_epoch.max(coordinator_epoch);
+        let first_offset = entry.current_txn_first_offset.take()?;
+        Some(CompletedTxn {
+            producer_id: header.producer_id,
+            first_offset,
+            last_offset: header.base_offset,
+            aborted,
+        })
+    }
+
+    /// The first offset of the earliest open transaction: the last stable offset is below it.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.producers
+            .values()
+            .filter_map(|entry| entry.current_txn_first_offset)
+            .min()
+    }
+
+    /// Open transactions as (producer id, first offset), earliest first.
+    pub fn open_transactions(&self) -> Vec<(i64, i64)> {
+        let mut open: Vec<(i64, i64)> = self
+            .producers
+            .iter()
+            .filter_map(|(id, e)| Some((*id, e.current_txn_first_offset?)))
+            .collect();
+        open.sort_by_key(|(_, first)| *first);
+        open
+    }
+
     /// Forgets producers that appended nothing for `expiration_ms` (`producer.id.expiration.ms`).
     /// Returns how many were removed.
     pub fn expire(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         let before = self.producers.len();
-        self.producers
-            .retain(|_, entry| now_ms.saturating_sub(entry.last_append_ms) <= expiration_ms);
+        // A producer with an open transaction stays: its transaction holds the LSO back until
+        // the coordinator ends it.
+        self.producers.retain(|_, entry| {
+            entry.current_txn_first_offset.is_some()
+                || now_ms.saturating_sub(entry.last_append_ms) <= expiration_ms
+        });
         before - self.producers.len()
     }
 }

@@ -97,11 +97,23 @@ pub fn encode_idempotent_batch(
     producer_epoch: i16,
     first_sequence: i32,
 ) -> BytesMut {
+    encode_producer_batch(values, producer_id, producer_epoch, first_sequence, false)
+}
+
+/// One batch from a producer with an id, in a transaction when `transactional`.
+#[allow(dead_code)]
+pub fn encode_producer_batch(
+    values: &[&[u8]],
+    producer_id: i64,
+    producer_epoch: i16,
+    first_sequence: i32,
+    transactional: bool,
+) -> BytesMut {
     let records: Vec<Record> = values
         .iter()
         .enumerate()
         .map(|(i, value)| Record {
-            transactional: false,
+            transactional,
             control: false,
             delete_horizon: false,
             partition_leader_epoch: 0,
