@@ -192,6 +192,25 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         0,
     ),
     prop_min("group.max.size", ConfigType::Int, "2147483647", 1),
+    prop_min(
+        "transaction.state.log.num.partitions",
+        ConfigType::Int,
+        "50",
+        1,
+    ),
+    prop_min(
+        "transaction.state.log.segment.bytes",
+        ConfigType::Int,
+        "104857600",
+        14,
+    ),
+    prop_min("transaction.max.timeout.ms", ConfigType::Int, "900000", 1),
+    prop_min(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        ConfigType::Int,
+        "10000",
+        1,
+    ),
     prop_min("producer.id.expiration.ms", ConfigType::Int, "86400000", 1),
     prop_min(
         "producer.id.expiration.check.interval.ms",
@@ -598,6 +617,23 @@ impl BrokerConfig {
                 .long_or("log.cleaner.dedupe.buffer.size", 134_217_728)
                 .max(1024) as usize,
         }
+    }
+
+    pub fn transaction_settings(&self) -> crate::transaction::TransactionSettings {
+        crate::transaction::TransactionSettings {
+            state_partitions: self.long_or("transaction.state.log.num.partitions", 50) as i32,
+            state_segment_bytes: self.long_or("transaction.state.log.segment.bytes", 104_857_600),
+            max_timeout_ms: self.long_or("transaction.max.timeout.ms", 900_000) as i32,
+        }
+    }
+
+    /// How often open transactions are checked against their timeout.
+    pub fn transaction_abort_check_interval_ms(&self) -> u64 {
+        self.long_or(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            10_000,
+        )
+        .max(1) as u64
     }
 
     /// (`producer.id.expiration.ms`, `producer.id.expiration.check.interval.ms`)

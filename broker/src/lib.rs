@@ -14,6 +14,7 @@
 //!   parks joins/syncs and applies timeouts, committed offsets in `__consumer_offsets`.
 //! - [`producer`]: idempotent producers — producer ids, per-partition sequence state (duplicate
 //!   and gap detection), its snapshots.
+//! - [`transaction`]: the transaction coordinator (`__transaction_state`, markers, timeouts).
 //! - [`topic`]: topic registry — names, ids, partitions, config overrides, persistence.
 //! - [`partition`]: a partition's replication-facing state (leader epoch, high watermark) and
 //!   waiters (long-poll fetches, group-commit fsyncs).
@@ -47,6 +48,7 @@ pub mod partition;
 pub mod producer;
 pub mod server;
 pub mod topic;
+pub mod transaction;
 
 pub use config::BrokerConfig;
 pub use error::BrokerError;

@@ -6,10 +6,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use bytes::Bytes;
+use kafka_protocol::records::RecordBatchDecoder;
 use kafka_protocol::ResponseError;
 use tokio::sync::oneshot;
 
@@ -20,7 +18,7 @@ use crate::group::offsets::{self, CommittedOffset, OFFSETS_TOPIC};
 use crate::group::state::{
     Group, GroupLimits, GroupState, JoinReply, JoinRequest, Outcome, Reply, SyncReply, Waiter,
 };
-use crate::topic::{Topic, TopicRegistry};
+use crate::topic::{internal, Topic, TopicRegistry};
 
 /// How often group timeouts are checked.
 pub const TICK_INTERVAL: Duration = Duration::from_millis(100);
@@ -32,6 +30,9 @@ enum Parked {
     Sync(oneshot::Sender<SyncReply>),
 }
 
+/// A group's offsets by (topic, partition).
+type GroupOffsets = BTreeMap<(String, i32), CommittedOffset>;
+
 #[derive(Default)]
 struct CoordinatorState {
     groups: HashMap<String, Group>,
@@ -42,9 +43,25 @@ struct CoordinatorState {
     last_active_ms: HashMap<String, i64>,
     /// The group metadata last written for each group (see `group::metadata`).
     persisted: HashMap<String, GroupSnapshot>,
+    /// Offsets committed in open transactions (TxnOffsetCommit): producer id → group →
+    /// offsets, applied by the commit marker, dropped by the abort marker.
+    pending_txn: HashMap<i64, HashMap<String, GroupOffsets>>,
 }
 
 impl CoordinatorState {
+    /// A transaction of `producer_id` ended: its pending offsets apply (commit) or go (abort).
+    fn complete_txn(&mut self, producer_id: i64, commit: bool) {
+        let Some(groups) = self.pending_txn.remove(&producer_id) else {
+            return;
+        };
+        if !commit {
+            return;
+        }
+        for (group, offsets) in groups {
+            self.offsets.entry(group).or_default().extend(offsets);
+        }
+    }
+
     fn park(&mut self, parked: Parked) -> Waiter {
         self.next_waiter += 1;
         self.parked.insert(self.next_waiter, parked);
@@ -122,6 +139,12 @@ impl GroupCoordinator {
                     let Some(key) = record.key.as_deref() else {
                         continue;
                     };
+                    if record.control {
+                        // A transaction marker: the producer's pending offsets apply or go.
+                        let commit = key.get(3) == Some(&1);
+                        state.complete_txn(record.producer_id, commit);
+                        continue;
+                    }
                     if let Some(group_id) = metadata::decode_key(key) {
                         match record.value.as_deref().and_then(metadata::decode_value) {
                             Some(snapshot) => state.persisted.insert(group_id, snapshot),
@@ -133,6 +156,20 @@ impl GroupCoordinator {
                     let Some((group, topic, index)) = offsets::decode_key(key) else {
                         continue;
                     };
+                    if record.transactional {
+                        if let Some(value) = record.value.as_deref().and_then(offsets::decode_value)
+                        {
+                            state
+                                .pending_txn
+                                .entry(record.producer_id)
+                                .or_default()
+                                .entry(group)
+                                .or_default()
+                                .insert((topic, index), value);
+                        }
+                        loaded += 1;
+                        continue;
+                    }
                     let group_offsets = state.offsets.entry(group).or_default();
                     match record.value.as_deref().and_then(offsets::decode_value) {
                         Some(value) => {
@@ -165,25 +202,16 @@ impl GroupCoordinator {
         Ok(loaded)
     }
 
-    /// The offsets topic, created on first use (FindCoordinator), like Kafka.
+    /// The offsets topic, created on first use (FindCoordinator), like Kafka: compacted (the
+    /// latest commit of each group/partition stays; tombstones of deleted offsets go after
+    /// delete.retention.ms), `offsets.topic.segment.bytes` segments.
     pub fn offsets_topic(&self, topics: &TopicRegistry) -> Result<Arc<Topic>, BrokerError> {
-        if let Some(topic) = topics.get(OFFSETS_TOPIC) {
-            return Ok(topic);
-        }
-        // As Kafka: compacted (the latest commit of each group/partition stays; tombstones of
-        // deleted offsets go after delete.retention.ms), `offsets.topic.segment.bytes` segments.
         let segment_bytes = topics.broker_config().offsets_topic_segment_bytes();
         let configs = BTreeMap::from([
             ("cleanup.policy".to_string(), "compact".to_string()),
             ("segment.bytes".to_string(), segment_bytes.to_string()),
         ]);
-        match topics.create(OFFSETS_TOPIC, self.offsets_partitions, 1, configs) {
-            Ok(topic) => Ok(topic),
-            Err(BrokerError::TopicAlreadyExists { .. }) => topics
-                .get(OFFSETS_TOPIC)
-                .ok_or_else(|| BrokerError::InvalidRequest(format!("{OFFSETS_TOPIC} vanished"))),
-            Err(error) => Err(error),
-        }
+        internal::ensure_topic(topics, OFFSETS_TOPIC, self.offsets_partitions, configs)
     }
 
     pub async fn join(
@@ -454,6 +482,18 @@ impl GroupCoordinator {
         group_id: &str,
         entries: Vec<(Bytes, Option<Bytes>)>,
     ) -> Result<(Arc<crate::partition::Partition>, i64, bool), BrokerError> {
+        let (topic, partition) = self.offsets_partition(topics, group_id)?;
+        let batch = internal::key_value_batch(entries, None, self.clock.now_ms())?;
+        let appended = partition.append(batch)?;
+        Ok((partition, appended.last_offset, topic.config.flush_on_ack))
+    }
+
+    /// The topic and the `__consumer_offsets` partition of a group.
+    pub fn offsets_partition(
+        &self,
+        topics: &TopicRegistry,
+        group_id: &str,
+    ) -> Result<(Arc<Topic>, Arc<crate::partition::Partition>), BrokerError> {
         let topic = self.offsets_topic(topics)?;
         let index = offsets::partition_for(group_id, topic.partitions.len() as i32);
         let partition = topic.partition(index).cloned().ok_or_else(|| {
@@ -462,38 +502,62 @@ impl GroupCoordinator {
                 partition: index,
             }
         })?;
-        let now_ms = self.clock.now_ms();
-        let records: Vec<Record> = entries
-            .into_iter()
-            .enumerate()
-            .map(|(i, (key, value))| Record {
-                transactional: false,
-                control: false,
-                delete_horizon: false,
-                partition_leader_epoch: 0,
-                producer_id: -1,
-                producer_epoch: -1,
-                timestamp_type: TimestampType::Creation,
-                offset: i as i64,
-                sequence: i as i32 - 1,
-                timestamp: now_ms,
-                key: Some(key),
-                value,
-                headers: Default::default(),
+        Ok((topic, partition))
+    }
+
+    /// TxnOffsetCommit: the offsets are written to the group's partition of
+    /// `__consumer_offsets` inside the producer's transaction and stay pending until its marker.
+    pub fn txn_commit(
+        &self,
+        topics: &TopicRegistry,
+        group_id: &str,
+        producer_id: i64,
+        producer_epoch: i16,
+        commits: Vec<(String, i32, CommittedOffset)>,
+    ) -> Result<(), BrokerError> {
+        if commits.is_empty() {
+            return Ok(());
+        }
+        let (_, partition) = self.offsets_partition(topics, group_id)?;
+        let records = commits
+            .iter()
+            .map(|(topic, index, offset)| {
+                (
+                    offsets::encode_key(group_id, topic, *index),
+                    Some(offsets::encode_value(offset)),
+                )
             })
             .collect();
-        let mut batch = BytesMut::new();
-        RecordBatchEncoder::encode(
-            &mut batch,
-            records.iter(),
-            &RecordEncodeOptions {
-                version: 2,
-                compression: Compression::None,
-            },
-        )
-        .map_err(|e| BrokerError::InvalidRequest(format!("cannot encode offset records: {e}")))?;
-        let appended = partition.append(batch)?;
-        Ok((partition, appended.last_offset, topic.config.flush_on_ack))
+        let producer = Some((producer_id, producer_epoch));
+        let batch = internal::key_value_batch(records, producer, self.clock.now_ms())?;
+        partition.append_from_coordinator(batch)?;
+        let mut state = self.lock();
+        let pending = state
+            .pending_txn
+            .entry(producer_id)
+            .or_default()
+            .entry(group_id.to_string())
+            .or_default();
+        for (topic, index, offset) in commits {
+            pending.insert((topic, index), offset);
+        }
+        Ok(())
+    }
+
+    /// The transaction coordinator wrote `producer_id`'s marker to `__consumer_offsets`.
+    pub fn complete_txn(&self, producer_id: i64, commit: bool) {
+        self.lock().complete_txn(producer_id, commit);
+    }
+
+    /// Whether an open transaction holds a pending offset for the group's partition
+    /// (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT then, KIP-447).
+    pub fn has_pending_offset(&self, group_id: &str, topic: &str, partition: i32) -> bool {
+        let key = (topic.to_string(), partition);
+        self.lock().pending_txn.values().any(|groups| {
+            groups
+                .get(group_id)
+                .is_some_and(|offsets| offsets.contains_key(&key))
+        })
     }
 
     /// Committed offsets of a group: the requested partitions, or all when `None`.

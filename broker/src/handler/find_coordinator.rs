@@ -1,5 +1,5 @@
-//! FindCoordinator: this broker coordinates every group (creating `__consumer_offsets` on first
-//! use, as Kafka does). Transaction coordinators arrive with transactions.
+//! FindCoordinator: this broker coordinates every group and every transactional id (creating
+//! `__consumer_offsets` / `__transaction_state` on first use, as Kafka does).
 
 use std::sync::Arc;
 
@@ -13,18 +13,23 @@ use crate::server::BrokerContext;
 
 const GROUP_KEY_TYPE: i8 = 0;
 
+const TRANSACTION_KEY_TYPE: i8 = 1;
+
 fn answer(context: &Arc<BrokerContext>, key_type: i8) -> Result<(), (ResponseError, String)> {
-    if key_type != GROUP_KEY_TYPE {
-        return Err((
-            ResponseError::CoordinatorNotAvailable,
-            "transaction coordinators are not implemented yet".into(),
-        ));
-    }
-    context
-        .groups
-        .offsets_topic(&context.topics)
-        .map(|_| ())
-        .map_err(|error| (error_for(&error), error.to_string()))
+    let ready = match key_type {
+        GROUP_KEY_TYPE => context.groups.offsets_topic(&context.topics).map(|_| ()),
+        TRANSACTION_KEY_TYPE => context
+            .transactions
+            .state_topic(&context.topics)
+            .map(|_| ()),
+        other => {
+            return Err((
+                ResponseError::InvalidRequest,
+                format!("unknown coordinator key type {other}"),
+            ))
+        }
+    };
+    ready.map_err(|error| (error_for(&error), error.to_string()))
 }
 
 pub fn handle(

@@ -1,6 +1,8 @@
 //! InitProducerId: a new producer id (epoch 0) for an idempotent producer. Ids are unique across
 //! restarts (`producer::ProducerIdManager`). Like Kafka, a request without a transactional id
 //! always gets a fresh id, also when it names its current id and epoch (KIP-360 epoch bump).
+//! With a transactional id the transaction coordinator answers: the next epoch of the id's
+//! producer, fencing the previous incarnation and aborting its open transaction.
 
 use std::sync::Arc;
 
@@ -21,11 +23,19 @@ pub fn handle(
             .with_producer_epoch(-1)
     };
     if let Some(transactional_id) = &request.transactional_id {
-        tracing::warn!(
-            transactional_id = %transactional_id.as_str(),
-            "transactional producers are not supported yet"
-        );
-        return failed(ResponseError::InvalidRequest);
+        let current =
+            (request.producer_id.0 >= 0).then_some((request.producer_id.0, request.producer_epoch));
+        return match context.transactions.init_producer_id(
+            &context.txn_services(),
+            transactional_id.as_str(),
+            request.transaction_timeout_ms,
+            current,
+        ) {
+            Ok((producer_id, epoch)) => InitProducerIdResponse::default()
+                .with_producer_id(ProducerId(producer_id))
+                .with_producer_epoch(epoch),
+            Err(error) => failed(error),
+        };
     }
     match context.producer_ids.next_id() {
         Ok(id) => InitProducerIdResponse::default()

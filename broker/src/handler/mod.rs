@@ -4,6 +4,8 @@
 //! `SUPPORTED_APIS` is the single source of truth for ApiVersions and for which requests the
 //! connection accepts.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod configs;
 pub mod create_partitions;
@@ -13,6 +15,8 @@ pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_groups;
+pub mod describe_transactions;
+pub mod end_txn;
 pub mod errors;
 pub mod fetch;
 pub mod find_coordinator;
@@ -29,6 +33,7 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
+pub mod txn_offset_commit;
 pub mod unsupported;
 
 use std::sync::Arc;
@@ -66,6 +71,12 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
     (ApiKey::InitProducerId, 0, 4),
+    (ApiKey::AddPartitionsToTxn, 0, 4),
+    (ApiKey::AddOffsetsToTxn, 0, 4),
+    (ApiKey::EndTxn, 0, 4),
+    (ApiKey::TxnOffsetCommit, 0, 4),
+    (ApiKey::DescribeTransactions, 0, 0),
+    (ApiKey::ListTransactions, 0, 1),
 ];
 
 /// The version range implemented for an API, if any.
@@ -178,6 +189,22 @@ pub async fn handle(
         ))),
         RequestKind::InitProducerId(r) => ready(ResponseKind::InitProducerId(
             init_producer_id::handle(context, r),
+        )),
+        RequestKind::AddPartitionsToTxn(r) => ready(ResponseKind::AddPartitionsToTxn(
+            add_partitions_to_txn::handle(context, version, r),
+        )),
+        RequestKind::AddOffsetsToTxn(r) => ready(ResponseKind::AddOffsetsToTxn(
+            add_offsets_to_txn::handle(context, r),
+        )),
+        RequestKind::EndTxn(r) => ready(ResponseKind::EndTxn(end_txn::handle(context, r))),
+        RequestKind::TxnOffsetCommit(r) => ready(ResponseKind::TxnOffsetCommit(
+            txn_offset_commit::handle(context, r),
+        )),
+        RequestKind::DescribeTransactions(r) => ready(ResponseKind::DescribeTransactions(
+            describe_transactions::describe(context, r),
+        )),
+        RequestKind::ListTransactions(r) => ready(ResponseKind::ListTransactions(
+            describe_transactions::list(context, r),
         )),
         other => {
             // The connection only passes requests listed in SUPPORTED_APIS.

@@ -1,5 +1,6 @@
 //! OffsetFetch: committed offsets of one group (v1–7) or several (v8+). Partitions without a
-//! commit answer offset -1. `require_stable` needs no waiting until transactions exist.
+//! commit answer offset -1. With `require_stable` (v7+, KIP-447) a partition whose offset an
+//! open transaction is committing answers UNSTABLE_OFFSET_COMMIT, and the client retries.
 
 use std::sync::Arc;
 
@@ -9,6 +10,7 @@ use kafka_protocol::messages::offset_fetch_response::{
 };
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
 
 use crate::group::offsets::CommittedOffset;
 use crate::server::BrokerContext;
@@ -40,6 +42,15 @@ pub fn handle(
     version: i16,
     request: OffsetFetchRequest,
 ) -> OffsetFetchResponse {
+    let require_stable = version >= 7 && request.require_stable;
+    // KIP-447: with require_stable, an offset an open transaction is changing is unstable.
+    let unstable = |group: &str, topic: &str, partition: i32| -> i16 {
+        if require_stable && context.groups.has_pending_offset(group, topic, partition) {
+            ResponseError::UnstableOffsetCommit.code()
+        } else {
+            0
+        }
+    };
     if version >= 8 {
         let groups = request
             .groups
@@ -59,21 +70,21 @@ pub fn handle(
                 let topics = by_topic(found)
                     .into_iter()
                     .map(|(topic, partitions)| {
+                        let partitions = partitions
+                            .into_iter()
+                            .map(|(index, offset)| {
+                                let (committed, epoch, metadata) = values(&offset);
+                                OffsetFetchResponsePartitions::default()
+                                    .with_partition_index(index)
+                                    .with_committed_offset(committed)
+                                    .with_committed_leader_epoch(epoch)
+                                    .with_metadata(Some(StrBytes::from_string(metadata)))
+                                    .with_error_code(unstable(&group.group_id, &topic, index))
+                            })
+                            .collect();
                         OffsetFetchResponseTopics::default()
                             .with_name(TopicName(StrBytes::from_string(topic)))
-                            .with_partitions(
-                                partitions
-                                    .into_iter()
-                                    .map(|(index, offset)| {
-                                        let (committed, epoch, metadata) = values(&offset);
-                                        OffsetFetchResponsePartitions::default()
-                                            .with_partition_index(index)
-                                            .with_committed_offset(committed)
-                                            .with_committed_leader_epoch(epoch)
-                                            .with_metadata(Some(StrBytes::from_string(metadata)))
-                                    })
-                                    .collect(),
-                            )
+                            .with_partitions(partitions)
                     })
                     .collect();
                 OffsetFetchResponseGroup::default()
@@ -98,7 +109,7 @@ pub fn handle(
         .into_iter()
         .map(|(topic, partitions)| {
             OffsetFetchResponseTopic::default()
-                .with_name(TopicName(StrBytes::from_string(topic)))
+                .with_name(TopicName(StrBytes::from_string(topic.clone())))
                 .with_partitions(
                     partitions
                         .into_iter()
@@ -107,7 +118,8 @@ pub fn handle(
                             let partition = OffsetFetchResponsePartition::default()
                                 .with_partition_index(index)
                                 .with_committed_offset(committed)
-                                .with_metadata(Some(StrBytes::from_string(metadata)));
+                                .with_metadata(Some(StrBytes::from_string(metadata)))
+                                .with_error_code(unstable(&request.group_id, &topic, index));
                             if version >= 5 {
                                 partition.with_committed_leader_epoch(epoch)
                             } else {

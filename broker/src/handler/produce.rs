@@ -153,10 +153,23 @@ fn produce_partition(
             None,
         );
     }
-    if validated.header.is_transactional() {
-        let message = "transactional batches are not supported yet";
+    // KIP-890 part 1: a transactional write lands only in a transaction that added this
+    // partition, so no stray write can leave a transaction hanging.
+    let header = &validated.header;
+    if header.is_transactional()
+        && !context.transactions.verify(
+            header.producer_id,
+            header.producer_epoch,
+            &topic.name,
+            index,
+        )
+    {
+        let message = format!(
+            "producer {} epoch {} has no open transaction with {}-{index}",
+            header.producer_id, header.producer_epoch, topic.name
+        );
         return (
-            failed(index, ResponseError::InvalidRecord, Some(message.into())),
+            failed(index, ResponseError::InvalidTxnState, Some(message)),
             None,
         );
     }

@@ -230,7 +230,7 @@ impl PartitionLog {
     /// Appends a validated producer batch, assigning offsets from the log end.
     pub fn append(
         &mut self,
-        mut batch: BytesMut,
+        batch: BytesMut,
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<AppendInfo, LogError> {
@@ -249,6 +249,40 @@ impl PartitionLog {
                 duplicate: true,
             });
         }
+        self.append_unchecked(batch, header, leader_epoch, now_ms)
+    }
+
+    /// Appends a batch a coordinator wrote on a producer's behalf (transactional offset commits):
+    /// it carries the producer's id and epoch but no sequence, so no sequence rules apply.
+    pub fn append_from_coordinator(
+        &mut self,
+        batch: BytesMut,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
+        let header = BatchHeader::parse(&batch)?;
+        if header.producer_id >= 0 {
+            let current = self.producers.get(header.producer_id).map(|e| e.epoch);
+            if current.is_some_and(|epoch| header.producer_epoch < epoch) {
+                return Err(LogError::Producer(
+                    crate::producer::ProducerError::InvalidEpoch {
+                        producer_id: header.producer_id,
+                        epoch: header.producer_epoch,
+                        current_epoch: current.unwrap_or_default(),
+                    },
+                ));
+            }
+        }
+        self.append_unchecked(batch, header, leader_epoch, now_ms)
+    }
+
+    fn append_unchecked(
+        &mut self,
+        mut batch: BytesMut,
+        header: BatchHeader,
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendInfo, LogError> {
         self.maybe_roll(batch.len() as u64, now_ms)?;
         let base_offset = self.log_end_offset();
         let log_append_time = self.config.log_append_time.then_some(now_ms);

@@ -114,6 +114,17 @@ impl Partition {
         Ok(info)
     }
 
+    /// Appends a batch a coordinator wrote for a producer (no sequence rules; see the log).
+    pub fn append_from_coordinator(&self, batch: BytesMut) -> Result<AppendInfo, LogError> {
+        let now_ms = self.clock.now_ms();
+        let mut log = self.log();
+        let info = log.append_from_coordinator(batch, self.leader_epoch(), now_ms)?;
+        let log_end = log.log_end_offset();
+        drop(log);
+        self.high_watermark.send_replace(log_end);
+        Ok(info)
+    }
+
     /// Reads committed data (below the high watermark).
     pub fn read(
         &self,

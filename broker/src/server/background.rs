@@ -1,4 +1,4 @@
-//! Background work: retention, log compaction, producer expiry, periodic flushes (`flush.ms`, `flush.messages`) and
+//! Background work: retention, log compaction, transaction timeouts, producer expiry, periodic flushes (`flush.ms`, `flush.messages`) and
 //! recovery-point checkpoints. Each loop stops when shutdown is signalled.
 
 use std::sync::Arc;
@@ -25,6 +25,11 @@ pub fn spawn(
         move || enforce_retention(&context)
     }));
     tasks.spawn(flush_loop(Arc::clone(&context), shutdown.clone()));
+    let txn_check = Duration::from_millis(context.config.transaction_abort_check_interval_ms());
+    tasks.spawn(every(txn_check, shutdown.clone(), {
+        let context = Arc::clone(&context);
+        move || context.transactions.tick(&context.txn_services())
+    }));
     let (producer_expiration_ms, producer_check_ms) = context.config.producer_expiration();
     tasks.spawn(every(
         Duration::from_millis(producer_check_ms),

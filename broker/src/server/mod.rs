@@ -23,6 +23,7 @@ use crate::group::GroupCoordinator;
 use crate::metrics::Metrics;
 use crate::producer::ProducerIdManager;
 use crate::topic::TopicRegistry;
+use crate::transaction::{TransactionCoordinator, TxnServices};
 
 const CLEAN_SHUTDOWN_FILE: &str = ".clean-shutdown";
 const CLUSTER_ID_FILE: &str = "meta/cluster-id";
@@ -33,6 +34,7 @@ pub struct BrokerContext {
     pub topics: TopicRegistry,
     pub groups: GroupCoordinator,
     pub producer_ids: ProducerIdManager,
+    pub transactions: TransactionCoordinator,
     pub clock: Arc<dyn Clock>,
     pub metrics: Metrics,
     pub cluster_id: String,
@@ -40,6 +42,17 @@ pub struct BrokerContext {
     /// host and port given to clients in Metadata.
     pub advertised_host: String,
     pub advertised_port: u16,
+}
+
+impl BrokerContext {
+    /// What the transaction coordinator acts on.
+    pub fn txn_services(&self) -> TxnServices<'_> {
+        TxnServices {
+            topics: &self.topics,
+            groups: &self.groups,
+            producer_ids: &self.producer_ids,
+        }
+    }
 }
 
 /// A running broker. Dropping it without `shutdown` leaves the data as after a crash.
@@ -88,6 +101,19 @@ impl Broker {
         let meta_dir = data_dir.join("meta");
         std::fs::create_dir_all(&meta_dir).map_err(|e| LogError::io(&meta_dir, e))?;
         let producer_ids = ProducerIdManager::open(&meta_dir)?;
+        let transactions =
+            TransactionCoordinator::new(config.transaction_settings(), Arc::clone(&clock));
+        let transactions_loaded = transactions.load(&TxnServices {
+            topics: &topics,
+            groups: &groups,
+            producer_ids: &producer_ids,
+        })?;
+        if transactions_loaded > 0 {
+            tracing::info!(
+                transactional_ids = transactions_loaded,
+                "transaction state loaded"
+            );
+        }
         let listener = TcpListener::bind(config.listen).await.map_err(|e| {
             BrokerError::InvalidRequest(format!("cannot listen on {}: {e}", config.listen))
         })?;
@@ -104,6 +130,7 @@ impl Broker {
             topics,
             groups,
             producer_ids,
+            transactions,
             clock,
             metrics: Metrics::new(),
             cluster_id,

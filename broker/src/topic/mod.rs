@@ -3,6 +3,9 @@
 //! Each topic's definition is one JSON file written atomically; partition logs live in
 //! `<data dir>/<topic>-<partition>/`. Topics are immutable values swapped under a lock
 //! (copy-on-write), so request handlers work on a consistent snapshot without holding the lock.
+//! `internal`: the coordinators' internal topics and their key/value batches.
+
+pub mod internal;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;

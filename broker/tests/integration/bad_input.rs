@@ -170,8 +170,8 @@ async fn api_versions_newer_than_supported_gets_v0_fallback() {
     let produce = response.api_keys.iter().find(|k| k.api_key == 0).unwrap();
     assert_eq!((produce.min_version, produce.max_version), (3, 9));
     assert!(
-        response.api_keys.iter().all(|k| k.api_key != 24),
-        "AddPartitionsToTxn is not implemented yet, so not advertised"
+        response.api_keys.iter().all(|k| k.api_key != 61),
+        "DescribeProducers is not implemented yet, so not advertised"
     );
 
     // v4 is newer than we implement: the answer comes in v0 with UNSUPPORTED_VERSION.
@@ -220,8 +220,8 @@ async fn hostile_frames_close_the_connection_and_broker_keeps_serving() {
     let mut client = RawClient::connect(broker.local_addr()).await;
     let response = client
         .call(
-            3,
-            &kafka_protocol::messages::AddOffsetsToTxnRequest::default(),
+            1,
+            &kafka_protocol::messages::SaslHandshakeRequest::default(),
         )
         .await;
     assert_eq!(
@@ -229,7 +229,10 @@ async fn hostile_frames_close_the_connection_and_broker_keeps_serving() {
         ResponseError::UnsupportedVersion.code()
     );
     let response = client
-        .call(3, &kafka_protocol::messages::EndTxnRequest::default())
+        .call(
+            0,
+            &kafka_protocol::messages::ConsumerGroupHeartbeatRequest::default(),
+        )
         .await;
     assert_eq!(
         response.error_code,

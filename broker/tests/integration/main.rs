@@ -14,4 +14,5 @@ mod raw;
 #[path = "../support/records.rs"]
 mod records;
 mod retention;
+mod transactions;
 mod versions;

@@ -470,5 +470,132 @@ async fn every_api_answers_every_advertised_version() {
     }
     producer_ids.dedup();
     assert_eq!(producer_ids.len(), 5, "a new producer id each time");
+
+    // Transactions: a transactional id per version, through a whole transaction.
+    for v in range(ApiKey::AddPartitionsToTxn) {
+        let id = TransactionalId(StrBytes::from_string(format!("versions-{v}")));
+        let init = client
+            .call(
+                4,
+                &InitProducerIdRequest::default()
+                    .with_transactional_id(Some(id.clone()))
+                    .with_transaction_timeout_ms(60_000)
+                    .with_producer_id(ProducerId(-1))
+                    .with_producer_epoch(-1),
+            )
+            .await;
+        assert_eq!(
+            init.error_code, 0,
+            "InitProducerId (transactional) for v{v}"
+        );
+        let topic = add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+            .with_name(name("versions"))
+            .with_partitions(vec![0]);
+        let request = if v <= 3 {
+            AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(id.clone())
+                .with_v3_and_below_producer_id(init.producer_id)
+                .with_v3_and_below_producer_epoch(init.producer_epoch)
+                .with_v3_and_below_topics(vec![topic])
+        } else {
+            let txn = add_partitions_to_txn_request::AddPartitionsToTxnTransaction::default()
+                .with_transactional_id(id.clone())
+                .with_producer_id(init.producer_id)
+                .with_producer_epoch(init.producer_epoch)
+                .with_topics(vec![topic]);
+            AddPartitionsToTxnRequest::default().with_transactions(vec![txn])
+        };
+        let r = client.call(v, &request).await;
+        let results = if v <= 3 {
+            r.results_by_topic_v3_and_below
+        } else {
+            r.results_by_transaction[0].topic_results.clone()
+        };
+        assert_eq!(
+            results[0].results_by_partition[0].partition_error_code, 0,
+            "AddPartitionsToTxn v{v}"
+        );
+        let av = v.min(*range(ApiKey::AddOffsetsToTxn).end());
+        let r = client
+            .call(
+                av,
+                &AddOffsetsToTxnRequest::default()
+                    .with_transactional_id(id.clone())
+                    .with_producer_id(init.producer_id)
+                    .with_producer_epoch(init.producer_epoch)
+                    .with_group_id(GroupId(StrBytes::from_static_str("versions-group"))),
+            )
+            .await;
+        assert_eq!(r.error_code, 0, "AddOffsetsToTxn v{av}");
+        let tv = v.min(*range(ApiKey::TxnOffsetCommit).end());
+        let partition = txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+            .with_partition_index(0)
+            .with_committed_offset(1);
+        let topic = txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+            .with_name(name("versions"))
+            .with_partitions(vec![partition]);
+        let r = client
+            .call(
+                tv,
+                &TxnOffsetCommitRequest::default()
+                    .with_transactional_id(id.clone())
+                    .with_group_id(GroupId(StrBytes::from_static_str("versions-group")))
+                    .with_producer_id(init.producer_id)
+                    .with_producer_epoch(init.producer_epoch)
+                    .with_generation_id(-1)
+                    .with_topics(vec![topic]),
+            )
+            .await;
+        assert_eq!(
+            r.topics[0].partitions[0].error_code, 0,
+            "TxnOffsetCommit v{tv}"
+        );
+        let ev = v.min(*range(ApiKey::EndTxn).end());
+        let r = client
+            .call(
+                ev,
+                &EndTxnRequest::default()
+                    .with_transactional_id(id)
+                    .with_producer_id(init.producer_id)
+                    .with_producer_epoch(init.producer_epoch)
+                    .with_committed(v % 2 == 0),
+            )
+            .await;
+        assert_eq!(r.error_code, 0, "EndTxn v{ev}");
+    }
+    for v in range(ApiKey::DescribeTransactions) {
+        let ids = vec![
+            TransactionalId(StrBytes::from_static_str("versions-0")),
+            TransactionalId(StrBytes::from_static_str("nobody")),
+        ];
+        let r = client
+            .call(
+                v,
+                &DescribeTransactionsRequest::default().with_transactional_ids(ids),
+            )
+            .await;
+        assert_eq!(
+            r.transaction_states[0].error_code, 0,
+            "DescribeTransactions v{v}"
+        );
+        assert_eq!(
+            r.transaction_states[0].transaction_state.as_str(),
+            "CompleteCommit"
+        );
+        assert_eq!(
+            r.transaction_states[1].error_code,
+            kafka_protocol::ResponseError::TransactionalIdNotFound.code()
+        );
+    }
+    for v in range(ApiKey::ListTransactions) {
+        let r = client
+            .call(
+                v,
+                &ListTransactionsRequest::default().with_duration_filter(-1),
+            )
+            .await;
+        assert_eq!(r.error_code, 0, "ListTransactions v{v}");
+        assert_eq!(r.transaction_states.len(), 5, "ListTransactions v{v}");
+    }
     broker.shutdown().await.unwrap();
 }
