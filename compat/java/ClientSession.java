@@ -24,6 +24,7 @@ import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -34,7 +35,9 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -101,6 +104,83 @@ public class ClientSession {
             admin.deleteConsumerGroups(List.of(group)).all().get();
             check(admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get().isEmpty(), "offsets deleted");
         }
+    }
+
+    static List<String> readValues(Properties common, String topic, String isolation, int expected) {
+        Properties props = new Properties();
+        props.putAll(common);
+        props.put("key.deserializer", StringDeserializer.class.getName());
+        props.put("value.deserializer", StringDeserializer.class.getName());
+        props.put("isolation.level", isolation);
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            TopicPartition p0 = new TopicPartition(topic, 0);
+            consumer.assign(List.of(p0));
+            consumer.seekToBeginning(List.of(p0));
+            List<String> values = new ArrayList<>();
+            long deadline = System.currentTimeMillis() + 5_000;
+            while (System.currentTimeMillis() < deadline) {
+                consumer.poll(Duration.ofMillis(200)).forEach(r -> values.add(r.value()));
+                if (values.size() >= expected && consumer.position(p0) >= consumer.endOffsets(List.of(p0)).get(p0)) {
+                    break;
+                }
+            }
+            return values;
+        }
+    }
+
+    /** A transactional producer: commit, abort, offsets in the transaction, fencing by a successor. */
+    static void transactionalSession(Properties common) throws Exception {
+        String topic = "java-txn-" + UUID.randomUUID().toString().substring(0, 8);
+        String group = "java-txn-group-" + UUID.randomUUID().toString().substring(0, 8);
+        String transactionalId = "java-txn-" + UUID.randomUUID();
+        try (Admin admin = Admin.create(common)) {
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+        }
+        Properties props = new Properties();
+        props.putAll(common);
+        props.put("key.serializer", StringSerializer.class.getName());
+        props.put("value.serializer", StringSerializer.class.getName());
+        props.put("transactional.id", transactionalId);
+        TopicPartition p0 = new TopicPartition(topic, 0);
+        KafkaProducer<String, String> producer = new KafkaProducer<>(props);
+        producer.initTransactions();
+        producer.beginTransaction();
+        for (int i = 0; i < 10; i++) {
+            producer.send(new ProducerRecord<>(topic, 0, null, "committed-" + i));
+        }
+        producer.sendOffsetsToTransaction(Map.of(p0, new OffsetAndMetadata(42)), new ConsumerGroupMetadata(group));
+        producer.commitTransaction();
+        producer.beginTransaction();
+        for (int i = 0; i < 5; i++) {
+            producer.send(new ProducerRecord<>(topic, 0, null, "aborted-" + i));
+        }
+        producer.flush();
+        producer.abortTransaction();
+        List<String> committed = readValues(common, topic, "read_committed", 10);
+        check(committed.size() == 10 && committed.stream().allMatch(v -> v.startsWith("committed")), "read_committed " + committed);
+        List<String> everything = readValues(common, topic, "read_uncommitted", 15);
+        check(everything.size() == 15, "read_uncommitted " + everything);
+        try (Admin admin = Admin.create(common)) {
+            Map<TopicPartition, OffsetAndMetadata> offsets =
+                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            check(offsets.get(p0) != null && offsets.get(p0).offset() == 42, "offsets committed with the transaction " + offsets);
+        }
+        // A successor with the same transactional id fences this producer.
+        producer.beginTransaction();
+        producer.send(new ProducerRecord<>(topic, 0, null, "zombie"));
+        try (KafkaProducer<String, String> successor = new KafkaProducer<>(props)) {
+            successor.initTransactions();
+            try {
+                producer.commitTransaction();
+                throw new AssertionError("the old producer must be fenced");
+            } catch (ProducerFencedException | InvalidProducerEpochException expected) {
+                // as Kafka
+            }
+        } finally {
+            producer.close(Duration.ZERO);
+        }
+        List<String> after = readValues(common, topic, "read_committed", 10);
+        check(after.stream().noneMatch(v -> v.equals("zombie")), "the fenced transaction is not visible " + after);
     }
 
     public static void main(String[] args) throws Exception {
@@ -187,6 +267,7 @@ public class ClientSession {
         }
 
         groupSession(common, topic);
+        transactionalSession(common);
 
         try (Admin admin = Admin.create(common)) {
             admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(3))).all().get();

@@ -17,6 +17,35 @@ def check(condition, message):
         raise AssertionError(message)
 
 
+def transactions(bootstrap):
+    """A transactional producer: aborted records reach read_uncommitted consumers only."""
+    topic = "py-txn-" + uuid.uuid4().hex[:8]
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="py-smoke-" + uuid.uuid4().hex[:8])
+    producer.init_transactions()
+    producer.begin_transaction()
+    for i in range(5):
+        producer.send(topic, value=f"aborted-{i}".encode(), partition=0)
+    producer.flush()  # written, then aborted (unsent records would simply be dropped)
+    producer.abort_transaction()
+    producer.begin_transaction()
+    for i in range(3):
+        producer.send(topic, value=f"committed-{i}".encode(), partition=0)
+    producer.commit_transaction()
+    producer.close()
+
+    def read(isolation):
+        consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, isolation_level=isolation,
+                                 auto_offset_reset="earliest", consumer_timeout_ms=3000)
+        values = [r.value.decode() for r in consumer]
+        consumer.close()
+        return values
+
+    committed = read("read_committed")
+    check(committed == [f"committed-{i}" for i in range(3)], f"read_committed saw {committed}")
+    everything = read("read_uncommitted")
+    check(len(everything) == 8, f"read_uncommitted saw {everything}")
+
+
 def main(bootstrap):
     topic = "py-smoke-" + uuid.uuid4().hex[:8]
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000)
@@ -105,6 +134,8 @@ def main(bootstrap):
     leftover = list(again)
     check(not leftover, f"re-read {len(leftover)} records after the commit")
     again.close()
+
+    transactions(bootstrap)
 
     admin.create_partitions({topic: NewPartitions(total_count=3)})
     check(len(KafkaConsumer(bootstrap_servers=bootstrap).partitions_for_topic(topic)) == 3, "3 partitions")
