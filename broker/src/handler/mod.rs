@@ -15,6 +15,7 @@ pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_groups;
+pub mod describe_producers;
 pub mod describe_transactions;
 pub mod end_txn;
 pub mod errors;
@@ -77,6 +78,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::TxnOffsetCommit, 0, 4),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
+    (ApiKey::DescribeProducers, 0, 0),
 ];
 
 /// The version range implemented for an API, if any.
@@ -205,6 +207,9 @@ pub async fn handle(
         )),
         RequestKind::ListTransactions(r) => ready(ResponseKind::ListTransactions(
             describe_transactions::list(context, r),
+        )),
+        RequestKind::DescribeProducers(r) => ready(ResponseKind::DescribeProducers(
+            describe_producers::handle(context, r),
         )),
         other => {
             // The connection only passes requests listed in SUPPORTED_APIS.

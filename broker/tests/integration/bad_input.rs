@@ -170,8 +170,8 @@ async fn api_versions_newer_than_supported_gets_v0_fallback() {
     let produce = response.api_keys.iter().find(|k| k.api_key == 0).unwrap();
     assert_eq!((produce.min_version, produce.max_version), (3, 9));
     assert!(
-        response.api_keys.iter().all(|k| k.api_key != 61),
-        "DescribeProducers is not implemented yet, so not advertised"
+        response.api_keys.iter().all(|k| k.api_key != 35),
+        "DescribeLogDirs is not implemented yet, so not advertised"
     );
 
     // v4 is newer than we implement: the answer comes in v0 with UNSUPPORTED_VERSION.
@@ -238,10 +238,10 @@ async fn hostile_frames_close_the_connection_and_broker_keeps_serving() {
         response.error_code,
         ResponseError::UnsupportedVersion.code()
     );
-    // One whose response has no top-level error code (DescribeProducers): closed, as Kafka does.
+    // One whose response has no top-level error code (DescribeLogDirs v1): closed, as Kafka does.
     let (_, body) = client.encode(
-        0,
-        &kafka_protocol::messages::DescribeProducersRequest::default(),
+        1,
+        &kafka_protocol::messages::DescribeLogDirsRequest::default(),
     );
     client.send_frame(&body).await;
     assert!(client.is_closed().await, "unanswerable api");

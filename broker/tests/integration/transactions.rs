@@ -197,3 +197,193 @@ async fn offsets_sent_to_a_transaction_commit_with_it() {
     .unwrap();
     broker.shutdown().await.unwrap();
 }
+
+/// A producer that dies mid-transaction: the coordinator aborts it after its timeout, so
+/// read_committed consumers are not held forever, and the zombie is fenced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_transaction_is_aborted_after_its_timeout_and_survives_a_crash_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let properties = [(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "100",
+    )];
+    let broker = common::start(dir.path(), &properties).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "hanging", 1, &[]).await;
+    let bootstrap_for_blocking = bootstrap.clone();
+    let zombie = tokio::task::spawn_blocking(move || {
+        let mut config = common::client_config(&bootstrap_for_blocking);
+        config
+            .set("transactional.id", "hanging-app")
+            .set("transaction.timeout.ms", "3000")
+            .set("linger.ms", "1");
+        let producer: BaseProducer = config.create().unwrap();
+        producer.init_transactions(TIMEOUT).unwrap();
+        producer.begin_transaction().unwrap();
+        send(&producer, "hanging", &batch("hanging", 4));
+        producer
+    })
+    .await
+    .unwrap();
+    let lso = |broker: &weir_broker::Broker| {
+        let topic = broker.context().topics.get("hanging").unwrap();
+        topic.partitions[0].offsets()
+    };
+    let offsets = lso(&broker);
+    assert_eq!(
+        (offsets.last_stable_offset, offsets.high_watermark),
+        (0, 4),
+        "held by the open transaction"
+    );
+
+    // kill -9 with the transaction open: after the restart it is still open, then times out.
+    broker.abort().await;
+    let broker = common::start(dir.path(), &properties).await;
+    assert_eq!(
+        lso(&broker).last_stable_offset,
+        0,
+        "still open after the crash"
+    );
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    while lso(&broker).last_stable_offset == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the hanging transaction was never aborted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let offsets = lso(&broker);
+    assert_eq!(
+        offsets.last_stable_offset, offsets.high_watermark,
+        "the abort marker ended it"
+    );
+    let state = broker.context().transactions.snapshot()["hanging-app"].clone();
+    assert_eq!(state.state.name(), "CompleteAbort");
+    assert_eq!(
+        state.producer_epoch, 1,
+        "the epoch was bumped: the zombie is fenced"
+    );
+    let bootstrap = common::bootstrap(&broker);
+    let read = tokio::task::spawn_blocking(move || {
+        read_values(&bootstrap, "hanging", "read_committed", 0)
+    })
+    .await
+    .unwrap();
+    assert!(
+        read.is_empty(),
+        "nothing of the aborted transaction is visible: {read:?}"
+    );
+    std::mem::forget(zombie);
+    broker.shutdown().await.unwrap();
+}
+
+/// A crash after the coordinator persisted its decision but before it wrote the markers: the
+/// restarted broker finishes the transaction (the records become visible, all of them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_decided_before_a_crash_is_finished_after_the_restart() {
+    use kafka_protocol::messages::*;
+    use kafka_protocol::protocol::StrBytes;
+    use weir_broker::transaction::records;
+    use weir_broker::transaction::state::TxnState;
+
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), &[]).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "decided", 1, &[]).await;
+    let mut client = crate::raw::RawClient::connect(broker.local_addr()).await;
+    let id = TransactionalId(StrBytes::from_static_str("decided-app"));
+    let init = client
+        .call(
+            4,
+            &InitProducerIdRequest::default()
+                .with_transactional_id(Some(id.clone()))
+                .with_transaction_timeout_ms(600_000)
+                .with_producer_id(ProducerId(-1))
+                .with_producer_epoch(-1),
+        )
+        .await;
+    assert_eq!(init.error_code, 0);
+    let topic = add_partitions_to_txn_request::AddPartitionsToTxnTopic::default()
+        .with_name(TopicName(StrBytes::from_static_str("decided")))
+        .with_partitions(vec![0]);
+    let added = client
+        .call(
+            3,
+            &AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(id)
+                .with_v3_and_below_producer_id(init.producer_id)
+                .with_v3_and_below_producer_epoch(init.producer_epoch)
+                .with_v3_and_below_topics(vec![topic]),
+        )
+        .await;
+    assert_eq!(
+        added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        0
+    );
+    let values: Vec<&[u8]> = vec![b"one", b"two", b"three"];
+    let batch = crate::records::encode_producer_batch(
+        &values,
+        init.producer_id.0,
+        init.producer_epoch,
+        0,
+        true,
+    );
+    let partition = produce_request::PartitionProduceData::default()
+        .with_index(0)
+        .with_records(Some(batch.freeze()));
+    let produced = client
+        .call(
+            9,
+            &ProduceRequest::default()
+                .with_acks(-1)
+                .with_timeout_ms(5000)
+                .with_topic_data(vec![produce_request::TopicProduceData::default()
+                    .with_name(TopicName(StrBytes::from_static_str("decided")))
+                    .with_partition_data(vec![partition])]),
+        )
+        .await;
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+
+    // The coordinator's decision, persisted as it would be just before a crash: PrepareCommit.
+    let mut decided = broker.context().transactions.snapshot()["decided-app"].clone();
+    decided.state = TxnState::PrepareCommit;
+    let state_topic = broker
+        .context()
+        .transactions
+        .state_topic(&broker.context().topics)
+        .unwrap();
+    let index = weir_broker::group::offsets::partition_for(
+        "decided-app",
+        state_topic.partitions.len() as i32,
+    );
+    let record = (
+        records::encode_key("decided-app"),
+        Some(records::encode_value(&decided)),
+    );
+    let batch = weir_broker::topic::internal::key_value_batch(vec![record], None, 0).unwrap();
+    state_topic.partitions[index as usize]
+        .append(batch)
+        .unwrap();
+    drop(client);
+    broker.abort().await;
+
+    let broker = common::start(dir.path(), &[]).await;
+    let offsets = broker.context().topics.get("decided").unwrap().partitions[0].offsets();
+    assert_eq!(
+        offsets.high_watermark, 4,
+        "three records and the commit marker"
+    );
+    assert_eq!(offsets.last_stable_offset, 4);
+    assert_eq!(
+        broker.context().transactions.snapshot()["decided-app"].state,
+        TxnState::CompleteCommit
+    );
+    let bootstrap = common::bootstrap(&broker);
+    let read = tokio::task::spawn_blocking(move || {
+        read_values(&bootstrap, "decided", "read_committed", 3)
+    })
+    .await
+    .unwrap();
+    assert_eq!(read, vec!["one", "two", "three"]);
+    broker.shutdown().await.unwrap();
+}

@@ -587,6 +587,28 @@ async fn every_api_answers_every_advertised_version() {
             kafka_protocol::ResponseError::TransactionalIdNotFound.code()
         );
     }
+    for v in range(ApiKey::DescribeProducers) {
+        let topic = describe_producers_request::TopicRequest::default()
+            .with_name(name("versions"))
+            .with_partition_indexes(vec![0, 9]);
+        let r = client
+            .call(
+                v,
+                &DescribeProducersRequest::default().with_topics(vec![topic]),
+            )
+            .await;
+        let partitions = &r.topics[0].partitions;
+        assert_eq!(partitions[0].error_code, 0, "DescribeProducers v{v}");
+        assert!(
+            partitions[0].active_producers.len() >= 5,
+            "the transactional producers that wrote markers: {:?}",
+            partitions[0].active_producers
+        );
+        assert_eq!(
+            partitions[1].error_code,
+            kafka_protocol::ResponseError::UnknownTopicOrPartition.code()
+        );
+    }
     for v in range(ApiKey::ListTransactions) {
         let r = client
             .call(
