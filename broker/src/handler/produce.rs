@@ -33,6 +33,7 @@ pub fn handle(
 ) -> HandlerOutput {
     let acks = request.acks;
     let valid_acks = matches!(acks, -1..=1);
+    let has_transactional_id = request.transactional_id.is_some();
     let mut durable_waits: Vec<(usize, usize, Arc<Partition>, i64)> = Vec::new();
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for (topic_index, topic_data) in request.topic_data.into_iter().enumerate() {
@@ -45,7 +46,8 @@ pub fn handle(
             } else {
                 match &topic {
                     Ok(topic) => {
-                        let (response, wait) = produce_partition(context, topic, data);
+                        let (response, wait) =
+                            produce_partition(context, topic, data, has_transactional_id);
                         if let Some((partition, last_offset)) = wait {
                             durable_waits.push((
                                 topic_index,
@@ -113,6 +115,7 @@ fn produce_partition(
     context: &Arc<BrokerContext>,
     topic: &Arc<Topic>,
     data: PartitionProduceData,
+    has_transactional_id: bool,
 ) -> (PartitionProduceResponse, DurableWait) {
     let index = data.index;
     let Some(partition) = topic.partition(index) else {
@@ -156,6 +159,18 @@ fn produce_partition(
     // KIP-890 part 1: a transactional write lands only in a transaction that added this
     // partition, so no stray write can leave a transaction hanging.
     let header = &validated.header;
+    // As Kafka: transactional records come with the request's transactional id.
+    if header.is_transactional() && !has_transactional_id {
+        let message = "transactional records need the request's transactional id";
+        return (
+            failed(
+                index,
+                ResponseError::TransactionalIdAuthorizationFailed,
+                Some(message.into()),
+            ),
+            None,
+        );
+    }
     if header.is_transactional()
         && !context.transactions.verify(
             header.producer_id,

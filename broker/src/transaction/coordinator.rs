@@ -173,6 +173,10 @@ impl TransactionCoordinator {
             txn = transactions[transactional_id].clone();
         }
         txn.timeout_ms = timeout_ms;
+        // As Kafka: the new incarnation starts with no transaction.
+        txn.state = TxnState::Empty;
+        txn.partitions.clear();
+        txn.start_ms = -1;
         if txn.bump_epoch(now_ms).is_none() {
             txn.producer_id = services
                 .producer_ids

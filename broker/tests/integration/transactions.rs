@@ -335,6 +335,9 @@ async fn a_commit_decided_before_a_crash_is_finished_after_the_restart() {
         .call(
             9,
             &ProduceRequest::default()
+                .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str(
+                    "decided-app",
+                ))))
                 .with_acks(-1)
                 .with_timeout_ms(5000)
                 .with_topic_data(vec![produce_request::TopicProduceData::default()

@@ -7,6 +7,7 @@
 
 #[path = "../../../cli/src/protocol_client.rs"]
 mod protocol_client;
+mod transactions;
 
 use std::collections::BTreeMap;
 
@@ -153,6 +154,23 @@ impl Scenario {
         Ok(json!({"error": result.error_code, "partitions": result.num_partitions}))
     }
 
+    /// Waits until a new topic's partitions have a leader (Kafka publishes topics through its
+    /// metadata log, so a request right after CreateTopics may not find it yet).
+    async fn wait_ready(&mut self, topic: &str) -> anyhow::Result<()> {
+        for _ in 0..50 {
+            let step = self.metadata(topic, false).await?;
+            let partitions = step["partitions"].as_array().cloned().unwrap_or_default();
+            if step["error"] == 0
+                && !partitions.is_empty()
+                && partitions.iter().all(|p| p["error"] == 0)
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        Ok(())
+    }
+
     async fn metadata(&mut self, topic: &str, auto_create: bool) -> anyhow::Result<Value> {
         let request = MetadataRequest::default()
             .with_allow_auto_topic_creation(auto_create)
@@ -183,7 +201,21 @@ impl Scenario {
         acks: i16,
         records: Bytes,
     ) -> anyhow::Result<Value> {
+        self.produce_as(None, topic, partition, acks, records).await
+    }
+
+    async fn produce_as(
+        &mut self,
+        transactional_id: Option<&str>,
+        topic: &str,
+        partition: i32,
+        acks: i16,
+        records: Bytes,
+    ) -> anyhow::Result<Value> {
         let request = ProduceRequest::default()
+            .with_transactional_id(
+                transactional_id.map(|id| TransactionalId(StrBytes::from_string(id.to_string()))),
+            )
             .with_acks(acks)
             .with_timeout_ms(10_000)
             .with_topic_data(vec![produce_request::TopicProduceData::default()
@@ -193,7 +225,16 @@ impl Scenario {
                         .with_index(partition)
                         .with_records(Some(records)),
                 ])]);
-        let response = self.client.call(9, &request).await?;
+        let mut response = self.client.call(9, &request).await?;
+        // NOT_LEADER_OR_FOLLOWER while Kafka's new partition elects its leader: nothing was
+        // written, so sending again is safe.
+        for _ in 0..50 {
+            if response.responses[0].partition_responses[0].error_code != 6 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            response = self.client.call(9, &request).await?;
+        }
         let result = &response.responses[0].partition_responses[0];
         Ok(json!({
             "error": result.error_code,
@@ -631,6 +672,7 @@ impl Scenario {
     async fn idempotence_section(&mut self) -> anyhow::Result<()> {
         let topic = self.topic("compat-idempotent");
         self.create_topic(&topic, 1, 1, &[]).await?;
+        self.wait_ready(&topic).await?;
         let request = InitProducerIdRequest::default()
             .with_transactional_id(None)
             .with_transaction_timeout_ms(60_000)
@@ -686,7 +728,15 @@ impl Scenario {
         ];
         let step = self.create_topic(&compacted, 1, 1, &configs).await?;
         self.note("compaction/create", step);
-        let step = self.describe_configs(&compacted).await?;
+        // Kafka publishes a new topic's configs through its metadata log: wait until they show.
+        let mut step = self.describe_configs(&compacted).await?;
+        for _ in 0..50 {
+            if step["error"] == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            step = self.describe_configs(&compacted).await?;
+        }
         self.note("compaction/describe_configs", step);
         for (label, name, value) in [
             ("ratio_above_one", "min.cleanable.dirty.ratio", "1.5"),
@@ -730,6 +780,7 @@ impl Scenario {
         let configs = [("cleanup.policy", "compact,delete")];
         let step = self.create_topic(&both, 1, 1, &configs).await?;
         self.note("compaction/create_compact_delete", step);
+        self.wait_ready(&both).await?;
         let keyed = [(Some("k1"), "v1", 1), (Some("k2"), "v2", 2)];
         self.produce(&both, 0, -1, batch(&keyed, Compression::None))
             .await?;
@@ -935,6 +986,7 @@ impl Scenario {
         self.group_session(&main).await?;
         self.compaction_section().await?;
         self.idempotence_section().await?;
+        self.transactions_section().await?;
 
         let step = self.delete_topic(&main).await?;
         self.note("delete_topics/ok", step);
