@@ -12,6 +12,7 @@ mod group_seek;
 mod produce;
 mod protocol_client;
 mod topic;
+mod txn;
 
 use clap::{Parser, Subcommand};
 
@@ -40,6 +41,8 @@ enum Command {
     Cluster(topic::ClusterArgs),
     /// List, describe (members, offsets, lag) and delete consumer groups.
     Group(group::GroupArgs),
+    /// List and describe transactions; find and abort hanging ones.
+    Txn(txn::TxnArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -64,6 +67,7 @@ fn main() -> std::process::ExitCode {
             Command::Consume(args) => consume::run(args).await,
             Command::Cluster(args) => topic::run_cluster(args).await,
             Command::Group(args) => group::run(args).await,
+            Command::Txn(args) => txn::run(args).await,
         }
     });
     match result {

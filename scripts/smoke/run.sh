@@ -100,6 +100,25 @@ group_seek_round_trip() {
   kill "$member" 2> /dev/null; wait "$member" 2> /dev/null
   [ "$refused" -eq 1 ] && grep -q 'seek-group is Stable with 1 member' "$work/seek.err"
 }
+txn_cli() {
+  # A producer that dies inside a transaction leaves it hanging; the CLI finds and aborts it.
+  "$python" - "$bootstrap" <<'PY' || return 1
+import os, sys
+from kafka import KafkaProducer
+producer = KafkaProducer(bootstrap_servers=sys.argv[1], transactional_id="smoke-hanging")
+producer.init_transactions()
+producer.begin_transaction()
+producer.send("txn-check", b"never committed", partition=0)
+producer.flush()
+os._exit(0)
+PY
+  "$weir" txn list -b "$bootstrap" | grep -qE '^smoke-hanging\s+[0-9]+\s+Ongoing$' || return 1
+  "$weir" txn describe -b "$bootstrap" smoke-hanging | grep -q '^state: Ongoing' || return 1
+  "$weir" txn producers -b "$bootstrap" --topic txn-check -p 0 | grep -qE '\s0$' || return 1
+  "$weir" txn abort -b "$bootstrap" --topic txn-check -p 0 --start-offset 0 > /dev/null || return 1
+  # The partition's producer has no open transaction any more.
+  "$weir" txn producers -b "$bootstrap" --topic txn-check -p 0 | grep -qE '\s-1$'
+}
 unknown_property_is_refused() {
   ! "$weir" broker --listen 127.0.0.1:0 --metrics-listen off --data-dir "$work/other" --set no.such.property=1 2> "$work/refused.log" \
     && grep -q "unknown configuration property 'no.such.property'" "$work/refused.log"
@@ -113,6 +132,7 @@ record "$python" "$here/confluent_kafka_smoke.py" "$bootstrap"
 record env NODE_PATH="$node_modules" node "$here/kafkajs_smoke.js" "$bootstrap"
 record cli_round_trip
 record group_seek_round_trip
+record txn_cli
 seq 1 100 | kcat -b "$bootstrap" -P -t restart-check
 record metrics_served
 record stop_broker

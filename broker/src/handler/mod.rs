@@ -36,6 +36,7 @@ pub mod produce;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unsupported;
+pub mod write_txn_markers;
 
 use std::sync::Arc;
 
@@ -79,6 +80,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
+    (ApiKey::WriteTxnMarkers, 1, 1),
 ];
 
 /// The version range implemented for an API, if any.
@@ -210,6 +212,9 @@ pub async fn handle(
         )),
         RequestKind::DescribeProducers(r) => ready(ResponseKind::DescribeProducers(
             describe_producers::handle(context, r),
+        )),
+        RequestKind::WriteTxnMarkers(r) => ready(ResponseKind::WriteTxnMarkers(
+            write_txn_markers::handle(context, r),
         )),
         other => {
             // The connection only passes requests listed in SUPPORTED_APIS.

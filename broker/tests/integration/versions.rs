@@ -609,6 +609,29 @@ async fn every_api_answers_every_advertised_version() {
             kafka_protocol::ResponseError::UnknownTopicOrPartition.code()
         );
     }
+    for v in range(ApiKey::WriteTxnMarkers) {
+        let marker = write_txn_markers_request::WritableTxnMarker::default()
+            .with_producer_id(ProducerId(999_999))
+            .with_producer_epoch(0)
+            .with_transaction_result(false)
+            .with_topics(vec![
+                write_txn_markers_request::WritableTxnMarkerTopic::default()
+                    .with_name(name("versions"))
+                    .with_partition_indexes(vec![0, 9]),
+            ]);
+        let r = client
+            .call(
+                v,
+                &WriteTxnMarkersRequest::default().with_markers(vec![marker]),
+            )
+            .await;
+        let partitions = &r.markers[0].topics[0].partitions;
+        assert_eq!(partitions[0].error_code, 0, "WriteTxnMarkers v{v}");
+        assert_eq!(
+            partitions[1].error_code,
+            kafka_protocol::ResponseError::UnknownTopicOrPartition.code()
+        );
+    }
     for v in range(ApiKey::ListTransactions) {
         let r = client
             .call(
