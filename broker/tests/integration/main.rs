@@ -6,6 +6,7 @@ mod bad_input;
 mod common;
 mod compaction;
 mod durability;
+mod exactly_once;
 mod fetch;
 mod groups;
 mod idempotence;
