@@ -10,6 +10,11 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use crate::topic::codec::{
+    get_bytes, get_i32, get_i64, get_nullable_string, get_string, put_bytes, put_nullable_string,
+    put_string,
+};
+
 const KEY_VERSION: i16 = 2;
 const VALUE_VERSION: i16 = 3;
 
@@ -125,66 +130,6 @@ pub fn decode_value(bytes: &[u8]) -> Option<GroupSnapshot> {
         state_timestamp_ms,
         members,
     })
-}
-
-fn put_string(buf: &mut BytesMut, value: &str) {
-    let length = value.len().min(i16::MAX as usize);
-    buf.put_i16(length as i16);
-    buf.put_slice(&value.as_bytes()[..length]);
-}
-
-fn put_nullable_string(buf: &mut BytesMut, value: Option<&str>) {
-    match value {
-        Some(value) => put_string(buf, value),
-        None => buf.put_i16(-1),
-    }
-}
-
-fn put_bytes(buf: &mut BytesMut, value: &[u8]) {
-    buf.put_i32(value.len() as i32);
-    buf.put_slice(value);
-}
-
-fn get_i32(buf: &mut &[u8]) -> Option<i32> {
-    (buf.remaining() >= 4).then(|| buf.get_i32())
-}
-
-fn get_i64(buf: &mut &[u8]) -> Option<i64> {
-    (buf.remaining() >= 8).then(|| buf.get_i64())
-}
-
-fn get_nullable_string(buf: &mut &[u8]) -> Option<Option<String>> {
-    if buf.remaining() < 2 {
-        return None;
-    }
-    if i16::from_be_bytes([buf[0], buf[1]]) < 0 {
-        buf.advance(2);
-        return Some(None);
-    }
-    get_string(buf).map(Some)
-}
-
-fn get_string(buf: &mut &[u8]) -> Option<String> {
-    if buf.remaining() < 2 {
-        return None;
-    }
-    let length = buf.get_i16();
-    if length < 0 || buf.remaining() < length as usize {
-        return None;
-    }
-    let value = String::from_utf8(buf[..length as usize].to_vec()).ok()?;
-    buf.advance(length as usize);
-    Some(value)
-}
-
-fn get_bytes(buf: &mut &[u8]) -> Option<Bytes> {
-    let length = get_i32(buf)?;
-    if length < 0 || buf.remaining() < length as usize {
-        return None;
-    }
-    let value = Bytes::copy_from_slice(&buf[..length as usize]);
-    buf.advance(length as usize);
-    Some(value)
 }
 
 #[cfg(test)]

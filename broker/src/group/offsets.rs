@@ -7,6 +7,8 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use crate::topic::codec::{get_string, put_string};
+
 /// The internal topic holding committed offsets.
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 const KEY_VERSION: i16 = 1;
@@ -36,24 +38,6 @@ pub fn partition_for(group_id: &str, partitions: i32) -> i32 {
     let hash = java_string_hash(group_id);
     let positive = if hash == i32::MIN { 0 } else { hash.abs() };
     positive % partitions.max(1)
-}
-
-fn put_string(buf: &mut BytesMut, value: &str) {
-    buf.put_i16(value.len().min(i16::MAX as usize) as i16);
-    buf.put_slice(&value.as_bytes()[..value.len().min(i16::MAX as usize)]);
-}
-
-fn get_string(buf: &mut &[u8]) -> Option<String> {
-    if buf.remaining() < 2 {
-        return None;
-    }
-    let length = buf.get_i16();
-    if length < 0 || buf.remaining() < length as usize {
-        return None;
-    }
-    let value = String::from_utf8(buf[..length as usize].to_vec()).ok()?;
-    buf.advance(length as usize);
-    Some(value)
 }
 
 pub fn encode_key(group: &str, topic: &str, partition: i32) -> Bytes {

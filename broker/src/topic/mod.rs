@@ -3,8 +3,10 @@
 //! Each topic's definition is one JSON file written atomically; partition logs live in
 //! `<data dir>/<topic>-<partition>/`. Topics are immutable values swapped under a lock
 //! (copy-on-write), so request handlers work on a consistent snapshot without holding the lock.
-//! `internal`: the coordinators' internal topics and their key/value batches.
+//! `internal`: the coordinators' internal topics and their key/value batches; `codec`: the
+//! string/bytes encodings of their records.
 
+pub mod codec;
 pub mod internal;
 
 use std::collections::{BTreeMap, HashMap};

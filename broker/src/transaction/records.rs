@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use crate::topic::codec::{get_i32, get_string, put_string};
 use crate::transaction::state::{TxnMetadata, TxnState};
 
 /// The internal topic holding transaction state.
@@ -90,29 +91,6 @@ pub fn decode_value(bytes: &[u8]) -> Option<TxnMetadata> {
         last_update_ms: buf.get_i64(),
         start_ms: buf.get_i64(),
     })
-}
-
-fn put_string(buf: &mut BytesMut, value: &str) {
-    let length = value.len().min(i16::MAX as usize);
-    buf.put_i16(length as i16);
-    buf.put_slice(&value.as_bytes()[..length]);
-}
-
-fn get_i32(buf: &mut &[u8]) -> Option<i32> {
-    (buf.remaining() >= 4).then(|| buf.get_i32())
-}
-
-fn get_string(buf: &mut &[u8]) -> Option<String> {
-    if buf.remaining() < 2 {
-        return None;
-    }
-    let length = buf.get_i16();
-    if length < 0 || buf.remaining() < length as usize {
-        return None;
-    }
-    let value = String::from_utf8(buf[..length as usize].to_vec()).ok()?;
-    buf.advance(length as usize);
-    Some(value)
 }
 
 #[cfg(test)]
