@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
-use kafka_protocol::records::RecordBatchDecoder;
+use kafka_protocol::records::Record;
 use kafka_protocol::ResponseError;
 use tokio::sync::oneshot;
 
@@ -49,6 +49,48 @@ struct CoordinatorState {
 }
 
 impl CoordinatorState {
+    /// Applies one record of `__consumer_offsets` read at start-up; true when it was an offset
+    /// commit or group metadata.
+    fn apply_record(&mut self, record: &Record) -> bool {
+        let Some(key) = record.key.as_deref() else {
+            return false;
+        };
+        if record.control {
+            // A transaction marker: the producer's pending offsets apply or go.
+            let commit = key.get(3) == Some(&1);
+            self.complete_txn(record.producer_id, commit);
+            return false;
+        }
+        if let Some(group_id) = metadata::decode_key(key) {
+            match record.value.as_deref().and_then(metadata::decode_value) {
+                Some(snapshot) => self.persisted.insert(group_id, snapshot),
+                None => self.persisted.remove(&group_id),
+            };
+            return true;
+        }
+        let Some((group, topic, index)) = offsets::decode_key(key) else {
+            return false;
+        };
+        let value = record.value.as_deref().and_then(offsets::decode_value);
+        if record.transactional {
+            if let Some(value) = value {
+                self.pending_txn
+                    .entry(record.producer_id)
+                    .or_default()
+                    .entry(group)
+                    .or_default()
+                    .insert((topic, index), value);
+            }
+            return true;
+        }
+        let group_offsets = self.offsets.entry(group).or_default();
+        match value {
+            Some(value) => group_offsets.insert((topic, index), value),
+            None => group_offsets.remove(&(topic, index)),
+        };
+        true
+    }
+
     /// A transaction of `producer_id` ended: its pending offsets apply (commit) or go (abort).
     fn complete_txn(&mut self, producer_id: i64, commit: bool) {
         let Some(groups) = self.pending_txn.remove(&producer_id) else {
@@ -125,64 +167,11 @@ impl GroupCoordinator {
         };
         let mut state = self.lock();
         let mut loaded = 0;
-        for partition in &topic.partitions {
-            for (_, batch) in partition.log().read_all_batches()? {
-                let mut bytes = batch;
-                let Ok(set) = RecordBatchDecoder::decode(&mut bytes) else {
-                    tracing::warn!(
-                        partition = partition.index,
-                        "skipping an unreadable batch in {OFFSETS_TOPIC}"
-                    );
-                    continue;
-                };
-                for record in set.records {
-                    let Some(key) = record.key.as_deref() else {
-                        continue;
-                    };
-                    if record.control {
-                        // A transaction marker: the producer's pending offsets apply or go.
-                        let commit = key.get(3) == Some(&1);
-                        state.complete_txn(record.producer_id, commit);
-                        continue;
-                    }
-                    if let Some(group_id) = metadata::decode_key(key) {
-                        match record.value.as_deref().and_then(metadata::decode_value) {
-                            Some(snapshot) => state.persisted.insert(group_id, snapshot),
-                            None => state.persisted.remove(&group_id),
-                        };
-                        loaded += 1;
-                        continue;
-                    }
-                    let Some((group, topic, index)) = offsets::decode_key(key) else {
-                        continue;
-                    };
-                    if record.transactional {
-                        if let Some(value) = record.value.as_deref().and_then(offsets::decode_value)
-                        {
-                            state
-                                .pending_txn
-                                .entry(record.producer_id)
-                                .or_default()
-                                .entry(group)
-                                .or_default()
-                                .insert((topic, index), value);
-                        }
-                        loaded += 1;
-                        continue;
-                    }
-                    let group_offsets = state.offsets.entry(group).or_default();
-                    match record.value.as_deref().and_then(offsets::decode_value) {
-                        Some(value) => {
-                            group_offsets.insert((topic, index), value);
-                        }
-                        None => {
-                            group_offsets.remove(&(topic, index));
-                        }
-                    }
-                    loaded += 1;
-                }
+        internal::for_each_record(&topic, |record| {
+            if state.apply_record(&record) {
+                loaded += 1;
             }
-        }
+        })?;
         state.offsets.retain(|_, offsets| !offsets.is_empty());
         let now_ms = self.clock.now_ms();
         let restored: Vec<(String, Group)> = state

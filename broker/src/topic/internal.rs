@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
 use crate::error::BrokerError;
@@ -74,4 +74,20 @@ pub fn key_value_batch(
         batch[17..21].copy_from_slice(&crc.to_be_bytes());
     }
     Ok(batch)
+}
+
+/// Calls `visit` with every record of an internal topic, partition by partition in offset order
+/// (start-up loading). An unreadable batch is skipped with a warning.
+pub fn for_each_record(topic: &Topic, mut visit: impl FnMut(Record)) -> Result<(), BrokerError> {
+    for partition in &topic.partitions {
+        for (_, batch) in partition.log().read_all_batches()? {
+            let mut bytes = batch;
+            let Ok(set) = RecordBatchDecoder::decode(&mut bytes) else {
+                tracing::warn!(topic = %topic.name, partition = partition.index, "skipping an unreadable batch");
+                continue;
+            };
+            set.records.into_iter().for_each(&mut visit);
+        }
+    }
+    Ok(())
 }

@@ -12,7 +12,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use kafka_protocol::records::RecordBatchDecoder;
 use kafka_protocol::ResponseError;
 
 use crate::clock::Clock;
@@ -91,27 +90,15 @@ impl TransactionCoordinator {
             return Ok(0);
         };
         let mut loaded = HashMap::new();
-        for partition in &topic.partitions {
-            for (_, batch) in partition.log().read_all_batches()? {
-                let mut bytes = batch;
-                let Ok(set) = RecordBatchDecoder::decode(&mut bytes) else {
-                    tracing::warn!(
-                        partition = partition.index,
-                        "skipping an unreadable batch in {TRANSACTION_STATE_TOPIC}"
-                    );
-                    continue;
-                };
-                for record in set.records {
-                    let Some(id) = record.key.as_deref().and_then(records::decode_key) else {
-                        continue;
-                    };
-                    match record.value.as_deref().and_then(records::decode_value) {
-                        Some(txn) => loaded.insert(id, txn),
-                        None => loaded.remove(&id),
-                    };
-                }
-            }
-        }
+        internal::for_each_record(&topic, |record| {
+            let Some(id) = record.key.as_deref().and_then(records::decode_key) else {
+                return;
+            };
+            match record.value.as_deref().and_then(records::decode_value) {
+                Some(txn) => loaded.insert(id, txn),
+                None => loaded.remove(&id),
+            };
+        })?;
         let count = loaded.len();
         let mut transactions = self.lock();
         *transactions = loaded;
