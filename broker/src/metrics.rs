@@ -26,6 +26,8 @@ pub struct Metrics {
     pub log_segments: IntGaugeVec,
     pub log_end_offset: IntGaugeVec,
     pub log_start_offset: IntGaugeVec,
+    pub log_last_stable_offset: IntGaugeVec,
+    pub open_transactions: IntGaugeVec,
     pub recovered_bytes_cut_total: IntCounter,
     pub group_committed_offset: IntGaugeVec,
     pub group_lag: IntGaugeVec,
@@ -172,6 +174,18 @@ impl Metrics {
                 "Next offset to be written",
                 &["topic", "partition"],
             ),
+            log_last_stable_offset: gauge_vec(
+                &registry,
+                "log_last_stable_offset",
+                "Offset below which read_committed consumers may read (the first open transaction's start, or the high watermark); far below weir_log_end_offset means a hanging transaction",
+                &["topic", "partition"],
+            ),
+            open_transactions: gauge_vec(
+                &registry,
+                "open_transactions",
+                "Transactions open in a partition (started, not yet committed or aborted)",
+                &["topic", "partition"],
+            ),
             log_start_offset: gauge_vec(
                 &registry,
                 "log_start_offset",
@@ -220,6 +234,8 @@ impl Metrics {
         self.log_segments.reset();
         self.log_end_offset.reset();
         self.log_start_offset.reset();
+        self.log_last_stable_offset.reset();
+        self.open_transactions.reset();
         for partition in topics.all_partitions() {
             let index = partition.index.to_string();
             let labels = [&*partition.topic, index.as_str()];
@@ -236,6 +252,16 @@ impl Metrics {
             self.log_start_offset
                 .with_label_values(&labels)
                 .set(log.log_start_offset());
+            let high_watermark = partition.high_watermark();
+            let last_stable_offset = log
+                .first_unstable_offset()
+                .map_or(high_watermark, |first| first.min(high_watermark));
+            self.log_last_stable_offset
+                .with_label_values(&labels)
+                .set(last_stable_offset);
+            self.open_transactions
+                .with_label_values(&labels)
+                .set(log.producer_state().open_transactions().len() as i64);
         }
         let mut out = Vec::new();
         if let Err(error) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {

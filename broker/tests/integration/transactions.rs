@@ -235,6 +235,13 @@ async fn a_hanging_transaction_is_aborted_after_its_timeout_and_survives_a_crash
         (0, 4),
         "held by the open transaction"
     );
+    let context = broker.context();
+    let metrics = context.metrics.render(&context.topics, &context.groups);
+    assert!(
+        metrics.contains("weir_open_transactions{partition=\"0\",topic=\"hanging\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("weir_log_last_stable_offset{partition=\"0\",topic=\"hanging\"} 0"));
 
     // kill -9 with the transaction open: after the restart it is still open, then times out.
     broker.abort().await;
