@@ -397,3 +397,56 @@ async fn a_commit_decided_before_a_crash_is_finished_after_the_restart() {
     assert_eq!(read, vec!["one", "two", "three"]);
     broker.shutdown().await.unwrap();
 }
+
+/// Two producers' transactions interleaved on the same partitions: read_committed consumers
+/// see exactly the committed one's records, in offset order, whatever the interleaving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interleaved_transactions_of_two_producers_on_the_same_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), &[]).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "interleaved", 1, &[]).await;
+    let bootstrap_for_blocking = bootstrap.clone();
+    tokio::task::spawn_blocking(move || {
+        let bootstrap = bootstrap_for_blocking;
+        let alice = transactional_producer(&bootstrap, "alice");
+        let bob = transactional_producer(&bootstrap, "bob");
+        for round in 0..3 {
+            alice.begin_transaction().unwrap();
+            bob.begin_transaction().unwrap();
+            for i in 0..4 {
+                send(&alice, "interleaved", &[format!("alice-{round}-{i}")]);
+                send(&bob, "interleaved", &[format!("bob-{round}-{i}")]);
+            }
+            // Alice commits every round; Bob aborts rounds 0 and 2 and commits round 1, and
+            // ends first in round 1 so that the markers interleave both ways.
+            if round == 1 {
+                bob.commit_transaction(TIMEOUT).unwrap();
+                alice.commit_transaction(TIMEOUT).unwrap();
+            } else {
+                alice.commit_transaction(TIMEOUT).unwrap();
+                bob.abort_transaction(TIMEOUT).unwrap();
+            }
+        }
+        let committed = read_values(&bootstrap, "interleaved", "read_committed", 16);
+        let mut expected = Vec::new();
+        for round in 0..3 {
+            for i in 0..4 {
+                expected.push(format!("alice-{round}-{i}"));
+                if round == 1 {
+                    expected.push(format!("bob-{round}-{i}"));
+                }
+            }
+        }
+        assert_eq!(committed, expected);
+        let everything = read_values(&bootstrap, "interleaved", "read_uncommitted", 24);
+        assert_eq!(
+            everything.len(),
+            24,
+            "aborted records too for read_uncommitted"
+        );
+    })
+    .await
+    .unwrap();
+    broker.shutdown().await.unwrap();
+}
