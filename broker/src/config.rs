@@ -206,6 +206,12 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     ),
     prop_min("transaction.max.timeout.ms", ConfigType::Int, "900000", 1),
     prop_min(
+        "transactional.id.expiration.ms",
+        ConfigType::Int,
+        "604800000",
+        1,
+    ),
+    prop_min(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         ConfigType::Int,
         "10000",
@@ -624,6 +630,7 @@ impl BrokerConfig {
             state_partitions: self.long_or("transaction.state.log.num.partitions", 50) as i32,
             state_segment_bytes: self.long_or("transaction.state.log.segment.bytes", 104_857_600),
             max_timeout_ms: self.long_or("transaction.max.timeout.ms", 900_000) as i32,
+            id_expiration_ms: self.long_or("transactional.id.expiration.ms", 604_800_000),
         }
     }
 

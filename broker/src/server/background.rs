@@ -28,7 +28,10 @@ pub fn spawn(
     let txn_check = Duration::from_millis(context.config.transaction_abort_check_interval_ms());
     tasks.spawn(every(txn_check, shutdown.clone(), {
         let context = Arc::clone(&context);
-        move || context.transactions.tick(&context.txn_services())
+        move || {
+            context.transactions.tick(&context.txn_services());
+            context.transactions.expire_ids(&context.topics);
+        }
     }));
     let (producer_expiration_ms, producer_check_ms) = context.config.producer_expiration();
     tasks.spawn(every(

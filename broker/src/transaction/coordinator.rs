@@ -36,6 +36,8 @@ pub struct TransactionSettings {
     pub state_segment_bytes: i64,
     /// `transaction.max.timeout.ms`
     pub max_timeout_ms: i32,
+    /// `transactional.id.expiration.ms`: an id with no transaction for this long is forgotten.
+    pub id_expiration_ms: i64,
 }
 
 /// What the services the coordinator acts on.
@@ -303,6 +305,32 @@ impl TransactionCoordinator {
         }
     }
 
+    /// Forgets transactional ids idle (no open transaction) for `transactional.id.expiration.ms`,
+    /// as Kafka does: a tombstone in `__transaction_state`.
+    pub fn expire_ids(&self, topics: &TopicRegistry) {
+        let now_ms = self.clock.now_ms();
+        let mut transactions = self.lock();
+        let expired: Vec<String> = transactions
+            .iter()
+            .filter(|(_, txn)| {
+                matches!(
+                    txn.state,
+                    TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
+                ) && now_ms.saturating_sub(txn.last_update_ms) > self.settings.id_expiration_ms
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            match self.write_record(topics, &id, None) {
+                Ok(()) => {
+                    tracing::info!(transactional_id = %id, "transactional id expired");
+                    transactions.remove(&id);
+                }
+                Err(error) => tracing::warn!(transactional_id = %id, ?error, "could not expire"),
+            }
+        }
+    }
+
     /// The state of every transactional id (DescribeTransactions, ListTransactions).
     pub fn snapshot(&self) -> BTreeMap<String, TxnMetadata> {
         self.lock()
@@ -391,6 +419,16 @@ impl TransactionCoordinator {
         transactional_id: &str,
         txn: &TxnMetadata,
     ) -> Result<(), ResponseError> {
+        self.write_record(topics, transactional_id, Some(txn))
+    }
+
+    /// Appends the id's record (`None`: a tombstone) to its `__transaction_state` partition.
+    fn write_record(
+        &self,
+        topics: &TopicRegistry,
+        transactional_id: &str,
+        txn: Option<&TxnMetadata>,
+    ) -> Result<(), ResponseError> {
         let write = || -> Result<(), BrokerError> {
             let topic = self.state_topic(topics)?;
             let index = crate::group::offsets::partition_for(
@@ -406,7 +444,7 @@ impl TransactionCoordinator {
                     })?;
             let record = (
                 records::encode_key(transactional_id),
-                Some(records::encode_value(txn)),
+                txn.map(records::encode_value),
             );
             let batch = internal::key_value_batch(vec![record], None, self.clock.now_ms())?;
             partition.append(batch)?;
@@ -416,5 +454,61 @@ impl TransactionCoordinator {
             tracing::error!(transactional_id, %error, "cannot persist transaction state");
             crate::handler::errors::error_for(&error)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::config::BrokerConfig;
+
+    #[test]
+    fn idle_transactional_ids_expire_and_stay_expired_after_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().into());
+        let topics = TopicRegistry::open(config.clone(), clock.clone(), false).unwrap();
+        let groups = GroupCoordinator::new(config.group_limits(), 3, clock.clone());
+        std::fs::create_dir_all(dir.path().join("meta")).unwrap();
+        let producer_ids = ProducerIdManager::open(&dir.path().join("meta")).unwrap();
+        let services = TxnServices {
+            topics: &topics,
+            groups: &groups,
+            producer_ids: &producer_ids,
+        };
+        let settings = TransactionSettings {
+            state_partitions: 3,
+            state_segment_bytes: 1 << 20,
+            max_timeout_ms: 60_000,
+            id_expiration_ms: 10_000,
+        };
+        let coordinator = TransactionCoordinator::new(settings, clock.clone());
+        coordinator
+            .init_producer_id(&services, "idle", 30_000, None)
+            .unwrap();
+        clock.advance_ms(5_000);
+        coordinator
+            .init_producer_id(&services, "busy", 30_000, None)
+            .unwrap();
+        topics.create("t", 1, 1, Default::default()).unwrap();
+        let (id, epoch) = coordinator
+            .init_producer_id(&services, "open", 30_000, None)
+            .unwrap();
+        coordinator
+            .add_partitions(&topics, "open", id, epoch, vec![("t".into(), 0)])
+            .unwrap();
+        clock.advance_ms(6_000); // "idle" 11 s idle, "busy" 6 s, "open" has a transaction
+        coordinator.expire_ids(&topics);
+        let left: Vec<String> = coordinator.snapshot().into_keys().collect();
+        assert_eq!(left, vec!["busy".to_string(), "open".to_string()]);
+        let reloaded = TransactionCoordinator::new(settings, clock);
+        reloaded.load(&services).unwrap();
+        let left: Vec<String> = reloaded.snapshot().into_keys().collect();
+        assert_eq!(
+            left,
+            vec!["busy".to_string(), "open".to_string()],
+            "the tombstone holds"
+        );
     }
 }
