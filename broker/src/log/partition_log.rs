@@ -21,9 +21,9 @@ use crate::log::batch::{self, BatchHeader, BatchIter};
 use crate::log::compression::decompress_bounded;
 use crate::log::control::{self, MarkerKind};
 use crate::log::index::write_file_synced;
-use crate::log::segment::{read_file_at, Segment};
+use crate::log::segment::{read_file_at, sync_dir, Segment};
 use crate::producer::snapshot;
-use crate::producer::state::{CompletedTxn, ProducerStateManager, SequenceCheck};
+use crate::producer::state::{ProducerStateManager, SequenceCheck};
 
 const LOG_START_OFFSET_FILE: &str = "log-start-offset";
 const RECOVERY_POINT_FILE: &str = "recovery-point";
@@ -325,11 +325,8 @@ impl PartitionLog {
         self.unflushed_messages += header.records_count as i64;
         match control::parse_marker(batch, &header)? {
             Some((kind, coordinator_epoch)) => {
-                let aborted = kind == MarkerKind::Abort;
-                let completed =
-                    self.producers
-                        .complete_txn(&header, aborted, coordinator_epoch, now_ms);
-                index_if_aborted(&mut self.aborted, &self.producers, completed)?;
+                let (producers, aborted) = (&mut self.producers, &mut self.aborted);
+                apply_marker(producers, aborted, &header, kind, coordinator_epoch, now_ms)?;
             }
             None => self.producers.record(&header, now_ms),
         }
@@ -360,11 +357,8 @@ impl PartitionLog {
         let eager = self.config.flush_on_ack;
         self.active_mut().append(&batch, &header, interval, eager)?;
         self.unflushed_messages += 1;
-        let aborted = kind == MarkerKind::Abort;
-        let completed = self
-            .producers
-            .complete_txn(&header, aborted, coordinator_epoch, now_ms);
-        index_if_aborted(&mut self.aborted, &self.producers, completed)?;
+        let (producers, aborted) = (&mut self.producers, &mut self.aborted);
+        apply_marker(producers, aborted, &header, kind, coordinator_epoch, now_ms)?;
         Ok(AppendInfo {
             base_offset,
             last_offset: base_offset,
@@ -715,10 +709,7 @@ impl PartitionLog {
                         let Some((kind, coordinator_epoch)) = marker else {
                             return Ok(());
                         };
-                        let aborted_txn = kind == MarkerKind::Abort;
-                        let completed =
-                            state.complete_txn(header, aborted_txn, coordinator_epoch, now_ms);
-                        index_if_aborted(aborted, &state, completed)
+                        apply_marker(&mut state, aborted, header, kind, coordinator_epoch, now_ms)
                     });
                 match replayed {
                     Ok(()) => std::ops::ControlFlow::Continue(()),
@@ -873,14 +864,20 @@ impl PartitionLog {
     }
 }
 
-/// Indexes a transaction a marker aborted. The entry's last stable offset is the earliest
-/// transaction still open, or just past the marker: later aborted transactions start there or
-/// after.
-fn index_if_aborted(
+/// Applies a marker at `header` to the producer state (appended, copied from a leader or
+/// replayed) and indexes the transaction it aborted. The entry's last stable offset is the
+/// earliest transaction still open, or just past the marker: later aborted transactions start
+/// there or after.
+fn apply_marker(
+    producers: &mut ProducerStateManager,
     aborted: &mut AbortedIndex,
-    producers: &ProducerStateManager,
-    completed: Option<CompletedTxn>,
+    header: &BatchHeader,
+    kind: MarkerKind,
+    coordinator_epoch: i32,
+    now_ms: i64,
 ) -> Result<(), LogError> {
+    let is_abort = kind == MarkerKind::Abort;
+    let completed = producers.complete_txn(header, is_abort, coordinator_epoch, now_ms);
     let Some(txn) = completed.filter(|txn| txn.aborted) else {
         return Ok(());
     };
@@ -922,12 +919,6 @@ fn decode_records(
 
 fn read_offset_file(path: &Path) -> Option<i64> {
     fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-fn sync_dir(dir: &Path) -> Result<(), LogError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| LogError::io(dir, e))
 }
 
 #[cfg(test)]

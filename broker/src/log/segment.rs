@@ -316,15 +316,8 @@ impl Segment {
 
     /// Removes the segment's files. Open readers keep their handle until they finish.
     pub fn delete_files(&self) -> Result<(), LogError> {
-        for extension in ["log", "index", "timeindex"] {
-            let path = self.path.with_extension(extension);
-            match fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(LogError::io(&path, e)),
-            }
-        }
-        Ok(())
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        delete_segment_files(dir, self.base_offset)
     }
 
     pub fn file(&self) -> Arc<File> {
@@ -441,6 +434,27 @@ pub fn scan_file(
         position += total;
     }
     Ok(None)
+}
+
+/// Deletes the files of the segment at `base_offset` in `dir` (log and indexes), ignoring those
+/// already gone.
+pub fn delete_segment_files(dir: &Path, base_offset: i64) -> Result<(), LogError> {
+    for extension in ["log", "index", "timeindex"] {
+        let path = dir.join(segment_file_name(base_offset, extension));
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(LogError::io(&path, e)),
+        }
+    }
+    Ok(())
+}
+
+/// Fsyncs a directory, so that files created, renamed or deleted in it stay so after a crash.
+pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| LogError::io(dir, e))
 }
 
 /// Reads up to `length` bytes at `position` (fewer at the end of the file). Reads straight into

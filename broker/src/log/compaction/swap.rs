@@ -15,11 +15,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::LogError;
-use crate::log::segment::segment_file_name;
+pub use crate::log::segment::sync_dir;
+use crate::log::segment::{delete_segment_files, segment_file_name};
 
 const CLEANED_EXTENSION: &str = "cleaned";
 const SWAP_EXTENSION: &str = "swap";
-const SEGMENT_EXTENSIONS: [&str; 3] = ["log", "index", "timeindex"];
 
 /// The steps of installing one cleaned segment, for tests that simulate a crash after each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,31 +85,12 @@ pub fn recover(dir: &Path) -> Result<(), LogError> {
     for (base, end) in swaps {
         tracing::info!(dir = %dir.display(), base, end, "finishing an interrupted segment swap");
         for &old in segment_bases.iter().filter(|b| (base..end).contains(*b)) {
-            remove_segment_files(dir, old)?;
+            delete_segment_files(dir, old)?;
         }
         // The replaced segment whose name the swap takes may have had its log deleted already
         // while its indexes remain.
-        remove_segment_files(dir, base)?;
+        delete_segment_files(dir, base)?;
         finish(dir, base, end)?;
     }
     Ok(())
-}
-
-/// Deletes a segment's files, ignoring those already gone.
-pub fn remove_segment_files(dir: &Path, base_offset: i64) -> Result<(), LogError> {
-    for extension in SEGMENT_EXTENSIONS {
-        let path = dir.join(segment_file_name(base_offset, extension));
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(LogError::io(&path, e)),
-        }
-    }
-    Ok(())
-}
-
-pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| LogError::io(dir, e))
 }
