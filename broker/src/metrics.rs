@@ -9,6 +9,7 @@ use prometheus::{
 };
 
 use crate::group::GroupCoordinator;
+use crate::partition::Partition;
 use crate::topic::TopicRegistry;
 
 pub struct Metrics {
@@ -252,10 +253,8 @@ impl Metrics {
             self.log_start_offset
                 .with_label_values(&labels)
                 .set(log.log_start_offset());
-            let high_watermark = partition.high_watermark();
-            let last_stable_offset = log
-                .first_unstable_offset()
-                .map_or(high_watermark, |first| first.min(high_watermark));
+            let last_stable_offset =
+                Partition::last_stable_offset_of(&log, partition.high_watermark());
             self.log_last_stable_offset
                 .with_label_values(&labels)
                 .set(last_stable_offset);

@@ -97,7 +97,8 @@ impl Partition {
         }
     }
 
-    fn last_stable_offset_of(log: &PartitionLog, high_watermark: i64) -> i64 {
+    /// The last stable offset of `log` (held by the caller) under `high_watermark`.
+    pub fn last_stable_offset_of(log: &PartitionLog, high_watermark: i64) -> i64 {
         log.first_unstable_offset()
             .map_or(high_watermark, |first| first.min(high_watermark))
     }
