@@ -11,8 +11,8 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::topic::codec::{
-    get_bytes, get_i32, get_i64, get_nullable_string, get_string, put_bytes, put_nullable_string,
-    put_string,
+    decode_string_key, encode_string_key, get_bytes, get_i32, get_i64, get_nullable_string,
+    get_string, put_bytes, put_nullable_string, put_string,
 };
 
 const KEY_VERSION: i16 = 2;
@@ -56,19 +56,12 @@ impl GroupSnapshot {
 }
 
 pub fn encode_key(group_id: &str) -> Bytes {
-    let mut buf = BytesMut::new();
-    buf.put_i16(KEY_VERSION);
-    put_string(&mut buf, group_id);
-    buf.freeze()
+    encode_string_key(KEY_VERSION, group_id)
 }
 
 /// The group id of a group metadata key; `None` for other record kinds.
 pub fn decode_key(bytes: &[u8]) -> Option<String> {
-    let mut buf = bytes;
-    if buf.remaining() < 2 || buf.get_i16() != KEY_VERSION {
-        return None;
-    }
-    get_string(&mut buf)
+    decode_string_key(KEY_VERSION, bytes)
 }
 
 pub fn encode_value(group: &GroupSnapshot) -> Bytes {

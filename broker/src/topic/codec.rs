@@ -3,6 +3,23 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+/// A record key that is a version followed by one string (group metadata, transaction state).
+pub fn encode_string_key(version: i16, value: &str) -> Bytes {
+    let mut buf = BytesMut::new();
+    buf.put_i16(version);
+    put_string(&mut buf, value);
+    buf.freeze()
+}
+
+/// The string of a key written by `encode_string_key` with `version`; `None` for other keys.
+pub fn decode_string_key(version: i16, bytes: &[u8]) -> Option<String> {
+    let mut buf = bytes;
+    if buf.remaining() < 2 || buf.get_i16() != version {
+        return None;
+    }
+    get_string(&mut buf)
+}
+
 pub fn put_string(buf: &mut BytesMut, value: &str) {
     let length = value.len().min(i16::MAX as usize);
     buf.put_i16(length as i16);

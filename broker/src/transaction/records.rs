@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use crate::topic::codec::{get_i32, get_string, put_string};
+use crate::topic::codec::{decode_string_key, encode_string_key, get_i32, get_string, put_string};
 use crate::transaction::state::{TxnMetadata, TxnState};
 
 /// The internal topic holding transaction state.
@@ -16,18 +16,11 @@ const KEY_VERSION: i16 = 0;
 const VALUE_VERSION: i16 = 0;
 
 pub fn encode_key(transactional_id: &str) -> Bytes {
-    let mut buf = BytesMut::new();
-    buf.put_i16(KEY_VERSION);
-    put_string(&mut buf, transactional_id);
-    buf.freeze()
+    encode_string_key(KEY_VERSION, transactional_id)
 }
 
 pub fn decode_key(bytes: &[u8]) -> Option<String> {
-    let mut buf = bytes;
-    if buf.remaining() < 2 || buf.get_i16() != KEY_VERSION {
-        return None;
-    }
-    get_string(&mut buf)
+    decode_string_key(KEY_VERSION, bytes)
 }
 
 pub fn encode_value(txn: &TxnMetadata) -> Bytes {
