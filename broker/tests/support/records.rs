@@ -7,57 +7,21 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 
-/// One batch of `values` (offsets from 0, timestamps `first_timestamp`, +1, …), no producer id.
-pub fn encode_batch_with_timestamps(
-    values: &[&[u8]],
-    compression: Compression,
-    first_timestamp: i64,
-) -> BytesMut {
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, value)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            // kafka-protocol starts a new batch unless offset − sequence stays constant;
-            // this keeps one batch whose base sequence is -1 (no idempotence).
-            sequence: i as i32 - 1,
-            timestamp: first_timestamp + i as i64,
-            key: None,
-            value: Some(Bytes::copy_from_slice(value)),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression,
-    };
-    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).expect("encode batch");
-    buf
-}
-
-/// One batch of `values` with timestamps from 1000.
-#[allow(dead_code)]
-pub fn encode_batch(values: &[&[u8]], compression: Compression) -> BytesMut {
-    encode_batch_with_timestamps(values, compression, 1000)
-}
-
 /// A record's key and value; `None` is null.
 #[allow(dead_code)]
 pub type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
 
-/// One batch of keyed records (`None` value = tombstone), offsets from 0, timestamps from
-/// `first_timestamp`.
-#[allow(dead_code)]
-pub fn encode_keyed_batch(
+/// Who writes a batch: producer id, epoch, first sequence, transactional.
+type Writer = (i64, i16, i32, bool);
+
+/// No producer id: kafka-protocol starts a new batch unless offset − sequence stays constant, so
+/// sequences from -1 keep one batch whose base sequence is -1 (no idempotence).
+const PLAIN: Writer = (-1, -1, -1, false);
+
+/// One batch of `entries` (offsets from 0, timestamps `first_timestamp`, +1, …).
+fn encode_records(
     entries: &[KeyValue<'_>],
+    (producer_id, producer_epoch, first_sequence, transactional): Writer,
     compression: Compression,
     first_timestamp: i64,
 ) -> BytesMut {
@@ -65,15 +29,15 @@ pub fn encode_keyed_batch(
         .iter()
         .enumerate()
         .map(|(i, (key, value))| Record {
-            transactional: false,
+            transactional,
             control: false,
             delete_horizon: false,
             partition_leader_epoch: 0,
-            producer_id: -1,
-            producer_epoch: -1,
+            producer_id,
+            producer_epoch,
             timestamp_type: TimestampType::Creation,
             offset: i as i64,
-            sequence: i as i32 - 1,
+            sequence: first_sequence + i as i32,
             timestamp: first_timestamp + i as i64,
             key: key.map(Bytes::copy_from_slice),
             value: value.map(Bytes::copy_from_slice),
@@ -87,6 +51,36 @@ pub fn encode_keyed_batch(
     };
     RecordBatchEncoder::encode(&mut buf, records.iter(), &options).expect("encode batch");
     buf
+}
+
+fn unkeyed<'a>(values: &[&'a [u8]]) -> Vec<KeyValue<'a>> {
+    values.iter().map(|value| (None, Some(*value))).collect()
+}
+
+/// One batch of `values` (offsets from 0, timestamps `first_timestamp`, +1, …), no producer id.
+pub fn encode_batch_with_timestamps(
+    values: &[&[u8]],
+    compression: Compression,
+    first_timestamp: i64,
+) -> BytesMut {
+    encode_records(&unkeyed(values), PLAIN, compression, first_timestamp)
+}
+
+/// One batch of `values` with timestamps from 1000.
+#[allow(dead_code)]
+pub fn encode_batch(values: &[&[u8]], compression: Compression) -> BytesMut {
+    encode_batch_with_timestamps(values, compression, 1000)
+}
+
+/// One batch of keyed records (`None` value = tombstone), offsets from 0, timestamps from
+/// `first_timestamp`.
+#[allow(dead_code)]
+pub fn encode_keyed_batch(
+    entries: &[KeyValue<'_>],
+    compression: Compression,
+    first_timestamp: i64,
+) -> BytesMut {
+    encode_records(entries, PLAIN, compression, first_timestamp)
 }
 
 /// One batch from an idempotent producer: `values` with sequences from `first_sequence`.
@@ -109,30 +103,6 @@ pub fn encode_producer_batch(
     first_sequence: i32,
     transactional: bool,
 ) -> BytesMut {
-    let records: Vec<Record> = values
-        .iter()
-        .enumerate()
-        .map(|(i, value)| Record {
-            transactional,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: 0,
-            producer_id,
-            producer_epoch,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: first_sequence + i as i32,
-            timestamp: 1000 + i as i64,
-            key: None,
-            value: Some(Bytes::copy_from_slice(value)),
-            headers: Default::default(),
-        })
-        .collect();
-    let mut buf = BytesMut::new();
-    let options = RecordEncodeOptions {
-        version: 2,
-        compression: Compression::None,
-    };
-    RecordBatchEncoder::encode(&mut buf, records.iter(), &options).expect("encode batch");
-    buf
+    let writer = (producer_id, producer_epoch, first_sequence, transactional);
+    encode_records(&unkeyed(values), writer, Compression::None, 1000)
 }
