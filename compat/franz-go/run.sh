@@ -22,9 +22,17 @@ while read -r test; do
   else
     failed=$((failed + 1))
     echo "FAILED franz-go $test:"
-    grep -A15 -E "^(=== (RUN|CONT|NAME) +$test$|--- (FAIL|SKIP): $test )" "$log" | head -30
+    # Every failure line of the test and its subtests, then how the run ended (a timeout panic
+    # names the goroutines still blocked).
+    grep -E "^ *--- (FAIL|SKIP): $test(/| )" -A8 "$log" | head -60
+    grep -E "^ +([a-z_]+_test\.go:[0-9]+: |testConsumer sendErr)" "$log" | grep -vE "deleting (group|topic)|completed in" | head -40
   fi
 done <<< "$tests"
+if [ "$failed" -ne 0 ]; then
+  echo "franz-go: end of the go test output:"
+  grep -E "^(panic: |FAIL|ok )" -A20 "$log" | head -60
+  tail -15 "$log"
+fi
 rm -f "$log"
 echo "franz-go: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

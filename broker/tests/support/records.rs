@@ -106,3 +106,16 @@ pub fn encode_producer_batch(
     let writer = (producer_id, producer_epoch, first_sequence, transactional);
     encode_records(&unkeyed(values), writer, Compression::None, 1000)
 }
+
+/// One batch of keyed records from a producer with an id, in a transaction when `transactional`.
+#[allow(dead_code)]
+pub fn encode_keyed_producer_batch(
+    entries: &[KeyValue<'_>],
+    producer_id: i64,
+    producer_epoch: i16,
+    first_sequence: i32,
+    transactional: bool,
+) -> BytesMut {
+    let writer = (producer_id, producer_epoch, first_sequence, transactional);
+    encode_records(entries, writer, Compression::None, 1000)
+}

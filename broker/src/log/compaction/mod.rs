@@ -22,11 +22,13 @@
 //! The last batch of each idempotent producer stays (without records if none survive), so that
 //! producer state rebuilt from the log still knows its sequence.
 //!
-//! Not yet: transaction markers (transactions are their own issue; control batches are kept).
+//! Transactions ([`transactions`]): nothing at or after the last stable offset is cleaned,
+//! aborted records are neither mapped nor kept, markers are kept.
 
 pub mod offset_map;
 pub mod rewrite;
 pub mod swap;
+pub mod transactions;
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -45,6 +47,7 @@ use crate::log::PartitionLog;
 pub use offset_map::OffsetMap;
 use rewrite::{filter_batch, BatchFate};
 pub use swap::SwapStep;
+use transactions::AbortedRanges;
 
 /// Broker-wide settings of the cleaner.
 #[derive(Debug, Clone, Copy)]
@@ -136,6 +139,8 @@ pub struct CleaningPlan {
     /// Idempotent producers' last batch (its last offset): kept, if need be without records, so
     /// that a rebuilt producer state still knows the producer's sequence (as Kafka does).
     pub producer_last_offsets: HashMap<i64, i64>,
+    /// Aborted transactions with records in the cleanable segments.
+    pub aborted: AbortedRanges,
 }
 
 impl CleaningPlan {
@@ -160,7 +165,8 @@ impl CleaningPlan {
 }
 
 /// Snapshots what a pass may clean (call under the partition lock). `None` when the log is not
-/// compacted or has nothing sealed and dirty.
+/// compacted or has nothing sealed and dirty. Only what is below both the high watermark and the
+/// last stable offset may be cleaned.
 pub fn plan(
     log: &PartitionLog,
     high_watermark: i64,
@@ -172,13 +178,16 @@ pub fn plan(
     }
     let log_start = log.log_start_offset();
     let first_dirty = log.first_dirty_offset().max(log_start);
-    let mut first_uncleanable = log.active_base_offset().min(high_watermark);
+    let stable_end = log
+        .first_unstable_offset()
+        .map_or(high_watermark, |unstable| unstable.min(high_watermark));
+    let mut first_uncleanable = log.active_base_offset().min(stable_end);
     let mut segments = Vec::new();
     for segment in log.sealed_segments() {
         let too_young = config.min_compaction_lag_ms > 0
             && segment.base_offset >= first_dirty
             && now_ms.saturating_sub(segment.max_timestamp()) < config.min_compaction_lag_ms;
-        if segment.next_offset() > high_watermark || too_young {
+        if segment.next_offset() > stable_end || too_young {
             first_uncleanable = first_uncleanable.min(segment.base_offset);
             break;
         }
@@ -200,6 +209,7 @@ pub fn plan(
         _ => -1,
     };
     Ok(Some(CleaningPlan {
+        aborted: AbortedRanges::new(&log.aborted_transactions(log_start, first_uncleanable)),
         dir: log.dir().to_path_buf(),
         clean_bytes: clean.iter().map(|s| s.size).sum(),
         dirty_bytes,
@@ -325,7 +335,7 @@ fn build_offset_map(plan: &CleaningPlan, map: &mut OffsetMap) -> Result<i64, Log
             if header.last_offset() < plan.first_dirty_offset {
                 return Ok(ControlFlow::Continue(()));
             }
-            if !header.is_control() {
+            if !header.is_control() && !plan.aborted.holds(header) {
                 if !map.has_room_for(header.records_count.max(0) as usize) {
                     full = true;
                     return Ok(ControlFlow::Break(()));
@@ -417,7 +427,12 @@ fn write_group(
             let last_of_producer = header.producer_id >= 0
                 && plan.producer_last_offsets.get(&header.producer_id)
                     == Some(&header.last_offset());
-            let mut fate = clean_batch(bytes, header, map, map_end, retain_tombstones, stats)?;
+            let mut fate = if plan.aborted.holds(header) {
+                stats.records_removed += header.records_count.max(0) as u64;
+                BatchFate::Drop
+            } else {
+                clean_batch(bytes, header, map, map_end, retain_tombstones, stats)?
+            };
             if last_of_producer && fate == BatchFate::Drop {
                 fate = BatchFate::Rewrite(rewrite::empty_batch(bytes, header)?);
             }

@@ -6,7 +6,8 @@ use std::path::Path;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 
 use super::*;
-use crate::log::test_support::{encode_keyed_batch, KeyValue};
+use crate::log::control::MarkerKind;
+use crate::log::test_support::{encode_keyed_batch, encode_keyed_producer_batch, KeyValue};
 
 /// Far enough after the files were written that every tombstone horizon has passed.
 const LATER_MS: i64 = 4_000_000_000_000;
@@ -32,7 +33,7 @@ fn contents(log: &PartitionLog) -> BTreeMap<i64, (Vec<u8>, Option<Vec<u8>>)> {
     for (_, bytes) in log.read_all_batches().unwrap() {
         let mut bytes = bytes;
         let batch = RecordBatchDecoder::decode(&mut bytes).unwrap();
-        for record in batch.records {
+        for record in batch.records.into_iter().filter(|r| !r.control) {
             let key = record.key.expect("compacted records have keys").to_vec();
             out.insert(record.offset, (key, record.value.map(|v| v.to_vec())));
         }
@@ -420,4 +421,89 @@ fn the_last_batch_of_a_producer_survives_cleaning_without_its_records() {
             .unwrap()
             .duplicate
     );
+}
+
+/// Appends `key=value` outside any transaction.
+fn put(log: &mut PartitionLog, key: &str, value: &str) {
+    let entry: KeyValue<'_> = (Some(key.as_bytes()), Some(value.as_bytes()));
+    log.append(encode_keyed_batch(&[entry], Compression::None, 1000), 0, 0)
+        .unwrap();
+}
+
+/// Appends `key=value` in the open transaction of `producer_id` (sequence `sequence`).
+fn put_in_txn(log: &mut PartitionLog, producer_id: i64, sequence: i32, key: &str, value: &str) {
+    let entry: KeyValue<'_> = (Some(key.as_bytes()), Some(value.as_bytes()));
+    let batch = encode_keyed_producer_batch(&[entry], producer_id, 0, sequence, true);
+    log.append(batch, 0, 0).unwrap();
+}
+
+/// Enough other keys to seal the segments written so far.
+fn seal(log: &mut PartitionLog, round: usize) {
+    for i in 0..12 {
+        put(log, &format!("filler-{round}-{i}"), "x");
+    }
+}
+
+fn value_of(log: &PartitionLog, key: &str) -> Vec<String> {
+    contents(log)
+        .values()
+        .filter(|(k, _)| k == key.as_bytes())
+        .map(|(_, v)| String::from_utf8(v.clone().unwrap()).unwrap())
+        .collect()
+}
+
+#[test]
+fn an_aborted_update_neither_removes_the_committed_value_nor_survives_cleaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), compact_config());
+    put(&mut log, "k", "committed");
+    put_in_txn(&mut log, 7, 0, "k", "aborted");
+    log.append_marker(7, 0, MarkerKind::Abort, 0, 0, 0).unwrap();
+    put_in_txn(&mut log, 8, 0, "j", "kept");
+    log.append_marker(8, 0, MarkerKind::Commit, 0, 0, 0)
+        .unwrap();
+    seal(&mut log, 0);
+    let stats = pass(&mut log, 1 << 20, LATER_MS).expect("cleaned");
+    assert!(stats.records_removed >= 1);
+    assert_eq!(value_of(&log, "k"), ["committed"]);
+    assert_eq!(value_of(&log, "j"), ["kept"]);
+    // Both markers stay: readers and a rebuilt producer state still see each transaction end.
+    let markers = log
+        .read_all_batches()
+        .unwrap()
+        .iter()
+        .filter(|(_, bytes)| {
+            crate::log::batch::BatchHeader::parse(bytes)
+                .unwrap()
+                .is_control()
+        })
+        .count();
+    assert_eq!(markers, 2);
+    drop(log);
+    let log = open(dir.path(), compact_config());
+    assert_eq!(log.first_unstable_offset(), None, "no transaction reopens");
+}
+
+#[test]
+fn nothing_of_an_open_transaction_is_cleaned_until_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = open(dir.path(), compact_config());
+    put(&mut log, "k", "committed");
+    put(&mut log, "j", "old");
+    put_in_txn(&mut log, 7, 0, "k", "pending");
+    put(&mut log, "j", "new");
+    seal(&mut log, 0);
+    assert_eq!(log.first_unstable_offset(), Some(2));
+    pass(&mut log, 1 << 20, LATER_MS);
+    assert_eq!(value_of(&log, "k"), ["committed", "pending"]);
+    assert_eq!(
+        value_of(&log, "j"),
+        ["old", "new"],
+        "past the LSO: not cleaned"
+    );
+    log.append_marker(7, 0, MarkerKind::Abort, 0, 0, 0).unwrap();
+    seal(&mut log, 1);
+    pass(&mut log, 1 << 20, LATER_MS).expect("cleaned");
+    assert_eq!(value_of(&log, "k"), ["committed"]);
+    assert_eq!(value_of(&log, "j"), ["new"]);
 }
