@@ -45,5 +45,9 @@ record "$here/java/run.sh" "$kafka"
 record "$here/java/tools.sh" "$weir_bootstrap"
 record "$here/java/tools.sh" "$kafka"
 record "$here/franz-go/run.sh" "$weir_bootstrap"
+if [ "$failed" -ne 0 ]; then
+  echo "compat: Weir's warnings and errors (last 40):"
+  grep -E " (WARN|ERROR) " "$work/weir.log" | grep -v "Connection reset by peer" | tail -40
+fi
 echo "compat: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -55,7 +55,11 @@ pub fn spawn(
     ));
     tasks.spawn(every(RECOVERY_POINT_CHECKPOINT_INTERVAL, shutdown, move || {
         for partition in context.topics.all_partitions() {
-            if let Err(error) = partition.log().checkpoint_recovery_point() {
+            let log = partition.log();
+            if let Err(error) = log.checkpoint_recovery_point() {
+                if !log.dir().exists() {
+                    continue; // deleted with its topic meanwhile
+                }
                 tracing::warn!(%error, topic = %partition.topic, partition = partition.index, "recovery point checkpoint failed");
             }
         }

@@ -147,7 +147,16 @@ async fn read_frame(
 ) -> Result<Option<Bytes>, String> {
     let size = match reader.read_i32().await {
         Ok(size) => size,
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        // A client that goes away between requests (EOF, or a reset when it closes with unread
+        // data) is an ordinary end of a connection.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
+            ) =>
+        {
+            return Ok(None)
+        }
         Err(e) => return Err(format!("read failed: {e}")),
     };
     if size < 0 || size as usize > max_frame {
