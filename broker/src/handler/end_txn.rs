@@ -1,19 +1,38 @@
 //! EndTxn: commit or abort the producer's open transaction; answered once every marker is
-//! written (the coordinator writes them itself).
+//! written (the coordinator writes them itself). From v5 (transaction version 2, KIP-890 part 2)
+//! every EndTxn bumps the producer's epoch and the answer carries the id and epoch to go on with.
 
 use std::sync::Arc;
 
-use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse};
+use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 
 use crate::server::BrokerContext;
 
-pub fn handle(context: &Arc<BrokerContext>, request: EndTxnRequest) -> EndTxnResponse {
+/// The first EndTxn version of transaction version 2.
+const EPOCH_BUMP_VERSION: i16 = 5;
+
+pub fn handle(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    request: EndTxnRequest,
+) -> EndTxnResponse {
+    let bump_epoch = version >= EPOCH_BUMP_VERSION;
     let result = context.transactions.end_txn(
         &context.txn_services(),
         request.transactional_id.as_str(),
         request.producer_id.0,
         request.producer_epoch,
         request.committed,
+        bump_epoch,
     );
-    EndTxnResponse::default().with_error_code(result.err().map_or(0, |e| e.code()))
+    let response = EndTxnResponse::default()
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    match result {
+        Ok((producer_id, epoch)) if bump_epoch => response
+            .with_producer_id(ProducerId(producer_id))
+            .with_producer_epoch(epoch),
+        Ok(_) => response,
+        Err(error) => response.with_error_code(error.code()),
+    }
 }

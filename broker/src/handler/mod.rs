@@ -47,7 +47,7 @@ use crate::server::BrokerContext;
 
 /// Kafka APIs this broker implements, with the version ranges it implements.
 pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
-    (ApiKey::Produce, 3, 9),
+    (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 13),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 0, 12),
@@ -72,11 +72,11 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DescribeGroups, 0, 5),
     (ApiKey::DeleteGroups, 0, 2),
     (ApiKey::OffsetDelete, 0, 0),
-    (ApiKey::InitProducerId, 0, 4),
-    (ApiKey::AddPartitionsToTxn, 0, 4),
+    (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::AddPartitionsToTxn, 0, 5),
     (ApiKey::AddOffsetsToTxn, 0, 4),
-    (ApiKey::EndTxn, 0, 4),
-    (ApiKey::TxnOffsetCommit, 0, 4),
+    (ApiKey::EndTxn, 0, 5),
+    (ApiKey::TxnOffsetCommit, 0, 5),
     (ApiKey::DescribeTransactions, 0, 0),
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
@@ -200,9 +200,9 @@ pub async fn handle(
         RequestKind::AddOffsetsToTxn(r) => ready(ResponseKind::AddOffsetsToTxn(
             add_offsets_to_txn::handle(context, r),
         )),
-        RequestKind::EndTxn(r) => ready(ResponseKind::EndTxn(end_txn::handle(context, r))),
+        RequestKind::EndTxn(r) => ready(ResponseKind::EndTxn(end_txn::handle(context, version, r))),
         RequestKind::TxnOffsetCommit(r) => ready(ResponseKind::TxnOffsetCommit(
-            txn_offset_commit::handle(context, r),
+            txn_offset_commit::handle(context, version, r),
         )),
         RequestKind::DescribeTransactions(r) => ready(ResponseKind::DescribeTransactions(
             describe_transactions::describe(context, r),

@@ -26,14 +26,27 @@ use crate::partition::Partition;
 use crate::server::BrokerContext;
 use crate::topic::Topic;
 
+/// Produce v12 is sent by clients of transaction version 2 (KIP-890 part 2): their transactional
+/// writes add their partition to the transaction themselves.
+const IMPLICIT_ADD_PARTITIONS_VERSION: i16 = 12;
+
+/// The transactional side of a produce request.
+struct Sender<'a> {
+    transactional_id: Option<&'a str>,
+    adds_partitions: bool,
+}
+
 pub fn handle(
     context: &Arc<BrokerContext>,
-    _version: i16,
+    version: i16,
     request: ProduceRequest,
 ) -> HandlerOutput {
     let acks = request.acks;
     let valid_acks = matches!(acks, -1..=1);
-    let has_transactional_id = request.transactional_id.is_some();
+    let sender = Sender {
+        transactional_id: request.transactional_id.as_deref().map(|id| id.as_str()),
+        adds_partitions: version >= IMPLICIT_ADD_PARTITIONS_VERSION,
+    };
     let mut durable_waits: Vec<(usize, usize, Arc<Partition>, i64)> = Vec::new();
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for (topic_index, topic_data) in request.topic_data.into_iter().enumerate() {
@@ -46,8 +59,7 @@ pub fn handle(
             } else {
                 match &topic {
                     Ok(topic) => {
-                        let (response, wait) =
-                            produce_partition(context, topic, data, has_transactional_id);
+                        let (response, wait) = produce_partition(context, topic, data, &sender);
                         if let Some((partition, last_offset)) = wait {
                             durable_waits.push((
                                 topic_index,
@@ -111,11 +123,69 @@ fn lookup_topic(context: &Arc<BrokerContext>, name: &str) -> Result<Arc<Topic>, 
 
 type DurableWait = Option<(Arc<Partition>, i64)>;
 
+/// KIP-890: a transactional write lands only in an open transaction that holds its partition —
+/// added before (AddPartitionsToTxn), or now by the write itself (transaction version 2) — so
+/// no stray or late write can leave a transaction hanging or slip into the next one.
+fn check_transaction(
+    context: &BrokerContext,
+    sender: &Sender<'_>,
+    header: &crate::log::batch::BatchHeader,
+    topic: &Topic,
+    index: i32,
+) -> Result<(), (ResponseError, String)> {
+    // As Kafka: transactional records come with the request's transactional id.
+    let Some(transactional_id) = sender.transactional_id else {
+        let message = "transactional records need the request's transactional id";
+        return Err((
+            ResponseError::TransactionalIdAuthorizationFailed,
+            message.into(),
+        ));
+    };
+    let (producer_id, epoch) = (header.producer_id, header.producer_epoch);
+    if sender.adds_partitions {
+        let partition = (topic.name.to_string(), index);
+        return context
+            .transactions
+            .add_partition_for_produce(
+                &context.topics,
+                transactional_id,
+                producer_id,
+                epoch,
+                partition,
+            )
+            .map_err(|error| {
+                // As Kafka answers produce requests: a fenced epoch is INVALID_PRODUCER_EPOCH,
+                // a transaction still completing is worth a retry.
+                let error = match error {
+                    ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+                    ResponseError::ConcurrentTransactions => ResponseError::NotEnoughReplicas,
+                    other => other,
+                };
+                let message = format!(
+                    "producer {producer_id} epoch {epoch} cannot add {}-{index} to its transaction",
+                    topic.name
+                );
+                (error, message)
+            });
+    }
+    if context
+        .transactions
+        .verify(producer_id, epoch, &topic.name, index)
+    {
+        return Ok(());
+    }
+    let message = format!(
+        "producer {producer_id} epoch {epoch} has no open transaction with {}-{index}",
+        topic.name
+    );
+    Err((ResponseError::InvalidTxnState, message))
+}
+
 fn produce_partition(
     context: &Arc<BrokerContext>,
     topic: &Arc<Topic>,
     data: PartitionProduceData,
-    has_transactional_id: bool,
+    sender: &Sender<'_>,
 ) -> (PartitionProduceResponse, DurableWait) {
     let index = data.index;
     let Some(partition) = topic.partition(index) else {
@@ -156,37 +226,11 @@ fn produce_partition(
             None,
         );
     }
-    // KIP-890 part 1: a transactional write lands only in a transaction that added this
-    // partition, so no stray write can leave a transaction hanging.
-    let header = &validated.header;
-    // As Kafka: transactional records come with the request's transactional id.
-    if header.is_transactional() && !has_transactional_id {
-        let message = "transactional records need the request's transactional id";
-        return (
-            failed(
-                index,
-                ResponseError::TransactionalIdAuthorizationFailed,
-                Some(message.into()),
-            ),
-            None,
-        );
-    }
-    if header.is_transactional()
-        && !context.transactions.verify(
-            header.producer_id,
-            header.producer_epoch,
-            &topic.name,
-            index,
-        )
-    {
-        let message = format!(
-            "producer {} epoch {} has no open transaction with {}-{index}",
-            header.producer_id, header.producer_epoch, topic.name
-        );
-        return (
-            failed(index, ResponseError::InvalidTxnState, Some(message)),
-            None,
-        );
+    if validated.header.is_transactional() {
+        let header = &validated.header;
+        if let Err((error, message)) = check_transaction(context, sender, header, topic, index) {
+            return (failed(index, error, Some(message)), None);
+        }
     }
     let bytes = records.len();
     match partition.append(BytesMut::from(&records[..])) {

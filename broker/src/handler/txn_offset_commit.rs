@@ -1,6 +1,8 @@
 //! TxnOffsetCommit: a transactional producer commits a group's offsets inside its transaction
 //! (KIP-98); they become visible with the commit marker. KIP-447: with a generation and member
-//! id the group coordinator fences zombies of an older generation.
+//! id the group coordinator fences zombies of an older generation. From v5 (transaction version
+//! 2, KIP-890 part 2) the commit adds the group's offsets partition to the transaction itself,
+//! instead of an AddOffsetsToTxn before it.
 
 use std::sync::Arc;
 
@@ -15,12 +17,16 @@ use crate::group::offsets::{CommittedOffset, OFFSETS_TOPIC};
 use crate::handler::errors::error_for;
 use crate::server::BrokerContext;
 
+/// The first TxnOffsetCommit version of transaction version 2.
+const IMPLICIT_ADD_OFFSETS_VERSION: i16 = 5;
+
 pub fn handle(
     context: &Arc<BrokerContext>,
+    version: i16,
     request: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let group_id = request.group_id.as_str();
-    let error = check(context, &request);
+    let error = check(context, version, &request);
     let now_ms = context.clock.now_ms();
     let mut commits = Vec::new();
     let mut topics = Vec::new();
@@ -86,8 +92,24 @@ pub fn handle(
 
 /// The producer's transaction must have added the group's offsets partition; KIP-447 members
 /// must be of the group's current generation.
-fn check(context: &Arc<BrokerContext>, request: &TxnOffsetCommitRequest) -> Option<ResponseError> {
+fn check(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    request: &TxnOffsetCommitRequest,
+) -> Option<ResponseError> {
     let group_id = request.group_id.as_str();
+    if version >= IMPLICIT_ADD_OFFSETS_VERSION {
+        let added = context.transactions.add_offsets(
+            &context.txn_services(),
+            request.transactional_id.as_str(),
+            request.producer_id.0,
+            request.producer_epoch,
+            group_id,
+        );
+        if let Err(error) = added {
+            return Some(error);
+        }
+    }
     let partition = match context.groups.offsets_partition(&context.topics, group_id) {
         Ok((_, partition)) => partition.index,
         Err(error) => return Some(error_for(&error)),

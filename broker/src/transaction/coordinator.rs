@@ -162,6 +162,7 @@ impl TransactionCoordinator {
             txn = transactions[transactional_id].clone();
         }
         txn.timeout_ms = timeout_ms;
+        txn.forget_last_end();
         // As Kafka: the new incarnation starts with no transaction.
         txn.state = TxnState::Empty;
         txn.partitions.clear();
@@ -250,7 +251,32 @@ impl TransactionCoordinator {
             .any(|txn| txn.covers(producer_id, epoch, &tp))
     }
 
-    /// EndTxn: commit or abort the open transaction.
+    /// Transaction version 2 (KIP-890 part 2): a transactional produce adds its partition to
+    /// the transaction itself (Produce v12+), instead of an AddPartitionsToTxn before it.
+    pub fn add_partition_for_produce(
+        &self,
+        topics: &TopicRegistry,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partition: TopicPartition,
+    ) -> Result<(), ResponseError> {
+        let added = self.add_partitions(
+            topics,
+            transactional_id,
+            producer_id,
+            epoch,
+            vec![partition],
+        )?;
+        match added.into_iter().find_map(|(_, error)| error) {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    /// EndTxn: commit or abort the open transaction. With `bump_epoch` (transaction version 2,
+    /// EndTxn v5+) the producer's epoch goes up with every transaction. Returns the producer id
+    /// and epoch the client continues with.
     pub fn end_txn(
         &self,
         services: &TxnServices<'_>,
@@ -258,21 +284,34 @@ impl TransactionCoordinator {
         producer_id: i64,
         epoch: i16,
         commit: bool,
-    ) -> Result<(), ResponseError> {
+        bump_epoch: bool,
+    ) -> Result<(i64, i16), ResponseError> {
         let now_ms = self.clock.now_ms();
         let mut transactions = self.lock();
         let mut txn = transactions
             .get(transactional_id)
             .cloned()
             .ok_or(ResponseError::InvalidProducerIdMapping)?;
-        txn.check_producer(producer_id, epoch)?;
-        if !txn.end(commit, now_ms)? {
-            return Ok(());
+        let decided = if bump_epoch {
+            let new_producer_id = || {
+                services
+                    .producer_ids
+                    .next_id()
+                    .map_err(|e| crate::handler::errors::log_error(&e))
+            };
+            txn.end_bumping_epoch(producer_id, epoch, commit, now_ms, new_producer_id)?
+        } else {
+            txn.check_producer(producer_id, epoch)?;
+            txn.end(commit, now_ms)?
+        };
+        if decided {
+            self.persist(services.topics, transactional_id, &txn)?;
+            transactions.insert(transactional_id.to_string(), txn);
+            self.finish(&mut transactions, services, transactional_id)
+                .map_err(|e| crate::handler::errors::error_for(&e))?;
         }
-        self.persist(services.topics, transactional_id, &txn)?;
-        transactions.insert(transactional_id.to_string(), txn);
-        self.finish(&mut transactions, services, transactional_id)
-            .map_err(|e| crate::handler::errors::error_for(&e))
+        let txn = &transactions[transactional_id];
+        Ok((txn.producer_id, txn.producer_epoch))
     }
 
     /// Aborts open transactions past their timeout, fencing their producers.

@@ -2,6 +2,10 @@
 //! key version 0 (transactional id); value version 0 (producer id, epoch, timeout, state,
 //! partitions by topic, last update and start timestamps). A null value deletes the id. The
 //! partition of an id is `abs(java_string_hash(id)) % partitions`, as in Kafka.
+//!
+//! Weir's extension: when an id has transaction-version-2 facts (last producer epoch, previous
+//! and next producer id — see `transaction::state`), they follow the version-0 fields (i16, i64,
+//! i64); a value without them is plain version 0.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,6 +48,11 @@ pub fn encode_value(txn: &TxnMetadata) -> Bytes {
     }
     buf.put_i64(txn.last_update_ms);
     buf.put_i64(txn.start_ms);
+    if txn.last_producer_epoch >= 0 || txn.previous_producer_id >= 0 || txn.next_producer_id >= 0 {
+        buf.put_i16(txn.last_producer_epoch);
+        buf.put_i64(txn.previous_producer_id);
+        buf.put_i64(txn.next_producer_id);
+    }
     buf.freeze()
 }
 
@@ -75,15 +84,21 @@ pub fn decode_value(bytes: &[u8]) -> Option<TxnMetadata> {
     if buf.remaining() < 16 {
         return None;
     }
-    Some(TxnMetadata {
-        producer_id,
-        producer_epoch,
-        timeout_ms,
-        state,
-        partitions,
-        last_update_ms: buf.get_i64(),
-        start_ms: buf.get_i64(),
-    })
+    let mut txn = TxnMetadata::new(producer_id, timeout_ms, buf.get_i64());
+    txn.producer_epoch = producer_epoch;
+    txn.state = state;
+    txn.partitions = partitions;
+    txn.start_ms = buf.get_i64();
+    match buf.remaining() {
+        0 => {}
+        18 => {
+            txn.last_producer_epoch = buf.get_i16();
+            txn.previous_producer_id = buf.get_i64();
+            txn.next_producer_id = buf.get_i64();
+        }
+        _ => return None,
+    }
+    Some(txn)
 }
 
 #[cfg(test)]
@@ -97,9 +112,17 @@ mod tests {
             .unwrap();
         assert_eq!(decode_key(&encode_key("app-1")), Some("app-1".into()));
         let value = encode_value(&txn);
-        assert_eq!(decode_value(&value), Some(txn));
+        assert_eq!(decode_value(&value), Some(txn.clone()));
         for cut in 0..value.len() {
             assert_eq!(decode_value(&value[..cut]), None, "cut at {cut}");
+        }
+        txn.last_producer_epoch = 4;
+        txn.next_producer_id = 43;
+        let extended = encode_value(&txn);
+        assert_eq!(extended.len(), value.len() + 18);
+        assert_eq!(decode_value(&extended), Some(txn));
+        for cut in value.len() + 1..extended.len() {
+            assert_eq!(decode_value(&extended[..cut]), None, "cut at {cut}");
         }
         assert_eq!(
             decode_key(&crate::group::offsets::encode_key("g", "t", 0)),

@@ -4,6 +4,13 @@
 //! States: Empty → Ongoing (partitions added) → PrepareCommit | PrepareAbort (decided, markers
 //! being written) → CompleteCommit | CompleteAbort → Ongoing again with the next transaction.
 //! InitProducerId bumps the epoch, which fences every older incarnation of the producer.
+//!
+//! Transaction version 2 (KIP-890 part 2, EndTxn v5+): every EndTxn bumps the epoch too, and the
+//! client continues with the epoch it is answered. Anything still sent with the old epoch — a
+//! late produce, an EndTxn retried after its transaction ended — is fenced instead of landing in
+//! the next transaction; a retry of the last EndTxn is recognised by `last_producer_epoch` and
+//! answered as it was. An exhausted epoch moves the producer to a new id
+//! (`next_producer_id`, then `previous_producer_id`).
 
 use std::collections::BTreeSet;
 
@@ -75,6 +82,12 @@ pub struct TxnMetadata {
     pub last_update_ms: i64,
     /// When the current transaction began (its first AddPartitions), for the timeout.
     pub start_ms: i64,
+    /// The epoch the last epoch-bumping EndTxn came with (-1: none).
+    pub last_producer_epoch: i16,
+    /// The producer id before the last rotation to a new id (-1: none).
+    pub previous_producer_id: i64,
+    /// While an EndTxn that exhausted the epoch completes: the id the producer moves to (-1: none).
+    pub next_producer_id: i64,
 }
 
 impl TxnMetadata {
@@ -87,7 +100,17 @@ impl TxnMetadata {
             partitions: BTreeSet::new(),
             last_update_ms: now_ms,
             start_ms: -1,
+            last_producer_epoch: -1,
+            previous_producer_id: -1,
+            next_producer_id: -1,
         }
+    }
+
+    /// A new incarnation (InitProducerId) forgets how the last one's transactions ended.
+    pub fn forget_last_end(&mut self) {
+        self.last_producer_epoch = -1;
+        self.previous_producer_id = -1;
+        self.next_producer_id = -1;
     }
 
     /// The requester must be the current incarnation of the producer.
@@ -152,6 +175,67 @@ impl TxnMetadata {
         }
     }
 
+    /// EndTxn with transaction version 2: decides the open transaction (or, for an abort, none)
+    /// and bumps the epoch; `new_producer_id` is asked for when the epoch is exhausted. Returns
+    /// whether the transaction must now be finished (false: a retry of the EndTxn that ended it).
+    pub fn end_bumping_epoch(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+        now_ms: i64,
+        new_producer_id: impl FnOnce() -> Result<i64, ResponseError>,
+    ) -> Result<bool, ResponseError> {
+        // A retry only while that transaction's end stands; once the next one began, the old
+        // epoch is a zombie's (fenced below).
+        let ended = !matches!(self.state, TxnState::Ongoing | TxnState::Empty);
+        if ended && self.is_retry_of_last_end(producer_id, epoch) {
+            return match (self.state, commit) {
+                (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => Ok(false),
+                (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
+                    Err(ResponseError::ConcurrentTransactions)
+                }
+                _ => Err(ResponseError::InvalidTxnState),
+            };
+        }
+        self.check_producer(producer_id, epoch)?;
+        match (self.state, commit) {
+            (TxnState::Ongoing, _) => {}
+            // An abort with nothing open still bumps the epoch: in-flight writes are fenced.
+            (TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort, false) => {
+                self.partitions.clear();
+            }
+            (TxnState::PrepareCommit | TxnState::PrepareAbort, _) => {
+                return Err(ResponseError::ConcurrentTransactions)
+            }
+            _ => return Err(ResponseError::InvalidTxnState),
+        }
+        // An epoch is at most i16::MAX - 1 between transactions (see `complete`), so this fits.
+        if epoch + 1 == i16::MAX {
+            self.next_producer_id = new_producer_id()?;
+        }
+        self.last_producer_epoch = epoch;
+        self.producer_epoch = epoch + 1;
+        self.state = if commit {
+            TxnState::PrepareCommit
+        } else {
+            TxnState::PrepareAbort
+        };
+        self.last_update_ms = now_ms;
+        Ok(true)
+    }
+
+    /// A repeat of the last epoch-bumping EndTxn: it comes with the epoch before the bump (and,
+    /// after a rotation, the previous producer id).
+    fn is_retry_of_last_end(&self, producer_id: i64, epoch: i16) -> bool {
+        if self.last_producer_epoch < 0 || epoch != self.last_producer_epoch {
+            return false;
+        }
+        let bumped = producer_id == self.producer_id && self.producer_epoch == epoch + 1;
+        let rotated = producer_id == self.previous_producer_id && self.producer_epoch == 0;
+        bumped || rotated
+    }
+
     /// The markers are written: the transaction is complete.
     pub fn complete(&mut self, now_ms: i64) {
         self.state = match self.state {
@@ -162,6 +246,12 @@ impl TxnMetadata {
         self.partitions.clear();
         self.start_ms = -1;
         self.last_update_ms = now_ms;
+        if self.next_producer_id >= 0 {
+            self.previous_producer_id = self.producer_id;
+            self.producer_id = self.next_producer_id;
+            self.producer_epoch = 0;
+            self.next_producer_id = -1;
+        }
     }
 
     /// An open transaction past its timeout.
@@ -218,6 +308,72 @@ mod tests {
         txn.add_partitions([tp("c", 2)], 50).unwrap();
         assert_eq!(txn.partitions.len(), 1, "a new transaction starts empty");
         assert_eq!(txn.start_ms, 50);
+    }
+
+    #[test]
+    fn with_transaction_version_2_every_end_bumps_the_epoch_and_fences_the_old_one() {
+        let no_new_id = || -> Result<i64, ResponseError> { panic!("not exhausted") };
+        let mut txn = TxnMetadata::new(7, 60_000, 0);
+        txn.add_partitions([tp("a", 0)], 10).unwrap();
+        assert_eq!(txn.end_bumping_epoch(7, 0, true, 20, no_new_id), Ok(true));
+        assert_eq!(
+            (txn.state, txn.producer_epoch),
+            (TxnState::PrepareCommit, 1)
+        );
+        assert!(!txn.covers(7, 0, &tp("a", 0)), "nothing more with epoch 0");
+        txn.complete(30);
+        // The client's retry of that EndTxn (epoch 0) is answered as before…
+        assert_eq!(txn.end_bumping_epoch(7, 0, true, 31, no_new_id), Ok(false));
+        assert_eq!(
+            txn.end_bumping_epoch(7, 0, false, 31, no_new_id),
+            Err(ResponseError::InvalidTxnState),
+            "…but cannot change the outcome"
+        );
+        // The next transaction runs with epoch 1; epoch 0 can no longer add to it or end it.
+        assert_eq!(txn.check_producer(7, 0), Err(ResponseError::ProducerFenced));
+        txn.add_partitions([tp("b", 0)], 40).unwrap();
+        assert_eq!(
+            txn.end_bumping_epoch(7, 0, true, 41, no_new_id),
+            Err(ResponseError::ProducerFenced),
+            "a late EndTxn of the earlier transaction does not end this one"
+        );
+        assert_eq!(txn.end_bumping_epoch(7, 1, false, 42, no_new_id), Ok(true));
+        txn.complete(43);
+        assert_eq!(
+            (txn.state, txn.producer_epoch),
+            (TxnState::CompleteAbort, 2)
+        );
+        // An abort with nothing open bumps too; a commit of nothing is refused.
+        assert_eq!(
+            txn.end_bumping_epoch(7, 2, true, 44, no_new_id),
+            Err(ResponseError::InvalidTxnState)
+        );
+        assert_eq!(txn.end_bumping_epoch(7, 2, false, 45, no_new_id), Ok(true));
+        txn.complete(46);
+        assert_eq!(txn.producer_epoch, 3);
+    }
+
+    #[test]
+    fn an_exhausted_epoch_moves_the_producer_to_a_new_id() {
+        let mut txn = TxnMetadata::new(7, 60_000, 0);
+        txn.producer_epoch = i16::MAX - 1;
+        txn.add_partitions([tp("a", 0)], 10).unwrap();
+        assert_eq!(
+            txn.end_bumping_epoch(7, i16::MAX - 1, true, 20, || Ok(99)),
+            Ok(true)
+        );
+        assert_eq!(txn.producer_epoch, i16::MAX, "markers carry the last epoch");
+        txn.complete(30);
+        assert_eq!((txn.producer_id, txn.producer_epoch), (99, 0));
+        assert_eq!(
+            txn.end_bumping_epoch(7, i16::MAX - 1, true, 31, || panic!("a retry")),
+            Ok(false),
+            "a retry from the old id is recognised"
+        );
+        assert_eq!(
+            txn.check_producer(7, i16::MAX),
+            Err(ResponseError::InvalidProducerIdMapping)
+        );
     }
 
     #[test]

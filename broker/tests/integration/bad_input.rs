@@ -168,7 +168,7 @@ async fn api_versions_newer_than_supported_gets_v0_fallback() {
     let response = client.call(3, &ApiVersionsRequest::default()).await;
     assert_eq!(response.error_code, 0);
     let produce = response.api_keys.iter().find(|k| k.api_key == 0).unwrap();
-    assert_eq!((produce.min_version, produce.max_version), (3, 9));
+    assert_eq!((produce.min_version, produce.max_version), (3, 12));
     assert!(
         response.api_keys.iter().all(|k| k.api_key != 35),
         "DescribeLogDirs is not implemented yet, so not advertised"

@@ -15,5 +15,6 @@ mod raw;
 #[path = "../support/records.rs"]
 mod records;
 mod retention;
+mod transaction_v2;
 mod transactions;
 mod versions;
