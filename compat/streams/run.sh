@@ -8,8 +8,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${WEIR_CACHE:-$HOME/.cache/weir}
 bootstrap=$1
-lines=${2:-20000}
-kills=${3:-3}
+lines=${2:-40000}
+kills=${3:-4}
 version=$(grep -o '<kafka.version>[^<]*' "$here/pom.xml" | cut -d'>' -f2)
 libs=$cache/kafka-streams-$version/libs
 if [ ! -f "$libs/.complete" ]; then
@@ -24,7 +24,10 @@ if [ ! -f "$classes/WordCount.class" ] || [ "$here/WordCount.java" -nt "$classes
 fi
 work=$(mktemp -d)
 app_pid=
-cleanup() { [ -n "$app_pid" ] && kill -9 "$app_pid" 2>/dev/null; rm -rf "$work"; }
+cleanup() {
+  if [ -n "$app_pid" ]; then { kill -9 "$app_pid"; wait "$app_pid"; } 2>/dev/null; fi
+  rm -rf "$work"
+}
 trap cleanup EXIT
 run=wc$$-$RANDOM
 java_opts=(-Xmx256m -Dorg.slf4j.simpleLogger.defaultLogLevel=error -cp "$libs/*:$classes")
