@@ -157,12 +157,7 @@ impl TxnMetadata {
     pub fn end(&mut self, commit: bool, now_ms: i64) -> Result<bool, ResponseError> {
         match (self.state, commit) {
             (TxnState::Ongoing, _) => {
-                self.state = if commit {
-                    TxnState::PrepareCommit
-                } else {
-                    TxnState::PrepareAbort
-                };
-                self.last_update_ms = now_ms;
+                self.decide(commit, now_ms);
                 Ok(true)
             }
             (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => Ok(false),
@@ -216,13 +211,18 @@ impl TxnMetadata {
         }
         self.last_producer_epoch = epoch;
         self.producer_epoch = epoch + 1;
+        self.decide(commit, now_ms);
+        Ok(true)
+    }
+
+    /// The outcome is decided: markers are to be written.
+    fn decide(&mut self, commit: bool, now_ms: i64) {
         self.state = if commit {
             TxnState::PrepareCommit
         } else {
             TxnState::PrepareAbort
         };
         self.last_update_ms = now_ms;
-        Ok(true)
     }
 
     /// A repeat of the last epoch-bumping EndTxn: it comes with the epoch before the bump (and,

@@ -103,8 +103,14 @@ pub fn encode_producer_batch(
     first_sequence: i32,
     transactional: bool,
 ) -> BytesMut {
-    let writer = (producer_id, producer_epoch, first_sequence, transactional);
-    encode_records(&unkeyed(values), writer, Compression::None, 1000)
+    let entries = unkeyed(values);
+    encode_keyed_producer_batch(
+        &entries,
+        producer_id,
+        producer_epoch,
+        first_sequence,
+        transactional,
+    )
 }
 
 /// One batch of keyed records from a producer with an id, in a transaction when `transactional`.
