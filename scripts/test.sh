@@ -42,7 +42,9 @@ if ! cmp -s scripts/smoke/package.json "$node_dir/package.json" || [ ! -d "$node
   (cd "$node_dir" && npm install --silent --no-audit --no-fund)
 fi
 
-cargo build --release --workspace --bins
+# One build for binaries and tests: building them together unifies the dev-dependencies'
+# features, so `cargo test` reuses every artifact (DataFusion is compiled once, not twice).
+cargo build --release --workspace --all-targets
 cargo test --release --workspace
 status=0
 scripts/smoke/run.sh "$CARGO_TARGET_DIR/release/weir" "$venv/bin/python" "$node_dir/node_modules" || status=1

@@ -98,7 +98,8 @@ pub async fn run(args: BrokerArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
+/// Waits for SIGTERM or Ctrl-C.
+pub async fn wait_for_signal() -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
     tokio::select! {

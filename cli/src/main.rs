@@ -3,12 +3,14 @@
 //! - `weir broker`: run a broker (see `broker_command`).
 //! - `weir topic …`, `weir produce`, `weir consume`, `weir cluster info`: a Kafka client
 //!   (rdkafka), so they work against Weir or any Kafka cluster (`-b host:port`).
+//! - `weir job run`: a SQL stream job (the streams crate), also against any Kafka cluster.
 
 mod broker_command;
 mod client;
 mod consume;
 mod group;
 mod group_seek;
+mod job;
 mod produce;
 mod protocol_client;
 mod topic;
@@ -43,6 +45,8 @@ enum Command {
     Group(group::GroupArgs),
     /// List and describe transactions; find and abort hanging ones.
     Txn(txn::TxnArgs),
+    /// Run stream jobs: SQL over a topic into another, exactly once.
+    Job(job::JobArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -68,6 +72,7 @@ fn main() -> std::process::ExitCode {
             Command::Cluster(args) => topic::run_cluster(args).await,
             Command::Group(args) => group::run(args).await,
             Command::Txn(args) => txn::run(args).await,
+            Command::Job(args) => job::run(args).await,
         }
     });
     match result {

@@ -8,6 +8,8 @@
 mod broker;
 #[path = "crash/history.rs"]
 mod history;
+#[path = "crash/rng.rs"]
+mod rng;
 #[path = "crash/workload.rs"]
 mod workload;
 
@@ -18,7 +20,8 @@ use std::time::Duration;
 
 use broker::BrokerProcess;
 use history::History;
-use workload::{read_all, Rng, TOPIC};
+use rng::Rng;
+use workload::{read_all, TOPIC};
 
 const TRANSACTIONAL_WRITERS: usize = 3;
 const KILLS: usize = 6;

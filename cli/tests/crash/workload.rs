@@ -15,38 +15,13 @@ use rdkafka::producer::{
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use crate::history::{Outcome, Read, Txn};
+use crate::rng::Rng;
 
 pub const TOPIC: &str = "crash-history";
 const PARTITIONS: i32 = 3;
 /// Long enough for a broker restart in the middle of an operation.
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(20);
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// xorshift64*: reproducible runs from a printed seed, no dependency.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed | 1)
-    }
-
-    pub fn seed_from_clock() -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_nanos() as u64)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub fn between(&mut self, low: u64, high: u64) -> u64 {
-        low + self.next() % (high - low)
-    }
-}
 
 fn client_config(bootstrap: &str) -> ClientConfig {
     let mut config = ClientConfig::new();

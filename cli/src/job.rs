@@ -1,0 +1,114 @@
+//! `weir job run`: run one SQL stream job (exactly once) until Ctrl-C / SIGTERM. Copies started
+//! with the same `--name` and different `--instance` share the input's partitions.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use weir_streams::job::{self, JobConfig};
+use weir_streams::record::ValueFormat;
+
+use crate::client::ConnectArgs;
+
+#[derive(Args)]
+pub struct JobArgs {
+    #[command(flatten)]
+    connect: ConnectArgs,
+    #[command(subcommand)]
+    command: JobCommand,
+}
+
+#[derive(Subcommand)]
+enum JobCommand {
+    /// Run a SQL job: input topic → query → output topic, one transaction per checkpoint.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The job's name: its consumer group and transactional id prefix.
+    #[arg(long)]
+    name: String,
+    /// This copy of the job (stable across restarts, unique among copies).
+    #[arg(long, default_value = "0")]
+    instance: String,
+    #[arg(long)]
+    input: String,
+    #[arg(long)]
+    output: String,
+    /// The transform, e.g. "SELECT path, status FROM weblogs WHERE status >= 500"; the input
+    /// topic is the table.
+    #[arg(long)]
+    query: String,
+    #[arg(long, value_enum, default_value = "json")]
+    input_format: Format,
+    #[arg(long, value_enum, default_value = "json")]
+    output_format: Format,
+    #[arg(long, default_value_t = 1000)]
+    checkpoint_interval_ms: u64,
+    #[arg(long, default_value_t = 10_000)]
+    checkpoint_max_records: usize,
+    /// Where undecodable input records go (they are logged and counted either way).
+    #[arg(long)]
+    dead_letter_topic: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Json,
+    Raw,
+}
+
+impl From<Format> for ValueFormat {
+    fn from(format: Format) -> Self {
+        match format {
+            Format::Json => ValueFormat::Json,
+            Format::Raw => ValueFormat::Raw,
+        }
+    }
+}
+
+pub async fn run(args: JobArgs) -> anyhow::Result<()> {
+    let JobCommand::Run(run) = args.command;
+    let mut config = JobConfig::new(
+        &run.name,
+        &args.connect.bootstrap,
+        &run.input,
+        &run.output,
+        &run.query,
+    );
+    config.instance_id = run.instance;
+    config.input_format = run.input_format.into();
+    config.output_format = run.output_format.into();
+    config.checkpoint_interval_ms = run.checkpoint_interval_ms;
+    config.checkpoint_max_records = run.checkpoint_max_records;
+    config.dead_letter_topic = run.dead_letter_topic;
+    for property in &args.connect.properties {
+        let (name, value) = property
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("-X '{property}' must be NAME=VALUE"))?;
+        config.client_properties.push((name.into(), value.into()));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let on_signal = Arc::clone(&stop);
+    tokio::spawn(async move {
+        if let Err(error) = crate::broker_command::wait_for_signal().await {
+            tracing::warn!(%error, "no signal handling; stop the job with kill -9");
+            return;
+        }
+        on_signal.store(true, Ordering::SeqCst);
+    });
+    let stats = tokio::task::spawn_blocking(move || job::run(&config, &stop))
+        .await
+        .context("the job thread failed")??;
+    eprintln!(
+        "job stopped: {} checkpoints, {} records in, {} out, {} rejected, {} checkpoints aborted",
+        stats.checkpoints,
+        stats.records_in,
+        stats.records_out,
+        stats.records_rejected,
+        stats.checkpoints_aborted
+    );
+    Ok(())
+}

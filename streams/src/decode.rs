@@ -1,0 +1,314 @@
+//! Consumed records → one Arrow `RecordBatch`: the value's columns (JSON fields by a declared or
+//! inferred schema, or the raw value as `value`) followed by the metadata columns `_key`,
+//! `_partition`, `_offset` and `_timestamp`.
+//!
+//! A record that cannot be decoded (not JSON, not an object, a field of the wrong type, a null
+//! value) is never silently lost and never stops the job: it is returned as rejected, with why.
+
+use std::sync::Arc;
+
+use arrow_json::reader::{infer_json_schema_from_iterator, ReaderBuilder};
+use datafusion::arrow::array::{
+    ArrayRef, Int32Array, Int64Array, StringArray, TimestampMillisecondArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::arrow::record_batch::RecordBatch;
+
+use crate::error::{Result, StreamsError};
+use crate::record::{InputRecord, ValueFormat};
+
+/// The metadata columns every input table has, after the value's columns.
+pub const KEY_COLUMN: &str = "_key";
+pub const PARTITION_COLUMN: &str = "_partition";
+pub const OFFSET_COLUMN: &str = "_offset";
+pub const TIMESTAMP_COLUMN: &str = "_timestamp";
+/// The single column of a raw value.
+pub const RAW_VALUE_COLUMN: &str = "value";
+
+/// A record left out of a batch, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub partition: i32,
+    pub offset: i64,
+    pub reason: String,
+}
+
+/// A decoded batch and the records that could not be decoded.
+#[derive(Debug)]
+pub struct Decoded {
+    pub batch: RecordBatch,
+    pub rejected: Vec<Rejected>,
+}
+
+pub struct RecordDecoder {
+    format: ValueFormat,
+    value_schema: SchemaRef,
+    schema: SchemaRef,
+}
+
+impl RecordDecoder {
+    /// A decoder for values of `format`; JSON needs the value's schema (declared, or `infer`).
+    pub fn new(format: ValueFormat, value_schema: Option<Schema>) -> Result<Self> {
+        let value_schema = match (format, value_schema) {
+            (ValueFormat::Raw, _) => {
+                Schema::new(vec![Field::new(RAW_VALUE_COLUMN, DataType::Utf8, true)])
+            }
+            (ValueFormat::Json, Some(schema)) => schema,
+            (ValueFormat::Json, None) => {
+                return Err(StreamsError::Config(
+                    "JSON values need a schema (declared or inferred)".into(),
+                ))
+            }
+        };
+        let mut fields: Vec<Field> = value_schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect();
+        fields.extend(metadata_fields());
+        Ok(RecordDecoder {
+            format,
+            value_schema: Arc::new(Schema::new(fields[..fields.len() - 4].to_vec())),
+            schema: Arc::new(Schema::new(fields)),
+        })
+    }
+
+    /// The schema of the JSON values in `sample` (numbers as Int64 or Float64 as they appear);
+    /// values that are not JSON objects are skipped.
+    pub fn infer(sample: &[InputRecord]) -> Result<Schema> {
+        let objects = sample.iter().filter_map(|r| {
+            let value: serde_json::Value = serde_json::from_slice(r.value.as_deref()?).ok()?;
+            value.is_object().then_some(Ok(value))
+        });
+        let schema = infer_json_schema_from_iterator(objects)?;
+        if schema.fields().is_empty() {
+            return Err(StreamsError::Schema(format!(
+                "no JSON object among {} sample records",
+                sample.len()
+            )));
+        }
+        Ok(schema)
+    }
+
+    /// The table schema: value columns, then the metadata columns.
+    pub fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    pub fn decode(&self, records: &[InputRecord]) -> Result<Decoded> {
+        let mut rejected = Vec::new();
+        let mut accepted: Vec<&InputRecord> = Vec::with_capacity(records.len());
+        for record in records {
+            match self.check(record) {
+                Ok(()) => accepted.push(record),
+                Err(reason) => rejected.push(rejection(record, reason)),
+            }
+        }
+        let values = match self.decode_values(&accepted) {
+            Ok(values) => values,
+            // Some value does not fit the schema: find it (and any other) one by one.
+            Err(_) => {
+                let mut fitting = Vec::with_capacity(accepted.len());
+                for record in accepted {
+                    match self.decode_values(&[record]) {
+                        Ok(_) => fitting.push(record),
+                        Err(error) => rejected.push(rejection(record, error.to_string())),
+                    }
+                }
+                accepted = fitting;
+                self.decode_values(&accepted)?
+            }
+        };
+        let mut columns = values.columns().to_vec();
+        columns.extend(metadata_columns(&accepted));
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
+        Ok(Decoded { batch, rejected })
+    }
+
+    /// What can be told of a record before decoding it with the others.
+    fn check(&self, record: &InputRecord) -> Result<(), String> {
+        let Some(value) = record.value.as_deref() else {
+            return Err("null value (a tombstone)".into());
+        };
+        match self.format {
+            ValueFormat::Raw => std::str::from_utf8(value)
+                .map(|_| ())
+                .map_err(|e| format!("value is not UTF-8: {e}")),
+            ValueFormat::Json => {
+                let first = value.iter().find(|b| !b.is_ascii_whitespace());
+                if first != Some(&b'{') {
+                    return Err("value is not a JSON object".into());
+                }
+                serde_json::from_slice::<serde::de::IgnoredAny>(value)
+                    .map(|_| ())
+                    .map_err(|e| format!("value is not JSON: {e}"))
+            }
+        }
+    }
+
+    fn decode_values(&self, records: &[&InputRecord]) -> Result<RecordBatch> {
+        match self.format {
+            ValueFormat::Raw => {
+                let values: StringArray = records
+                    .iter()
+                    .map(|r| r.value.as_deref().map(|v| String::from_utf8_lossy(v)))
+                    .collect();
+                let column: ArrayRef = Arc::new(values);
+                Ok(RecordBatch::try_new(
+                    Arc::clone(&self.value_schema),
+                    vec![column],
+                )?)
+            }
+            ValueFormat::Json => {
+                let mut decoder = ReaderBuilder::new(Arc::clone(&self.value_schema))
+                    .with_batch_size(records.len().max(1))
+                    .with_coerce_primitive(true)
+                    .build_decoder()?;
+                for record in records {
+                    decoder.decode(record.value.as_deref().unwrap_or_default())?;
+                    decoder.decode(b"\n")?;
+                }
+                Ok(decoder
+                    .flush()?
+                    .unwrap_or_else(|| RecordBatch::new_empty(Arc::clone(&self.value_schema))))
+            }
+        }
+    }
+}
+
+fn rejection(record: &InputRecord, reason: String) -> Rejected {
+    Rejected {
+        partition: record.partition,
+        offset: record.offset,
+        reason,
+    }
+}
+
+fn metadata_fields() -> [Field; 4] {
+    [
+        Field::new(KEY_COLUMN, DataType::Utf8, true),
+        Field::new(PARTITION_COLUMN, DataType::Int32, false),
+        Field::new(OFFSET_COLUMN, DataType::Int64, false),
+        Field::new(
+            TIMESTAMP_COLUMN,
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            false,
+        ),
+    ]
+}
+
+fn metadata_columns(records: &[&InputRecord]) -> [ArrayRef; 4] {
+    let keys: StringArray = records
+        .iter()
+        .map(|r| r.key.as_deref().map(|k| String::from_utf8_lossy(k)))
+        .collect();
+    let partitions: Int32Array = records.iter().map(|r| r.partition).collect();
+    let offsets: Int64Array = records.iter().map(|r| r.offset).collect();
+    let timestamps =
+        TimestampMillisecondArray::from(records.iter().map(|r| r.timestamp_ms).collect::<Vec<_>>());
+    [
+        Arc::new(keys),
+        Arc::new(partitions),
+        Arc::new(offsets),
+        Arc::new(timestamps),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::Int64Type;
+
+    fn record(offset: i64, value: &str) -> InputRecord {
+        InputRecord {
+            key: Some(format!("k{offset}").into_bytes()),
+            value: Some(value.as_bytes().to_vec()),
+            partition: 2,
+            offset,
+            timestamp_ms: 1_700_000_000_000 + offset,
+        }
+    }
+
+    #[test]
+    fn json_values_become_columns_by_an_inferred_schema() {
+        let records = vec![
+            record(0, r#"{"path": "/a", "status": 200, "ms": 1.5}"#),
+            record(1, r#"{"path": "/b", "status": 404}"#),
+        ];
+        let schema = RecordDecoder::infer(&records).unwrap();
+        assert_eq!(
+            schema.field_with_name("status").unwrap().data_type(),
+            &DataType::Int64
+        );
+        assert_eq!(
+            schema.field_with_name("ms").unwrap().data_type(),
+            &DataType::Float64
+        );
+        let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+        let decoded = decoder.decode(&records).unwrap();
+        assert!(decoded.rejected.is_empty());
+        let batch = decoded.batch;
+        assert_eq!(batch.num_rows(), 2);
+        let status = batch
+            .column_by_name("status")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        assert_eq!(status.values(), &[200, 404]);
+        let ms = batch.column_by_name("ms").unwrap();
+        assert!(ms.is_null(1), "a missing field is null");
+        let key = batch.column_by_name(KEY_COLUMN).unwrap().as_string::<i32>();
+        assert_eq!(key.value(1), "k1");
+        let offset = batch
+            .column_by_name(OFFSET_COLUMN)
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        assert_eq!(offset.values(), &[0, 1]);
+    }
+
+    #[test]
+    fn undecodable_records_are_rejected_with_a_reason_and_the_rest_decoded() {
+        let schema = Schema::new(vec![Field::new("status", DataType::Int64, true)]);
+        let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+        let mut tombstone = record(3, "");
+        tombstone.value = None;
+        let records = vec![
+            record(0, r#"{"status": 200}"#),
+            record(1, "not json"),
+            record(2, r#"{"status": "teapot"}"#),
+            tombstone,
+            record(4, r#"[1, 2]"#),
+            record(5, r#"{"status": 500"#),
+            record(6, r#"{"status": 201, "extra": true}"#),
+        ];
+        let decoded = decoder.decode(&records).unwrap();
+        let offsets = decoded
+            .batch
+            .column_by_name(OFFSET_COLUMN)
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec();
+        assert_eq!(offsets, [0, 6]);
+        let rejected: Vec<i64> = decoded.rejected.iter().map(|r| r.offset).collect();
+        assert_eq!(rejected.len(), 5, "{:?}", decoded.rejected);
+        for offset in [1, 2, 3, 4, 5] {
+            assert!(rejected.contains(&offset), "{offset} rejected");
+        }
+        assert!(decoded.rejected.iter().all(|r| !r.reason.is_empty()));
+    }
+
+    #[test]
+    fn raw_values_are_one_string_column() {
+        let decoder = RecordDecoder::new(ValueFormat::Raw, None).unwrap();
+        let decoded = decoder
+            .decode(&[record(0, "GET / 200"), record(1, "GET /x 404")])
+            .unwrap();
+        let values = decoded
+            .batch
+            .column_by_name(RAW_VALUE_COLUMN)
+            .unwrap()
+            .as_string::<i32>();
+        assert_eq!(values.value(1), "GET /x 404");
+    }
+}

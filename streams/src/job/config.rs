@@ -1,0 +1,89 @@
+//! A job's settings.
+
+use datafusion::arrow::datatypes::Schema;
+
+use crate::error::{Result, StreamsError};
+use crate::record::ValueFormat;
+
+#[derive(Debug, Clone)]
+pub struct JobConfig {
+    /// The job's name: its consumer group, and the prefix of its transactional ids.
+    pub name: String,
+    /// This copy of the job: copies with the same name share the input's partitions. Stable
+    /// across restarts, so that a restarted copy fences its previous incarnation at once.
+    pub instance_id: String,
+    pub bootstrap: String,
+    pub input: String,
+    pub output: String,
+    /// The SQL transform; its table is the input topic's name (`table` overrides it).
+    pub query: String,
+    pub table: Option<String>,
+    pub input_format: ValueFormat,
+    pub output_format: ValueFormat,
+    /// The JSON values' schema; inferred from the first checkpoint's records when absent.
+    pub schema: Option<Schema>,
+    pub schema_sample_records: usize,
+    /// A checkpoint (one transaction) at least this often…
+    pub checkpoint_interval_ms: u64,
+    /// …and at most this many input records (bounds memory).
+    pub checkpoint_max_records: usize,
+    pub transaction_timeout_ms: u32,
+    /// Where records that cannot be decoded go (in the same transaction); logged and counted
+    /// either way.
+    pub dead_letter_topic: Option<String>,
+    /// Extra librdkafka properties for the consumer and the producer (e.g. security).
+    pub client_properties: Vec<(String, String)>,
+}
+
+impl JobConfig {
+    /// A job with Kafka-like defaults: checkpoints every second or 10,000 records.
+    pub fn new(name: &str, bootstrap: &str, input: &str, output: &str, query: &str) -> Self {
+        JobConfig {
+            name: name.into(),
+            instance_id: "0".into(),
+            bootstrap: bootstrap.into(),
+            input: input.into(),
+            output: output.into(),
+            query: query.into(),
+            table: None,
+            input_format: ValueFormat::Json,
+            output_format: ValueFormat::Json,
+            schema: None,
+            schema_sample_records: 1000,
+            checkpoint_interval_ms: 1000,
+            checkpoint_max_records: 10_000,
+            transaction_timeout_ms: 60_000,
+            dead_letter_topic: None,
+            client_properties: Vec::new(),
+        }
+    }
+
+    pub fn table_name(&self) -> &str {
+        self.table.as_deref().unwrap_or(&self.input)
+    }
+
+    /// The transactional id of this copy of the job.
+    pub fn transactional_id(&self) -> String {
+        format!("weir-streams-{}-{}", self.name, self.instance_id)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let problem = if self.name.is_empty() {
+            Some("a job needs a name".to_string())
+        } else if self.input.is_empty() || self.output.is_empty() {
+            Some("a job needs an input and an output topic".to_string())
+        } else if self.input == self.output {
+            Some(format!("input and output are both {}", self.input))
+        } else if self.checkpoint_max_records == 0 || self.checkpoint_interval_ms == 0 {
+            Some("checkpoint interval and size must be positive".to_string())
+        } else if self.schema_sample_records == 0 {
+            Some("the schema sample must hold at least one record".to_string())
+        } else {
+            None
+        };
+        match problem {
+            Some(problem) => Err(StreamsError::Config(problem)),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! The job's input side: a read_committed consumer in the job's group, no auto-commit (offsets
+//! are committed only inside checkpoint transactions), noticing rebalances.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
+use rdkafka::{ClientContext, Offset};
+
+use crate::error::{Result, StreamsError};
+use crate::job::JobConfig;
+
+/// How long a call to the cluster may take before the checkpoint gives up.
+pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub type JobConsumer = BaseConsumer<RebalanceTracker>;
+
+/// Remembers that partitions were revoked or assigned since the loop last looked.
+#[derive(Default)]
+pub struct RebalanceTracker {
+    pub(super) flag: AtomicBool,
+}
+
+impl ClientContext for RebalanceTracker {}
+
+impl ConsumerContext for RebalanceTracker {
+    fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        tracing::debug!(?rebalance, "rebalance");
+        self.flag.store(true, Ordering::SeqCst);
+    }
+}
+
+pub fn create(config: &JobConfig) -> Result<JobConsumer> {
+    let mut client = ClientConfig::new();
+    client
+        .set("bootstrap.servers", &config.bootstrap)
+        .set("group.id", &config.name)
+        .set(
+            "client.id",
+            format!("{}-{}", config.name, config.instance_id),
+        )
+        .set("isolation.level", "read_committed")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        // Eager assignment: every rebalance revokes everything, and the new assignment starts
+        // from the committed offsets — nothing buffered survives a rebalance.
+        .set("partition.assignment.strategy", "range");
+    for (name, value) in &config.client_properties {
+        client.set(name, value);
+    }
+    let consumer: JobConsumer = client
+        .create_with_context(RebalanceTracker::default())
+        .map_err(StreamsError::kafka("creating the consumer"))?;
+    consumer
+        .subscribe(&[&config.input])
+        .map_err(StreamsError::kafka("subscribing"))?;
+    Ok(consumer)
+}
+
+/// Moves every assigned partition back to its committed offset (the start of the uncommitted
+/// checkpoint), or to the beginning when nothing is committed yet.
+pub fn rewind(consumer: &JobConsumer) -> Result<()> {
+    let committed = consumer
+        .committed(CLUSTER_TIMEOUT)
+        .map_err(StreamsError::kafka("reading committed offsets"))?;
+    for element in committed.elements() {
+        let offset = match element.offset() {
+            Offset::Offset(offset) => Offset::Offset(offset),
+            _ => Offset::Beginning,
+        };
+        consumer
+            .seek(
+                element.topic(),
+                element.partition(),
+                offset,
+                CLUSTER_TIMEOUT,
+            )
+            .map_err(StreamsError::kafka("rewinding"))?;
+    }
+    Ok(())
+}

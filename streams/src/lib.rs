@@ -1,0 +1,31 @@
+//! Weir's stream processing: jobs that turn topics into other topics exactly once, with SQL
+//! transforms planned by DataFusion over Arrow batches.
+//!
+//! The engine talks to brokers only through `rdkafka`, so a job runs the same against Weir or any
+//! Kafka cluster; nothing here depends on the broker crate.
+//!
+//! Module map:
+//! - [`record`] — input and output records, value formats.
+//! - [`decode`] — consumed records → an Arrow batch (JSON by a declared or inferred schema, or
+//!   raw strings; plus `_key`, `_partition`, `_offset`, `_timestamp`); bad records are rejected
+//!   with a reason, never dropped silently.
+//! - [`sql`] — the SQL transform over one checkpoint's batch.
+//! - [`encode`] — result rows → output records (`_key` column → record key; JSON or raw value).
+//! - [`job`] — the exactly-once loop: read_committed consumer in a group, one transaction per
+//!   checkpoint holding the output and the consumed offsets (KIP-447), fencing of zombies.
+//!
+//! Data flow of one checkpoint: poll (bounded) → decode → transform → encode → begin
+//! transaction → produce → send offsets → commit. A failed checkpoint is aborted and the input
+//! rewound to the last committed offsets, so output and offsets move together or not at all.
+//!
+//! Invariants: offsets are committed only inside the transaction that holds the output derived
+//! from them; memory per checkpoint is bounded by `checkpoint.max.records`.
+
+pub mod decode;
+pub mod encode;
+pub mod error;
+pub mod job;
+pub mod record;
+pub mod sql;
+
+pub use error::{Result, StreamsError};
