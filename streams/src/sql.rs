@@ -1,9 +1,14 @@
 //! The SQL transform: a query planned by DataFusion over the batch of one checkpoint, registered
 //! as a table named after the input. Stateless: each checkpoint's rows are transformed on their
 //! own (projections, filters, scalar functions, CASE, casts).
+//!
+//! The table's name is the topic's, taken whole (a topic `web.logs` is one table, not table `logs`
+//! of schema `web`); names that are not plain lowercase identifiers are quoted in SQL:
+//! `SELECT … FROM "web.logs"`.
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::common::TableReference;
 use datafusion::prelude::SessionContext;
 
 use crate::error::{Result, StreamsError};
@@ -43,8 +48,9 @@ impl SqlTransform {
     }
 
     fn register(&self, batch: RecordBatch) -> Result<()> {
-        self.context.deregister_table(self.table.as_str())?;
-        self.context.register_batch(self.table.as_str(), batch)?;
+        let table = TableReference::bare(self.table.as_str());
+        self.context.deregister_table(table.clone())?;
+        self.context.register_batch(table, batch)?;
         Ok(())
     }
 }
@@ -130,6 +136,22 @@ mod tests {
             ],
         )
         .await;
+    }
+
+    #[tokio::test]
+    async fn topic_names_with_dots_and_dashes_are_tables_when_quoted() {
+        let records = input(LOGS);
+        let schema = RecordDecoder::infer(&records).unwrap();
+        let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+        let query = r#"SELECT path FROM "web.logs-v2" WHERE status = 404"#;
+        let transform = SqlTransform::new("web.logs-v2", query, decoder.schema())
+            .await
+            .unwrap();
+        let output = transform
+            .apply(decoder.decode(&records).unwrap().batch)
+            .await
+            .unwrap();
+        assert_eq!(output.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
     }
 
     #[tokio::test]
