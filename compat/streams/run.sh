@@ -25,7 +25,8 @@ fi
 work=$(mktemp -d)
 app_pid=
 cleanup() {
-  if [ -n "$app_pid" ]; then { kill -9 "$app_pid"; wait "$app_pid"; } 2>/dev/null; fi
+  # (the killed application's exit status must not become this script's)
+  if [ -n "$app_pid" ]; then { kill -9 "$app_pid"; wait "$app_pid"; } 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
