@@ -23,13 +23,23 @@ impl ConnectArgs {
     pub fn client_config(&self) -> anyhow::Result<ClientConfig> {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", &self.bootstrap);
-        for property in &self.properties {
-            let (name, value) = property
-                .split_once('=')
-                .ok_or_else(|| anyhow::anyhow!("-X '{property}' must be NAME=VALUE"))?;
+        for (name, value) in self.property_pairs()? {
             config.set(name, value);
         }
         Ok(config)
+    }
+
+    /// The `-X NAME=VALUE` properties as pairs.
+    pub fn property_pairs(&self) -> anyhow::Result<Vec<(String, String)>> {
+        self.properties
+            .iter()
+            .map(|property| {
+                let (name, value) = property
+                    .split_once('=')
+                    .ok_or_else(|| anyhow::anyhow!("-X '{property}' must be NAME=VALUE"))?;
+                Ok((name.to_string(), value.to_string()))
+            })
+            .collect()
     }
 }
 

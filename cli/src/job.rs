@@ -84,12 +84,7 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
     config.checkpoint_interval_ms = run.checkpoint_interval_ms;
     config.checkpoint_max_records = run.checkpoint_max_records;
     config.dead_letter_topic = run.dead_letter_topic;
-    for property in &args.connect.properties {
-        let (name, value) = property
-            .split_once('=')
-            .ok_or_else(|| anyhow::anyhow!("-X '{property}' must be NAME=VALUE"))?;
-        config.client_properties.push((name.into(), value.into()));
-    }
+    config.client_properties = args.connect.property_pairs()?;
     let stop = Arc::new(AtomicBool::new(false));
     let on_signal = Arc::clone(&stop);
     tokio::spawn(async move {

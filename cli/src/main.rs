@@ -4,6 +4,7 @@
 //! - `weir topic …`, `weir produce`, `weir consume`, `weir cluster info`: a Kafka client
 //!   (rdkafka), so they work against Weir or any Kafka cluster (`-b host:port`).
 //! - `weir job run`: a SQL stream job (the streams crate), also against any Kafka cluster.
+//! - `weir sql`: ad-hoc SQL over topics.
 
 mod broker_command;
 mod client;
@@ -13,6 +14,7 @@ mod group_seek;
 mod job;
 mod produce;
 mod protocol_client;
+mod sql;
 mod topic;
 mod txn;
 
@@ -47,6 +49,8 @@ enum Command {
     Txn(txn::TxnArgs),
     /// Run stream jobs: SQL over a topic into another, exactly once.
     Job(job::JobArgs),
+    /// Ad-hoc SQL over topics (each topic a table); a prompt when no query is given.
+    Sql(sql::SqlArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -73,6 +77,7 @@ fn main() -> std::process::ExitCode {
             Command::Group(args) => group::run(args).await,
             Command::Txn(args) => txn::run(args).await,
             Command::Job(args) => job::run(args).await,
+            Command::Sql(args) => sql::run(args).await,
         }
     });
     match result {

@@ -8,8 +8,10 @@ use rdkafka::error::KafkaError;
 pub enum StreamsError {
     #[error("invalid job configuration: {0}")]
     Config(String),
+    // Not a `source`: DataFusion's message already holds its whole chain; printing the chain
+    // again would repeat it.
     #[error("SQL: {0}")]
-    Sql(#[from] DataFusionError),
+    Sql(DataFusionError),
     #[error("Arrow: {0}")]
     Arrow(#[from] ArrowError),
     #[error("cannot infer a schema: {0}")]
@@ -23,6 +25,12 @@ pub enum StreamsError {
     },
     #[error("this instance was fenced by a newer one ({0}); it stops")]
     Fenced(String),
+}
+
+impl From<DataFusionError> for StreamsError {
+    fn from(error: DataFusionError) -> Self {
+        StreamsError::Sql(error)
+    }
 }
 
 impl StreamsError {

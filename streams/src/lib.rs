@@ -5,6 +5,7 @@
 //! Kafka cluster; nothing here depends on the broker crate.
 //!
 //! Module map:
+//! - [`adhoc`] — ad-hoc SQL over topics (`weir sql`): every topic a table, read up to its end.
 //! - [`record`] — input and output records, value formats.
 //! - [`decode`] — consumed records → an Arrow batch (JSON by a declared or inferred schema, or
 //!   raw strings; plus `_key`, `_partition`, `_offset`, `_timestamp`); bad records are rejected
@@ -21,6 +22,7 @@
 //! Invariants: offsets are committed only inside the transaction that holds the output derived
 //! from them; memory per checkpoint is bounded by `checkpoint.max.records`.
 
+pub mod adhoc;
 pub mod decode;
 pub mod encode;
 pub mod error;

@@ -1,0 +1,83 @@
+//! `weir sql` as a process against a broker process: topics are tables (values, `_partition`, …),
+//! output as JSON lines, CSV or a table; an unknown topic is a clear error.
+
+#[path = "crash/broker.rs"]
+#[allow(dead_code)]
+mod broker;
+
+use std::process::Command;
+use std::time::Duration;
+
+use broker::BrokerProcess;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+
+fn produce_weblogs(bootstrap: &str) {
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    for i in 0..30 {
+        let status = [200, 404, 500][i % 3];
+        let value = format!(
+            r#"{{"path": "/p{i}", "status": {status}, "bytes": {}}}"#,
+            i * 10
+        );
+        let key = i.to_string();
+        producer
+            .send(BaseRecord::to("weblogs").key(&key).payload(&value))
+            .unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
+fn weir_sql(bootstrap: &str, args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["sql", "-b", bootstrap])
+        .args(args)
+        .output()
+        .expect("weir sql runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn topics_are_tables_for_ad_hoc_queries() {
+    let broker = BrokerProcess::start();
+    let bootstrap = broker.bootstrap();
+    broker.create_topic("weblogs", 2);
+    produce_weblogs(&bootstrap);
+
+    let query = "SELECT status, count(*) AS n, sum(bytes) AS bytes FROM weblogs \
+                 GROUP BY status ORDER BY status";
+    let (ok, stdout, stderr) = weir_sql(&bootstrap, &["--format", "json", query]);
+    assert!(ok, "{stderr}");
+    let rows: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let expected = [(200, 1350), (404, 1450), (500, 1550)]
+        .map(|(status, bytes)| serde_json::json!({"status": status, "n": 10, "bytes": bytes}));
+    assert_eq!(rows, expected);
+
+    let (ok, stdout, stderr) = weir_sql(
+        &bootstrap,
+        &["--format", "csv", "SELECT count(DISTINCT _partition) AS partitions, max(_offset) >= 0 AS offsets FROM weblogs"],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), "partitions,offsets\n2,true");
+
+    let (ok, stdout, _) = weir_sql(&bootstrap, &["SELECT path FROM weblogs WHERE _key = '7'"]);
+    assert!(ok);
+    assert!(
+        stdout.contains("| path") && stdout.contains("/p7"),
+        "{stdout}"
+    );
+
+    let (ok, _, stderr) = weir_sql(&bootstrap, &["SELECT * FROM nothing_here"]);
+    assert!(!ok);
+    assert!(stderr.contains("no topic named nothing_here"), "{stderr}");
+}
