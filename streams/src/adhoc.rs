@@ -136,13 +136,7 @@ fn read_topic(options: &AdhocOptions, topic: &str) -> Result<Vec<InputRecord>> {
                         options.max_records
                     )));
                 }
-                records.push(InputRecord {
-                    key: message.key().map(<[u8]>::to_vec),
-                    value: message.payload().map(<[u8]>::to_vec),
-                    partition: message.partition(),
-                    offset: message.offset(),
-                    timestamp_ms: message.timestamp().to_millis().unwrap_or(-1),
-                });
+                records.push(InputRecord::from_message(&message));
                 (message.partition(), message.offset() + 1)
             }
             Err(KafkaError::PartitionEOF(partition)) => {

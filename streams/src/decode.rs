@@ -28,6 +28,8 @@ pub const RAW_VALUE_COLUMN: &str = "value";
 /// A record left out of a batch, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejected {
+    /// Its position among the records given to `decode`.
+    pub index: usize,
     pub partition: i32,
     pub offset: i64,
     pub reason: String,
@@ -60,16 +62,16 @@ impl RecordDecoder {
                 ))
             }
         };
-        let mut fields: Vec<Field> = value_schema
+        let value_fields: Vec<Field> = value_schema
             .fields()
             .iter()
             .map(|f| f.as_ref().clone().with_nullable(true))
             .collect();
-        fields.extend(metadata_fields());
+        let fields = value_fields.iter().cloned().chain(metadata_fields());
         Ok(RecordDecoder {
             format,
-            value_schema: Arc::new(Schema::new(fields[..fields.len() - 4].to_vec())),
-            schema: Arc::new(Schema::new(fields)),
+            schema: Arc::new(Schema::new(fields.collect::<Vec<_>>())),
+            value_schema: Arc::new(Schema::new(value_fields)),
         })
     }
 
@@ -98,10 +100,14 @@ impl RecordDecoder {
     pub fn decode(&self, records: &[InputRecord]) -> Result<Decoded> {
         let mut rejected = Vec::new();
         let mut accepted: Vec<&InputRecord> = Vec::with_capacity(records.len());
-        for record in records {
+        let mut accepted_indexes = Vec::with_capacity(records.len());
+        for (index, record) in records.iter().enumerate() {
             match self.check(record) {
-                Ok(()) => accepted.push(record),
-                Err(reason) => rejected.push(rejection(record, reason)),
+                Ok(()) => {
+                    accepted.push(record);
+                    accepted_indexes.push(index);
+                }
+                Err(reason) => rejected.push(rejection(index, record, reason)),
             }
         }
         let values = match self.decode_values(&accepted) {
@@ -109,10 +115,10 @@ impl RecordDecoder {
             // Some value does not fit the schema: find it (and any other) one by one.
             Err(_) => {
                 let mut fitting = Vec::with_capacity(accepted.len());
-                for record in accepted {
+                for (record, index) in accepted.into_iter().zip(accepted_indexes) {
                     match self.decode_values(&[record]) {
                         Ok(_) => fitting.push(record),
-                        Err(error) => rejected.push(rejection(record, error.to_string())),
+                        Err(error) => rejected.push(rejection(index, record, error.to_string())),
                     }
                 }
                 accepted = fitting;
@@ -176,8 +182,9 @@ impl RecordDecoder {
     }
 }
 
-fn rejection(record: &InputRecord, reason: String) -> Rejected {
+fn rejection(index: usize, record: &InputRecord, reason: String) -> Rejected {
     Rejected {
+        index,
         partition: record.partition,
         offset: record.offset,
         reason,
@@ -296,6 +303,8 @@ mod tests {
             assert!(rejected.contains(&offset), "{offset} rejected");
         }
         assert!(decoded.rejected.iter().all(|r| !r.reason.is_empty()));
+        // Offsets equal positions here: each rejection names its record's position.
+        assert!(decoded.rejected.iter().all(|r| r.index as i64 == r.offset));
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! Records as the engine sees them, owned and independent of the Kafka client.
+//! Records as the engine sees them, owned (copied out of the Kafka client's buffers).
+
+use rdkafka::message::Message;
 
 /// One consumed record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -8,6 +10,19 @@ pub struct InputRecord {
     pub partition: i32,
     pub offset: i64,
     pub timestamp_ms: i64,
+}
+
+impl InputRecord {
+    /// A copy of a consumed message (timestamp -1 when it has none).
+    pub fn from_message(message: &impl Message) -> Self {
+        InputRecord {
+            key: message.key().map(<[u8]>::to_vec),
+            value: message.payload().map(<[u8]>::to_vec),
+            partition: message.partition(),
+            offset: message.offset(),
+            timestamp_ms: message.timestamp().to_millis().unwrap_or(-1),
+        }
+    }
 }
 
 /// One record to produce.

@@ -19,7 +19,18 @@ pub type JobConsumer = BaseConsumer<RebalanceTracker>;
 /// Remembers that partitions were revoked or assigned since the loop last looked.
 #[derive(Default)]
 pub struct RebalanceTracker {
-    pub(super) flag: AtomicBool,
+    flag: AtomicBool,
+}
+
+impl RebalanceTracker {
+    /// Whether a rebalance happened since `take_rebalanced` last looked.
+    pub fn rebalanced(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    pub fn take_rebalanced(&self) -> bool {
+        self.flag.swap(false, Ordering::SeqCst)
+    }
 }
 
 impl ClientContext for RebalanceTracker {}

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer;
-use rdkafka::message::Message;
 
 pub use config::JobConfig;
 
@@ -28,7 +27,7 @@ use crate::encode::encode;
 use crate::error::{Result, StreamsError};
 use crate::record::{InputRecord, ValueFormat};
 use crate::sql::SqlTransform;
-use consumer::{JobConsumer, RebalanceTracker};
+use consumer::JobConsumer;
 use transaction::CheckpointWriter;
 
 /// What a job did, for logs, metrics and tests.
@@ -62,7 +61,7 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
     let mut stats = JobStats::default();
     tracing::info!(job = %config.name, instance = %config.instance_id, input = %config.input, output = %config.output, "job started");
     while !stop.load(Ordering::SeqCst) {
-        let buffer = fill(config, &consumer, stop)?;
+        let buffer = fill(config, &consumer, stop);
         if consumer.context().take_rebalanced() {
             stats.rebalances += 1;
             // Eager assignment: the partitions kept or gained start again from their committed
@@ -84,15 +83,7 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
         let output = runtime.block_on(transform.apply(decoded.batch))?;
         let records = encode(&output, config.output_format)?;
         let dead_letters: Vec<&InputRecord> = match &config.dead_letter_topic {
-            Some(_) => decoded
-                .rejected
-                .iter()
-                .filter_map(|r| {
-                    buffer
-                        .iter()
-                        .find(|b| b.partition == r.partition && b.offset == r.offset)
-                })
-                .collect(),
+            Some(_) => decoded.rejected.iter().map(|r| &buffer[r.index]).collect(),
             None => Vec::new(),
         };
         let offsets = next_offsets(&buffer);
@@ -140,7 +131,7 @@ fn prepare(
 
 /// Polls until the checkpoint is due: its interval has passed or it holds the most records a
 /// checkpoint may; returns early on a rebalance or `stop`.
-fn fill(config: &JobConfig, consumer: &JobConsumer, stop: &AtomicBool) -> Result<Vec<InputRecord>> {
+fn fill(config: &JobConfig, consumer: &JobConsumer, stop: &AtomicBool) -> Vec<InputRecord> {
     let due = Instant::now() + Duration::from_millis(config.checkpoint_interval_ms);
     let mut buffer = Vec::new();
     while buffer.len() < config.checkpoint_max_records && !stop.load(Ordering::SeqCst) {
@@ -152,17 +143,11 @@ fn fill(config: &JobConfig, consumer: &JobConsumer, stop: &AtomicBool) -> Result
             continue;
         };
         match message {
-            Ok(message) => buffer.push(InputRecord {
-                key: message.key().map(<[u8]>::to_vec),
-                value: message.payload().map(<[u8]>::to_vec),
-                partition: message.partition(),
-                offset: message.offset(),
-                timestamp_ms: message.timestamp().to_millis().unwrap_or(-1),
-            }),
+            Ok(message) => buffer.push(InputRecord::from_message(&message)),
             Err(error) => tracing::warn!(job = %config.name, %error, "consumer error"),
         }
     }
-    Ok(buffer)
+    buffer
 }
 
 /// Per partition, the offset after the last buffered record: what the checkpoint commits.
@@ -173,14 +158,4 @@ fn next_offsets(buffer: &[InputRecord]) -> BTreeMap<i32, i64> {
         *next = (*next).max(record.offset + 1);
     }
     offsets
-}
-
-impl RebalanceTracker {
-    fn rebalanced(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
-    }
-
-    fn take_rebalanced(&self) -> bool {
-        self.flag.swap(false, Ordering::SeqCst)
-    }
 }
