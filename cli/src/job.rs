@@ -52,6 +52,17 @@ struct RunArgs {
     /// Where undecodable input records go (they are logged and counted either way).
     #[arg(long)]
     dead_letter_topic: Option<String>,
+    /// Windowed queries: how far (ms) a record may be behind the largest event time of its
+    /// partition and still count; the watermark is that time minus this.
+    #[arg(long, default_value_t = 0)]
+    allowed_lateness_ms: i64,
+    /// Windowed queries: where records too late for every window go (they are logged and
+    /// counted either way).
+    #[arg(long)]
+    late_topic: Option<String>,
+    /// Windowed queries: the most groups (and distinct values) open windows may hold.
+    #[arg(long, default_value_t = 1_000_000)]
+    max_state_entries: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -84,6 +95,9 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
     config.checkpoint_interval_ms = run.checkpoint_interval_ms;
     config.checkpoint_max_records = run.checkpoint_max_records;
     config.dead_letter_topic = run.dead_letter_topic;
+    config.allowed_lateness_ms = run.allowed_lateness_ms;
+    config.late_topic = run.late_topic;
+    config.max_state_entries = run.max_state_entries;
     config.client_properties = args.connect.property_pairs()?;
     let stop = Arc::new(AtomicBool::new(false));
     let on_signal = Arc::clone(&stop);
@@ -98,11 +112,14 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
         .await
         .context("the job thread failed")??;
     eprintln!(
-        "job stopped: {} checkpoints, {} records in, {} out, {} rejected, {} checkpoints aborted",
+        "job stopped: {} checkpoints, {} records in, {} out, {} rejected, {} late, {} windows \
+         emitted, {} checkpoints aborted",
         stats.checkpoints,
         stats.records_in,
         stats.records_out,
         stats.records_rejected,
+        stats.records_late,
+        stats.windows_emitted,
         stats.checkpoints_aborted
     );
     Ok(())

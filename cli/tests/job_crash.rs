@@ -5,20 +5,19 @@
 #[path = "crash/broker.rs"]
 #[allow(dead_code)]
 mod broker;
+#[path = "crash/committed.rs"]
+mod committed;
 #[path = "crash/rng.rs"]
 mod rng;
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use broker::BrokerProcess;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-use rdkafka::{Offset, TopicPartitionList};
 use rng::Rng;
 
 const RECORDS: usize = 20_000;
@@ -92,36 +91,10 @@ fn produce_input(bootstrap: &str) {
 /// id → how many times it is in the committed output, once `want` records arrived (or the
 /// timeout passed).
 fn committed_output(bootstrap: &str, want: usize) -> BTreeMap<u64, usize> {
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "oracle")
-        .set("isolation.level", "read_committed")
-        .create()
-        .unwrap();
-    let mut assignment = TopicPartitionList::new();
-    for partition in 0..3 {
-        assignment
-            .add_partition_offset("kept", partition, Offset::Beginning)
-            .unwrap();
-    }
-    consumer.assign(&assignment).unwrap();
     let mut seen = BTreeMap::new();
-    let mut records = 0;
-    let deadline = Instant::now() + TIMEOUT;
-    let mut quiet_since = Instant::now();
-    while Instant::now() < deadline {
-        match consumer.poll(Duration::from_millis(200)) {
-            Some(Ok(message)) => {
-                let row: serde_json::Value =
-                    serde_json::from_slice(message.payload().unwrap_or_default()).unwrap();
-                *seen.entry(row["id"].as_u64().unwrap()).or_insert(0) += 1;
-                records += 1;
-                quiet_since = Instant::now();
-            }
-            Some(Err(error)) => eprintln!("oracle read: {error}"),
-            None if records >= want && quiet_since.elapsed() > Duration::from_secs(3) => break,
-            None => {}
-        }
+    for value in committed::values(bootstrap, "kept", 3, want, TIMEOUT) {
+        let row: serde_json::Value = serde_json::from_slice(&value).unwrap();
+        *seen.entry(row["id"].as_u64().unwrap()).or_insert(0) += 1;
     }
     seen
 }

@@ -6,20 +6,17 @@
 //! Bounded: at most `max_records` records per topic are read (the query fails beyond, rather than
 //! answering over part of a topic without saying so).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::TableReference;
 use datafusion::prelude::SessionContext;
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
 
 use crate::decode::RecordDecoder;
 use crate::error::{Result, StreamsError};
 use crate::record::{InputRecord, ValueFormat};
+use crate::topic_reader::{self, Limit};
+use crate::window::functions;
 
 /// How to reach the cluster and how much to read.
 #[derive(Debug, Clone)]
@@ -50,6 +47,7 @@ impl AdhocOptions {
 /// Runs `query` over the topics it names.
 pub async fn query(options: &AdhocOptions, query: &str) -> Result<Vec<RecordBatch>> {
     let context = SessionContext::new();
+    functions::register(&context);
     let state = context.state();
     let dialect = state.config().options().sql_parser.dialect;
     let statement = state.sql_to_statement(query, &dialect)?;
@@ -78,79 +76,13 @@ pub async fn query(options: &AdhocOptions, query: &str) -> Result<Vec<RecordBatc
 
 /// Every committed record of `topic`, up to the end each partition had when reading began.
 fn read_topic(options: &AdhocOptions, topic: &str) -> Result<Vec<InputRecord>> {
-    let mut client = ClientConfig::new();
-    client
-        .set("bootstrap.servers", &options.bootstrap)
-        .set("group.id", "weir-sql")
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
-        .set("isolation.level", "read_committed");
-    for (name, value) in &options.client_properties {
-        client.set(name, value);
-    }
-    let consumer: BaseConsumer = client
-        .create()
-        .map_err(StreamsError::kafka("creating the consumer"))?;
-    let metadata = consumer
-        .fetch_metadata(Some(topic), options.timeout)
-        .map_err(StreamsError::kafka("reading metadata"))?;
-    let partitions: Vec<i32> = metadata
-        .topics()
-        .iter()
-        .find(|t| t.name() == topic && t.error().is_none())
-        .map(|t| t.partitions().iter().map(|p| p.id()).collect())
-        .ok_or_else(|| StreamsError::Config(format!("no topic named {topic}")))?;
-    let mut assignment = TopicPartitionList::new();
-    let mut ends = Vec::new();
-    for partition in partitions {
-        let (low, end) = consumer
-            .fetch_watermarks(topic, partition, options.timeout)
-            .map_err(StreamsError::kafka("reading the end offsets"))?;
-        if end > low {
-            assignment
-                .add_partition_offset(topic, partition, Offset::Beginning)
-                .map_err(StreamsError::kafka("assigning"))?;
-            ends.push((partition, end));
-        }
-    }
-    consumer
-        .assign(&assignment)
-        .map_err(StreamsError::kafka("assigning"))?;
-    let mut records = Vec::new();
-    let deadline = Instant::now() + options.timeout;
-    while !ends.is_empty() {
-        if Instant::now() > deadline {
-            return Err(StreamsError::Config(format!(
-                "reading {topic} took longer than {:?}; partitions left {ends:?}",
-                options.timeout
-            )));
-        }
-        let Some(message) = consumer.poll(Duration::from_millis(100)) else {
-            continue;
-        };
-        let (partition, next) = match message {
-            Ok(message) => {
-                if records.len() == options.max_records {
-                    return Err(StreamsError::Config(format!(
-                        "{topic} holds more than {} records; raise the limit",
-                        options.max_records
-                    )));
-                }
-                records.push(InputRecord::from_message(&message));
-                (message.partition(), message.offset() + 1)
-            }
-            Err(KafkaError::PartitionEOF(partition)) => {
-                let position = consumer.position().ok().and_then(|positions| {
-                    positions
-                        .find_partition(topic, partition)?
-                        .offset()
-                        .to_raw()
-                });
-                (partition, position.unwrap_or(-1))
-            }
-            Err(error) => return Err(StreamsError::kafka("reading")(error)),
-        };
-        ends.retain(|&(p, end)| !(p == partition && next >= end));
-    }
-    Ok(records)
+    let consumer = topic_reader::consumer(&options.bootstrap, &options.client_properties)?;
+    let partitions = topic_reader::partitions(&consumer, topic, options.timeout)?;
+    topic_reader::read(
+        &consumer,
+        topic,
+        &partitions,
+        Limit::FailBeyond(options.max_records),
+        options.timeout,
+    )
 }

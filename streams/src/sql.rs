@@ -1,57 +1,124 @@
-//! The SQL transform: a query planned by DataFusion over the batch of one checkpoint, registered
-//! as a table named after the input. Stateless: each checkpoint's rows are transformed on their
-//! own (projections, filters, scalar functions, CASE, casts).
+//! The SQL transform: a query planned by DataFusion once, when the job starts, over a table named
+//! after the input whose rows each checkpoint replaces. A query without GROUP BY is stateless
+//! (projections, filters, scalar functions, CASE, casts: each checkpoint's rows on their own); a
+//! query grouped by `tumble(…)`/`hop(…)` is windowed and taken apart by `crate::window::query`.
 //!
 //! The table's name is the topic's, taken whole (a topic `web.logs` is one table, not table `logs`
 //! of schema `web`); names that are not plain lowercase identifiers are quoted in SQL:
 //! `SELECT … FROM "web.logs"`.
 
+use std::sync::Arc;
+
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::MemTable;
 use datafusion::common::TableReference;
-use datafusion::prelude::SessionContext;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::error::{Result, StreamsError};
+use crate::window::functions;
+use crate::window::query::WindowedQuery;
+
+/// A DataFusion session with the input table registered once: each checkpoint swaps the
+/// table's rows and runs plans made at start-up (no SQL parsing or logical planning per batch).
+pub struct Session {
+    context: SessionContext,
+    input: Arc<MemTable>,
+}
+
+impl Session {
+    pub fn new(table: &str, schema: SchemaRef) -> Result<Self> {
+        // One partition: a checkpoint's batch is small, and rows keep their input order (the
+        // windows' per-partition watermarks rely on it).
+        let context =
+            SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
+        functions::register(&context);
+        let input = Arc::new(MemTable::try_new(schema, vec![vec![]])?);
+        context.register_table(TableReference::bare(table), input.clone())?;
+        Ok(Session { context, input })
+    }
+
+    /// The logical plan of `query`, not yet optimized.
+    pub async fn plan(&self, query: &str) -> Result<LogicalPlan> {
+        Ok(self.context.sql(query).await?.logical_plan().clone())
+    }
+
+    /// Fails as running `plan` would on a type error (at start-up rather than at a checkpoint).
+    pub fn check(&self, plan: &LogicalPlan) -> Result<()> {
+        self.context.state().optimize(plan)?;
+        Ok(())
+    }
+
+    /// The input table holds `batch` (and nothing else) from now on.
+    pub async fn set_input(&self, batch: RecordBatch) {
+        *self.input.batches[0].write().await = vec![batch];
+    }
+
+    pub async fn clear_input(&self) {
+        self.input.batches[0].write().await.clear();
+    }
+
+    pub async fn run(&self, plan: &LogicalPlan) -> Result<Vec<RecordBatch>> {
+        let frame = self.context.execute_logical_plan(plan.clone()).await?;
+        Ok(frame.collect().await?)
+    }
+}
+
+/// What a job's query does with each checkpoint's rows.
+pub enum Transform {
+    /// Each row on its own: projections, filters, scalar functions.
+    Stateless(LogicalPlan),
+    /// Grouped into event-time windows, emitted when the watermark passes their end.
+    Windowed(Box<WindowedQuery>),
+}
 
 pub struct SqlTransform {
-    context: SessionContext,
-    table: String,
-    query: String,
+    session: Session,
+    transform: Transform,
 }
 
 impl SqlTransform {
     /// Plans `query` once against `schema` (the decoded input's), so that a bad query fails
     /// when the job starts, not at its first checkpoint.
     pub async fn new(table: &str, query: &str, schema: SchemaRef) -> Result<Self> {
-        let context = SessionContext::new();
-        let transform = SqlTransform {
-            context,
-            table: table.to_string(),
-            query: query.to_string(),
-        };
-        let empty = RecordBatch::new_empty(schema);
-        transform.register(empty)?;
-        let plan = transform.context.sql(query).await?;
-        if plan.logical_plan().schema().fields().is_empty() {
+        let session = Session::new(table, schema)?;
+        let plan = session.plan(query).await?;
+        if plan.schema().fields().is_empty() {
             return Err(StreamsError::Config(format!(
                 "the query selects no columns: {query}"
             )));
         }
-        Ok(transform)
+        session.check(&plan)?;
+        let transform = match WindowedQuery::from_plan(&session, &plan)? {
+            Some(windowed) => Transform::Windowed(Box::new(windowed)),
+            None => Transform::Stateless(plan),
+        };
+        Ok(SqlTransform { session, transform })
     }
 
-    /// The query's rows for one batch of input.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    pub fn windowed(&self) -> Option<&WindowedQuery> {
+        match &self.transform {
+            Transform::Windowed(windowed) => Some(windowed),
+            Transform::Stateless(_) => None,
+        }
+    }
+
+    /// The query's rows for one batch of input (a stateless query).
     pub async fn apply(&self, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
-        self.register(batch)?;
-        let frame = self.context.sql(&self.query).await?;
-        Ok(frame.collect().await?)
-    }
-
-    fn register(&self, batch: RecordBatch) -> Result<()> {
-        let table = TableReference::bare(self.table.as_str());
-        self.context.deregister_table(table.clone())?;
-        self.context.register_batch(table, batch)?;
-        Ok(())
+        let Transform::Stateless(plan) = &self.transform else {
+            return Err(StreamsError::Config(
+                "a windowed query keeps state across checkpoints; run it as a windowed job".into(),
+            ));
+        };
+        self.session.set_input(batch).await;
+        let output = self.session.run(plan).await;
+        self.session.clear_input().await;
+        output
     }
 }
 

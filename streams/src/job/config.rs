@@ -20,7 +20,7 @@ pub struct JobConfig {
     pub table: Option<String>,
     pub input_format: ValueFormat,
     pub output_format: ValueFormat,
-    /// The JSON values' schema; inferred from the first checkpoint's records when absent.
+    /// The JSON values' schema; inferred from the input topic's first records when absent.
     pub schema: Option<Schema>,
     pub schema_sample_records: usize,
     /// A checkpoint (one transaction) at least this often…
@@ -31,6 +31,14 @@ pub struct JobConfig {
     /// Where records that cannot be decoded go (in the same transaction); logged and counted
     /// either way.
     pub dead_letter_topic: Option<String>,
+    /// Windowed queries: how far behind the largest event time of its partition a record may
+    /// be and still count (the watermark is that time minus this).
+    pub allowed_lateness_ms: i64,
+    /// Windowed queries: where records too late for every window go (in the same transaction);
+    /// logged and counted either way.
+    pub late_topic: Option<String>,
+    /// Windowed queries: the most groups (and distinct values) the open windows may hold.
+    pub max_state_entries: usize,
     /// Extra librdkafka properties for the consumer and the producer (e.g. security).
     pub client_properties: Vec<(String, String)>,
 }
@@ -54,6 +62,9 @@ impl JobConfig {
             checkpoint_max_records: 10_000,
             transaction_timeout_ms: 60_000,
             dead_letter_topic: None,
+            allowed_lateness_ms: 0,
+            late_topic: None,
+            max_state_entries: 1_000_000,
             client_properties: Vec::new(),
         }
     }
@@ -67,6 +78,16 @@ impl JobConfig {
         format!("weir-streams-{}-{}", self.name, self.instance_id)
     }
 
+    /// A windowed job's internal topic of partial aggregates.
+    pub fn repartition_topic(&self) -> String {
+        format!("weir-{}-repartition", self.name)
+    }
+
+    /// A windowed job's compacted topic of window state.
+    pub fn changelog_topic(&self) -> String {
+        format!("weir-{}-changelog", self.name)
+    }
+
     pub fn validate(&self) -> Result<()> {
         let problem = if self.name.is_empty() {
             Some("a job needs a name".to_string())
@@ -76,6 +97,8 @@ impl JobConfig {
             Some(format!("input and output are both {}", self.input))
         } else if self.checkpoint_max_records == 0 || self.checkpoint_interval_ms == 0 {
             Some("checkpoint interval and size must be positive".to_string())
+        } else if self.allowed_lateness_ms < 0 || self.max_state_entries == 0 {
+            Some("allowed lateness cannot be negative, the state bound must be positive".into())
         } else if self.schema_sample_records == 0 {
             Some("the schema sample must hold at least one record".to_string())
         } else {

@@ -42,7 +42,8 @@ impl ConsumerContext for RebalanceTracker {
     }
 }
 
-pub fn create(config: &JobConfig) -> Result<JobConsumer> {
+/// The job's consumer, subscribed to the input and (windowed jobs) the repartition topic.
+pub fn create(config: &JobConfig, internal_topic: Option<&str>) -> Result<JobConsumer> {
     let mut client = ClientConfig::new();
     client
         .set("bootstrap.servers", &config.bootstrap)
@@ -64,8 +65,10 @@ pub fn create(config: &JobConfig) -> Result<JobConsumer> {
     let consumer: JobConsumer = client
         .create_with_context(RebalanceTracker::default())
         .map_err(StreamsError::kafka("creating the consumer"))?;
+    let mut topics = vec![config.input.as_str()];
+    topics.extend(internal_topic);
     consumer
-        .subscribe(&[&config.input])
+        .subscribe(&topics)
         .map_err(StreamsError::kafka("subscribing"))?;
     Ok(consumer)
 }

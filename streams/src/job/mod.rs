@@ -12,23 +12,28 @@
 
 mod config;
 mod consumer;
+mod stateless;
+mod topics;
 mod transaction;
+mod windowed;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use datafusion::arrow::record_batch::RecordBatch;
 use rdkafka::consumer::Consumer;
+use rdkafka::message::Message;
 
 pub use config::JobConfig;
 
 use crate::decode::RecordDecoder;
-use crate::encode::encode;
 use crate::error::{Result, StreamsError};
 use crate::record::{InputRecord, ValueFormat};
 use crate::sql::SqlTransform;
-use consumer::JobConsumer;
-use transaction::CheckpointWriter;
+use crate::topic_reader::{self, Limit};
+use consumer::{JobConsumer, CLUSTER_TIMEOUT};
+use transaction::{Checkpoint, CheckpointWriter, Destination, Outgoing};
 
 /// What a job did, for logs, metrics and tests.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -37,8 +42,77 @@ pub struct JobStats {
     pub records_in: u64,
     pub records_out: u64,
     pub records_rejected: u64,
+    /// Windowed jobs: records too late for every window they fall in.
+    pub records_late: u64,
+    /// Windowed jobs: groups emitted (one per window and key).
+    pub windows_emitted: u64,
+    /// Windowed jobs: partial groups that reached their owner after the window was emitted.
+    pub partials_too_late: u64,
     pub checkpoints_aborted: u64,
     pub rebalances: u64,
+}
+
+impl JobStats {
+    fn add(&mut self, other: &JobStats) {
+        self.checkpoints += other.checkpoints;
+        self.records_in += other.records_in;
+        self.records_out += other.records_out;
+        self.records_rejected += other.records_rejected;
+        self.records_late += other.records_late;
+        self.windows_emitted += other.windows_emitted;
+        self.partials_too_late += other.partials_too_late;
+    }
+}
+
+/// The records of one checkpoint: from the input topic, and (windowed jobs) from the job's
+/// repartition topic.
+#[derive(Default)]
+pub struct Polled {
+    pub input: Vec<InputRecord>,
+    pub internal: Vec<InputRecord>,
+    input_topic: String,
+    internal_topic: String,
+}
+
+impl Polled {
+    fn is_empty(&self) -> bool {
+        self.input.is_empty() && self.internal.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.input.len() + self.internal.len()
+    }
+
+    /// Per consumed partition, the offset after its last record: what the checkpoint commits.
+    fn next_offsets(&self) -> BTreeMap<(String, i32), (i64, String)> {
+        let mut offsets = BTreeMap::new();
+        for (topic, records) in [
+            (&self.input_topic, &self.input),
+            (&self.internal_topic, &self.internal),
+        ] {
+            for record in records {
+                let next = offsets
+                    .entry((topic.clone(), record.partition))
+                    .or_insert((0, String::new()));
+                next.0 = next.0.max(record.offset + 1);
+            }
+        }
+        offsets
+    }
+}
+
+/// One kind of job's work per checkpoint.
+trait Processor {
+    /// After a rebalance or an aborted checkpoint: rebuild what the owned partitions need.
+    fn reload(&mut self, consumer: &JobConsumer) -> Result<()>;
+    /// Adds what one checkpoint produces to `checkpoint` (which holds the consumed offsets);
+    /// `stats` counts what it did.
+    fn checkpoint(
+        &mut self,
+        polled: &Polled,
+        checkpoint: &mut Checkpoint,
+        stats: &mut JobStats,
+    ) -> Result<()>;
 }
 
 /// Runs `config` until `stop` is set (the checkpoint under way completes first) or a fatal error
@@ -49,61 +123,96 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
         .enable_all()
         .build()
         .map_err(|e| StreamsError::Config(format!("cannot start the SQL runtime: {e}")))?;
-    let consumer = consumer::create(config)?;
-    let writer = CheckpointWriter::create(config)?;
-    // Without a declared schema, JSON input is planned at the first checkpoint, from its records.
-    let known_schema = config.schema.is_some() || config.input_format == ValueFormat::Raw;
-    let mut engine: Option<(RecordDecoder, SqlTransform)> = if known_schema {
-        Some(prepare(config, &runtime, &[])?)
-    } else {
-        None
+    let Some(sample) = schema_sample(config, stop)? else {
+        return Ok(JobStats::default());
     };
+    let (decoder, transform) = prepare(config, &runtime, &sample)?;
+    let mut internal_topic = None;
+    let mut processor: Box<dyn Processor + '_> = match transform.windowed() {
+        None => Box::new(stateless::Stateless {
+            config,
+            decoder: &decoder,
+            transform: &transform,
+            runtime: &runtime,
+        }),
+        Some(_) => {
+            let partitions = topics::ensure(config, &runtime)?;
+            internal_topic = Some(config.repartition_topic());
+            Box::new(windowed::Windowed::new(
+                config, &decoder, &transform, &runtime, partitions,
+            ))
+        }
+    };
+    let consumer = consumer::create(config, internal_topic.as_deref())?;
+    let writer = CheckpointWriter::create(config)?;
     let mut stats = JobStats::default();
-    tracing::info!(job = %config.name, instance = %config.instance_id, input = %config.input, output = %config.output, "job started");
+    tracing::info!(job = %config.name, instance = %config.instance_id, input = %config.input, output = %config.output, windowed = internal_topic.is_some(), "job started");
     while !stop.load(Ordering::SeqCst) {
-        let buffer = fill(config, &consumer, stop);
+        let polled = fill(config, &consumer, internal_topic.as_deref(), stop);
         if consumer.context().take_rebalanced() {
             stats.rebalances += 1;
             // Eager assignment: the partitions kept or gained start again from their committed
-            // offsets, so dropping the buffer is all there is to do.
-            tracing::info!(job = %config.name, dropped = buffer.len(), "rebalance: buffered records dropped");
+            // offsets, so dropping the buffer and reloading state is all there is to do.
+            tracing::info!(job = %config.name, dropped = polled.len(), "rebalance: buffered records dropped");
+            processor.reload(&consumer)?;
             continue;
         }
-        if buffer.is_empty() {
+        if polled.is_empty() {
             continue;
         }
-        if engine.is_none() {
-            engine = Some(prepare(config, &runtime, &buffer)?);
-        }
-        let (decoder, transform) = engine.as_ref().expect("prepared above");
-        let decoded = decoder.decode(&buffer)?;
-        for rejected in &decoded.rejected {
-            tracing::warn!(job = %config.name, partition = rejected.partition, offset = rejected.offset, reason = %rejected.reason, "record rejected");
-        }
-        let output = runtime.block_on(transform.apply(decoded.batch))?;
-        let records = encode(&output, config.output_format)?;
-        let dead_letters: Vec<&InputRecord> = match &config.dead_letter_topic {
-            Some(_) => decoded.rejected.iter().map(|r| &buffer[r.index]).collect(),
-            None => Vec::new(),
+        let mut done = JobStats {
+            checkpoints: 1,
+            records_in: polled.input.len() as u64,
+            ..JobStats::default()
         };
-        let offsets = next_offsets(&buffer);
-        match writer.commit(&consumer, &records, &dead_letters, &offsets) {
-            Ok(()) => {
-                stats.checkpoints += 1;
-                stats.records_in += buffer.len() as u64;
-                stats.records_out += records.len() as u64;
-                stats.records_rejected += decoded.rejected.len() as u64;
-            }
+        let mut checkpoint = Checkpoint {
+            records: Vec::new(),
+            offsets: polled.next_offsets(),
+        };
+        processor.checkpoint(&polled, &mut checkpoint, &mut done)?;
+        match writer.commit(&consumer, &checkpoint) {
+            Ok(()) => stats.add(&done),
             Err(StreamsError::Fenced(reason)) => return Err(StreamsError::Fenced(reason)),
             Err(error) => {
                 stats.checkpoints_aborted += 1;
                 tracing::warn!(job = %config.name, %error, "checkpoint aborted; rewinding to the committed offsets");
                 consumer::rewind(&consumer)?;
+                processor.reload(&consumer)?;
             }
         }
     }
     tracing::info!(job = %config.name, ?stats, "job stopped");
     Ok(stats)
+}
+
+/// The records a JSON schema is inferred from: the input topic's first records, so every
+/// restart infers the same schema (`Some(empty)` when the schema is known; `None` when stopped
+/// while waiting for a first record).
+fn schema_sample(config: &JobConfig, stop: &AtomicBool) -> Result<Option<Vec<InputRecord>>> {
+    if config.schema.is_some() || config.input_format == ValueFormat::Raw {
+        return Ok(Some(Vec::new()));
+    }
+    let reader = topic_reader::consumer(&config.bootstrap, &config.client_properties)?;
+    let partitions = topic_reader::partitions(&reader, &config.input, CLUSTER_TIMEOUT)?;
+    let mut waiting = false;
+    while !stop.load(Ordering::SeqCst) {
+        let sample = topic_reader::read(
+            &reader,
+            &config.input,
+            &partitions,
+            Limit::StopAt(config.schema_sample_records),
+            CLUSTER_TIMEOUT,
+        )?;
+        if !sample.is_empty() {
+            return Ok(Some(sample));
+        }
+        if !waiting {
+            tracing::info!(job = %config.name, input = %config.input, "waiting for a first record to infer the schema from");
+            waiting = true;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    Ok(None)
 }
 
 /// The decoder (with the declared schema, or one inferred from `sample`) and the planned query.
@@ -115,10 +224,7 @@ fn prepare(
     let schema = match (&config.schema, config.input_format) {
         (_, ValueFormat::Raw) => None,
         (Some(schema), _) => Some(schema.clone()),
-        (None, _) => {
-            let sample = &sample[..sample.len().min(config.schema_sample_records)];
-            Some(RecordDecoder::infer(sample)?)
-        }
+        (None, _) => Some(RecordDecoder::infer(sample)?),
     };
     let decoder = RecordDecoder::new(config.input_format, schema)?;
     let transform = runtime.block_on(SqlTransform::new(
@@ -129,12 +235,43 @@ fn prepare(
     Ok((decoder, transform))
 }
 
+/// Decodes a checkpoint's input; records that do not decode become dead letters.
+fn decode_input(
+    config: &JobConfig,
+    decoder: &RecordDecoder,
+    input: &[InputRecord],
+    checkpoint: &mut Checkpoint,
+    stats: &mut JobStats,
+) -> Result<RecordBatch> {
+    let decoded = decoder.decode(input)?;
+    for rejected in &decoded.rejected {
+        tracing::warn!(job = %config.name, partition = rejected.partition, offset = rejected.offset, reason = %rejected.reason, "record rejected");
+        let record = &input[rejected.index];
+        checkpoint.records.push(Outgoing {
+            destination: Destination::DeadLetter,
+            key: record.key.clone(),
+            value: record.value.clone(),
+        });
+    }
+    stats.records_rejected += decoded.rejected.len() as u64;
+    Ok(decoded.batch)
+}
+
 /// Polls until the checkpoint is due: its interval has passed or it holds the most records a
 /// checkpoint may; returns early on a rebalance or `stop`.
-fn fill(config: &JobConfig, consumer: &JobConsumer, stop: &AtomicBool) -> Vec<InputRecord> {
+fn fill(
+    config: &JobConfig,
+    consumer: &JobConsumer,
+    internal_topic: Option<&str>,
+    stop: &AtomicBool,
+) -> Polled {
     let due = Instant::now() + Duration::from_millis(config.checkpoint_interval_ms);
-    let mut buffer = Vec::new();
-    while buffer.len() < config.checkpoint_max_records && !stop.load(Ordering::SeqCst) {
+    let mut polled = Polled {
+        input_topic: config.input.clone(),
+        internal_topic: internal_topic.unwrap_or_default().to_string(),
+        ..Polled::default()
+    };
+    while polled.len() < config.checkpoint_max_records && !stop.load(Ordering::SeqCst) {
         let now = Instant::now();
         if now >= due || consumer.context().rebalanced() {
             break;
@@ -143,19 +280,12 @@ fn fill(config: &JobConfig, consumer: &JobConsumer, stop: &AtomicBool) -> Vec<In
             continue;
         };
         match message {
-            Ok(message) => buffer.push(InputRecord::from_message(&message)),
+            Ok(message) if message.topic() == config.input => {
+                polled.input.push(InputRecord::from_message(&message))
+            }
+            Ok(message) => polled.internal.push(InputRecord::from_message(&message)),
             Err(error) => tracing::warn!(job = %config.name, %error, "consumer error"),
         }
     }
-    buffer
-}
-
-/// Per partition, the offset after the last buffered record: what the checkpoint commits.
-fn next_offsets(buffer: &[InputRecord]) -> BTreeMap<i32, i64> {
-    let mut offsets = BTreeMap::new();
-    for record in buffer {
-        let next = offsets.entry(record.partition).or_insert(0);
-        *next = (*next).max(record.offset + 1);
-    }
-    offsets
+    polled
 }

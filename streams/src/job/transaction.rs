@@ -1,5 +1,6 @@
-//! The job's output side: one transaction per checkpoint holding the output records, the
-//! dead letters and the consumed offsets (sent with the group metadata, KIP-447).
+//! The job's output side: one transaction per checkpoint holding everything the checkpoint
+//! produced (output, dead letters, late records, a windowed job's repartition and changelog
+//! records) and the consumed offsets (sent with the group metadata, KIP-447).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,7 +14,33 @@ use rdkafka::{Offset, TopicPartitionList};
 use crate::error::{Result, StreamsError};
 use crate::job::consumer::{JobConsumer, CLUSTER_TIMEOUT};
 use crate::job::JobConfig;
-use crate::record::{InputRecord, OutputRecord};
+
+/// Where a record of a checkpoint goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Destination {
+    Output,
+    DeadLetter,
+    Late,
+    Repartition(i32),
+    Changelog(i32),
+}
+
+/// One record a checkpoint produces.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub destination: Destination,
+    pub key: Option<Vec<u8>>,
+    /// `None`: a tombstone.
+    pub value: Option<Vec<u8>>,
+}
+
+/// What a checkpoint commits: its records, and per consumed partition the next offset and the
+/// offset's metadata.
+#[derive(Debug, Default)]
+pub struct Checkpoint {
+    pub records: Vec<Outgoing>,
+    pub offsets: BTreeMap<(String, i32), (i64, String)>,
+}
 
 /// Pause when the client's send queue is full (bounded: `queue.buffering.max.messages`).
 const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
@@ -21,9 +48,11 @@ const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
 pub struct CheckpointWriter {
     // A threaded producer serves delivery reports itself, which a commit's flush waits for.
     producer: ThreadedProducer<DefaultProducerContext>,
-    input: String,
     output: String,
     dead_letter_topic: Option<String>,
+    late_topic: Option<String>,
+    repartition_topic: String,
+    changelog_topic: String,
 }
 
 impl CheckpointWriter {
@@ -50,25 +79,21 @@ impl CheckpointWriter {
             .map_err(StreamsError::kafka("initialising transactions"))?;
         Ok(CheckpointWriter {
             producer,
-            input: config.input.clone(),
             output: config.output.clone(),
             dead_letter_topic: config.dead_letter_topic.clone(),
+            late_topic: config.late_topic.clone(),
+            repartition_topic: config.repartition_topic(),
+            changelog_topic: config.changelog_topic(),
         })
     }
 
     /// Writes one checkpoint atomically. On an error the transaction is aborted (the caller
     /// rewinds); a fenced producer is `StreamsError::Fenced`.
-    pub fn commit(
-        &self,
-        consumer: &JobConsumer,
-        records: &[OutputRecord],
-        dead_letters: &[&InputRecord],
-        offsets: &BTreeMap<i32, i64>,
-    ) -> Result<()> {
+    pub fn commit(&self, consumer: &JobConsumer, checkpoint: &Checkpoint) -> Result<()> {
         self.producer
             .begin_transaction()
             .map_err(|e| self.classify("beginning a transaction", e))?;
-        match self.fill(consumer, records, dead_letters, offsets) {
+        match self.fill(consumer, checkpoint) {
             Ok(()) => Ok(()),
             Err(error) => {
                 if !matches!(error, StreamsError::Fenced(_)) {
@@ -81,37 +106,44 @@ impl CheckpointWriter {
         }
     }
 
-    fn fill(
-        &self,
-        consumer: &JobConsumer,
-        records: &[OutputRecord],
-        dead_letters: &[&InputRecord],
-        offsets: &BTreeMap<i32, i64>,
-    ) -> Result<()> {
-        for record in records {
-            let mut out = BaseRecord::to(&self.output).payload(&record.value);
+    fn fill(&self, consumer: &JobConsumer, checkpoint: &Checkpoint) -> Result<()> {
+        for record in &checkpoint.records {
+            let (topic, partition) = match record.destination {
+                Destination::Output => (self.output.as_str(), None),
+                Destination::DeadLetter => match &self.dead_letter_topic {
+                    Some(topic) => (topic.as_str(), None),
+                    None => continue,
+                },
+                Destination::Late => match &self.late_topic {
+                    Some(topic) => (topic.as_str(), None),
+                    None => continue,
+                },
+                Destination::Repartition(p) => (self.repartition_topic.as_str(), Some(p)),
+                Destination::Changelog(p) => (self.changelog_topic.as_str(), Some(p)),
+            };
+            let mut out = BaseRecord::<Vec<u8>, Vec<u8>>::to(topic);
+            if let Some(partition) = partition {
+                out = out.partition(partition);
+            }
             if let Some(key) = &record.key {
                 out = out.key(key);
             }
+            if let Some(value) = &record.value {
+                out = out.payload(value);
+            }
             self.send(out)?;
         }
-        if let Some(topic) = &self.dead_letter_topic {
-            for record in dead_letters {
-                let mut out = BaseRecord::<Vec<u8>, Vec<u8>>::to(topic);
-                if let Some(key) = &record.key {
-                    out = out.key(key);
-                }
-                if let Some(value) = &record.value {
-                    out = out.payload(value);
-                }
-                self.send(out)?;
-            }
-        }
         let mut positions = TopicPartitionList::new();
-        for (partition, next) in offsets {
+        for ((topic, partition), (next, metadata)) in &checkpoint.offsets {
             positions
-                .add_partition_offset(&self.input, *partition, Offset::Offset(*next))
+                .add_partition_offset(topic, *partition, Offset::Offset(*next))
                 .map_err(StreamsError::kafka("listing offsets"))?;
+            if !metadata.is_empty() {
+                positions
+                    .find_partition(topic, *partition)
+                    .expect("added above")
+                    .set_metadata(metadata.as_str());
+            }
         }
         let group = consumer
             .group_metadata()

@@ -1,0 +1,258 @@
+//! A windowed count job (`weir job run` with `GROUP BY tumble(…)`) as two processes sharing the
+//! input's partitions, killed with -9 again and again and restarted. The oracle computes from
+//! the generated input, partition by partition, which records are too late and the exact count
+//! and sum of every window the final watermark closes: the job's read_committed output must hold
+//! each of those windows exactly once with exactly those values, and the late topic exactly the
+//! late records.
+
+#[path = "crash/broker.rs"]
+#[allow(dead_code)]
+mod broker;
+#[path = "crash/committed.rs"]
+mod committed;
+#[path = "crash/rng.rs"]
+mod rng;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::Duration;
+
+use broker::BrokerProcess;
+use rdkafka::config::ClientConfig;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rng::Rng;
+
+const PARTITIONS: i32 = 4;
+const PER_PARTITION: usize = 4000;
+const KILLS: usize = 6;
+const WINDOW_MS: i64 = 10_000;
+const LATENESS_MS: i64 = 2_000;
+const START_MS: i64 = 1_700_000_000_000;
+const USERS: [&str; 5] = ["ann", "bob", "cid", "dan", "eve"];
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+struct Event {
+    id: usize,
+    partition: i32,
+    time_ms: i64,
+    user: &'static str,
+    amount: i64,
+}
+
+/// Per partition: event time advancing 60 ms a record, 30 % of records up to 1.5 s out of order
+/// (within the lateness), 2 % of them 25 s behind (too late).
+fn generate(rng: &mut Rng) -> Vec<Event> {
+    let mut events = Vec::new();
+    for index in 0..PER_PARTITION {
+        for partition in 0..PARTITIONS {
+            let base = START_MS + index as i64 * 60 + partition as i64 * 7;
+            let time_ms = match rng.between(0, 100) {
+                0..=1 => base - 25_000,
+                2..=31 => base - rng.between(0, 1500) as i64,
+                _ => base,
+            };
+            events.push(Event {
+                id: events.len(),
+                partition,
+                time_ms,
+                user: USERS[rng.between(0, USERS.len() as u64) as usize],
+                amount: rng.between(1, 100) as i64,
+            });
+        }
+    }
+    events
+}
+
+/// (window start, user) → (count, sum).
+type Windows = BTreeMap<(i64, String), (i64, i64)>;
+
+/// The late ids, and every window the final watermark closes — the job's rules applied to each
+/// partition in order.
+fn oracle(events: &[Event]) -> (BTreeSet<usize>, Windows) {
+    let mut late = BTreeSet::new();
+    let mut windows = Windows::new();
+    let mut max_times = BTreeMap::new();
+    for event in events {
+        let start = event.time_ms - event.time_ms.rem_euclid(WINDOW_MS);
+        let watermark = max_times.get(&event.partition).map(|max| max - LATENESS_MS);
+        if watermark.is_some_and(|w| start + WINDOW_MS <= w) {
+            late.insert(event.id);
+        } else {
+            let window = windows.entry((start, event.user.to_string())).or_default();
+            window.0 += 1;
+            window.1 += event.amount;
+        }
+        let max = max_times.entry(event.partition).or_insert(event.time_ms);
+        *max = (*max).max(event.time_ms);
+    }
+    let watermark = max_times.values().min().unwrap() - LATENESS_MS;
+    windows.retain(|(start, _), _| start + WINDOW_MS <= watermark);
+    (late, windows)
+}
+
+fn start_job(bootstrap: &str, instance: &str, log: &std::path::Path) -> Child {
+    let log = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(log)
+        .expect("job log");
+    let query = "SELECT CAST(tumble(_timestamp, INTERVAL '10 seconds') AS BIGINT) AS window, \
+                 user, count(*) AS n, sum(amount) AS total FROM events \
+                 GROUP BY tumble(_timestamp, INTERVAL '10 seconds'), user";
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["job", "-b", bootstrap, "run", "--name", "window-job"])
+        .args(["--instance", instance, "--input", "events"])
+        .args(["--output", "window-counts", "--late-topic", "late-events"])
+        .args(["--query", query])
+        .args(["--allowed-lateness-ms", &LATENESS_MS.to_string()])
+        .args(["--checkpoint-interval-ms", "100"])
+        .args(["--checkpoint-max-records", "500"])
+        .args([
+            "-X",
+            "session.timeout.ms=6000",
+            "-X",
+            "heartbeat.interval.ms=500",
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("weir job run starts")
+}
+
+fn produce(bootstrap: &str, events: &[Event]) {
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("enable.idempotence", "true")
+        .create()
+        .unwrap();
+    for (i, event) in events.iter().enumerate() {
+        let value = format!(
+            r#"{{"id": {}, "user": "{}", "amount": {}}}"#,
+            event.id, event.user, event.amount
+        );
+        let record = BaseRecord::<(), _>::to("events")
+            .partition(event.partition)
+            .timestamp(event.time_ms)
+            .payload(&value);
+        producer.send(record).map_err(|(e, _)| e).unwrap();
+        if i % 400 == 0 {
+            // Spread the input over a few seconds, so that kills land while it flows.
+            thread::sleep(Duration::from_millis(150));
+        }
+    }
+    producer.flush(Duration::from_secs(60)).unwrap();
+}
+
+#[test]
+fn a_windowed_job_killed_9_again_and_again_emits_each_window_once_with_exact_counts() {
+    let seed = Rng::seed_from_clock();
+    eprintln!("window crash test seed {seed}");
+    let mut rng = Rng::new(seed);
+    let events = generate(&mut rng);
+    let (late, expected) = oracle(&events);
+    assert!(
+        !late.is_empty() && expected.len() > 50,
+        "the input exercises lateness and windows"
+    );
+
+    let broker = BrokerProcess::start();
+    let bootstrap = broker.bootstrap();
+    broker.create_topic("events", PARTITIONS as u32);
+    broker.create_topic("window-counts", 2);
+    broker.create_topic("late-events", 1);
+    let logs = tempfile::tempdir().unwrap();
+    let log_of = |instance: &str| logs.path().join(format!("job-{instance}.log"));
+    let producing = {
+        let bootstrap = bootstrap.clone();
+        thread::spawn(move || produce(&bootstrap, &events))
+    };
+    let mut jobs = [
+        start_job(&bootstrap, "0", &log_of("0")),
+        start_job(&bootstrap, "1", &log_of("1")),
+    ];
+    for kill in 0..KILLS {
+        thread::sleep(Duration::from_millis(rng.between(500, 3000)));
+        let victim = rng.between(0, 2) as usize;
+        jobs[victim].kill().expect("kill -9");
+        jobs[victim].wait().expect("reaped");
+        eprintln!("kill {} of {KILLS}: job instance {victim}", kill + 1);
+        thread::sleep(Duration::from_millis(rng.between(0, 500)));
+        jobs[victim] = start_job(
+            &bootstrap,
+            &victim.to_string(),
+            &log_of(&victim.to_string()),
+        );
+    }
+    producing.join().unwrap();
+
+    let output = committed::values(&bootstrap, "window-counts", 2, expected.len(), TIMEOUT);
+    let late_values = committed::values(&bootstrap, "late-events", 1, late.len(), TIMEOUT);
+    for job in &mut jobs {
+        let _ = job.kill();
+        let _ = job.wait();
+    }
+    let job_logs = || {
+        ["0", "1"]
+            .map(|i| std::fs::read_to_string(log_of(i)).unwrap_or_default())
+            .join("\n---\n")
+    };
+
+    let mut emitted: BTreeMap<(i64, String), Vec<(i64, i64)>> = BTreeMap::new();
+    for value in &output {
+        let row: serde_json::Value = serde_json::from_slice(value).unwrap();
+        let key = (
+            row["window"].as_i64().unwrap(),
+            row["user"].as_str().unwrap().to_string(),
+        );
+        let values = (row["n"].as_i64().unwrap(), row["total"].as_i64().unwrap());
+        emitted.entry(key).or_default().push(values);
+    }
+    let twice: Vec<_> = emitted
+        .iter()
+        .filter(|(_, v)| v.len() > 1)
+        .take(5)
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "seed {seed}: windows emitted more than once: {twice:?}\n{}",
+        job_logs()
+    );
+    let wrong: Vec<_> = expected
+        .iter()
+        .filter(|(key, values)| emitted.get(*key).map(|v| v[0]) != Some(**values))
+        .take(5)
+        .map(|(key, values)| (key, values, emitted.get(key)))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "seed {seed}: {} windows expected, {} emitted; wrong or missing (key, expected, got): {wrong:?}\n{}\nbroker:\n{}",
+        expected.len(),
+        emitted.len(),
+        job_logs(),
+        broker.log_tail()
+    );
+    let unexpected: Vec<_> = emitted
+        .keys()
+        .filter(|k| !expected.contains_key(*k))
+        .take(5)
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "seed {seed}: windows the watermark never closed: {unexpected:?}"
+    );
+
+    let mut late_ids = Vec::new();
+    for value in &late_values {
+        let record: serde_json::Value = serde_json::from_slice(value).unwrap();
+        late_ids.push(record["id"].as_u64().unwrap() as usize);
+    }
+    late_ids.sort_unstable();
+    let expected_late: Vec<usize> = late.into_iter().collect();
+    assert_eq!(
+        late_ids, expected_late,
+        "seed {seed}: the late topic holds exactly the late records once"
+    );
+}

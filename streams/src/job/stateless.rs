@@ -1,0 +1,40 @@
+//! A stateless job's checkpoint: each input row is transformed on its own.
+
+use crate::decode::RecordDecoder;
+use crate::encode::encode;
+use crate::error::Result;
+use crate::job::transaction::{Checkpoint, Destination, Outgoing};
+use crate::job::{decode_input, JobConfig, JobStats, Polled, Processor};
+use crate::sql::SqlTransform;
+
+pub struct Stateless<'a> {
+    pub config: &'a JobConfig,
+    pub decoder: &'a RecordDecoder,
+    pub transform: &'a SqlTransform,
+    pub runtime: &'a tokio::runtime::Runtime,
+}
+
+impl Processor for Stateless<'_> {
+    fn reload(&mut self, _consumer: &crate::job::consumer::JobConsumer) -> Result<()> {
+        Ok(())
+    }
+
+    fn checkpoint(
+        &mut self,
+        polled: &Polled,
+        checkpoint: &mut Checkpoint,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        let batch = decode_input(self.config, self.decoder, &polled.input, checkpoint, stats)?;
+        let output = self.runtime.block_on(self.transform.apply(batch))?;
+        for record in encode(&output, self.config.output_format)? {
+            checkpoint.records.push(Outgoing {
+                destination: Destination::Output,
+                key: record.key,
+                value: Some(record.value),
+            });
+        }
+        stats.records_out += output.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        Ok(())
+    }
+}

@@ -1,0 +1,79 @@
+//! A windowed job's internal topics, created when missing with as many partitions as the input
+//! (the changelog compacted), and checked when present.
+
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::types::RDKafkaErrorCode;
+
+use crate::error::{Result, StreamsError};
+use crate::job::consumer::CLUSTER_TIMEOUT;
+use crate::job::JobConfig;
+use crate::topic_reader;
+
+/// The number of partitions of the input topic, once the internal topics exist with as many.
+pub fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> Result<i32> {
+    let reader = topic_reader::consumer(&config.bootstrap, &config.client_properties)?;
+    let input_partitions =
+        topic_reader::partitions(&reader, &config.input, CLUSTER_TIMEOUT)?.len() as i32;
+    let mut client = ClientConfig::new();
+    client.set("bootstrap.servers", &config.bootstrap);
+    for (name, value) in &config.client_properties {
+        client.set(name, value);
+    }
+    let admin: AdminClient<DefaultClientContext> = client
+        .create()
+        .map_err(StreamsError::kafka("creating the admin client"))?;
+    let repartition = config.repartition_topic();
+    let changelog = config.changelog_topic();
+    let topics = [
+        NewTopic::new(&repartition, input_partitions, TopicReplication::Fixed(-1)),
+        NewTopic::new(&changelog, input_partitions, TopicReplication::Fixed(-1))
+            .set("cleanup.policy", "compact"),
+    ];
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let results = runtime
+        .block_on(admin.create_topics(&topics, &options))
+        .map_err(StreamsError::kafka("creating the internal topics"))?;
+    for result in results {
+        match result {
+            Ok(topic) => {
+                tracing::info!(job = %config.name, %topic, partitions = input_partitions, "internal topic created")
+            }
+            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                return Err(StreamsError::Config(format!(
+                    "cannot create {topic}: {code}"
+                )))
+            }
+        }
+    }
+    for topic in [&repartition, &changelog] {
+        let partitions = wait_for(&reader, topic)?;
+        if partitions != input_partitions {
+            return Err(StreamsError::Config(format!(
+                "{topic} has {partitions} partitions, the input {} has {input_partitions}: \
+                 partitions were added to the input; a windowed job's internal topics must match it",
+                config.input
+            )));
+        }
+    }
+    Ok(input_partitions)
+}
+
+/// The partition count of a topic just created (metadata may lag for a moment).
+fn wait_for(reader: &rdkafka::consumer::BaseConsumer, topic: &str) -> Result<i32> {
+    let mut attempts = 0;
+    loop {
+        match topic_reader::partitions(reader, topic, CLUSTER_TIMEOUT) {
+            Ok(partitions) => return Ok(partitions.len() as i32),
+            Err(error) if attempts == 50 => return Err(error),
+            Err(_) => {
+                attempts += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! Reading partitions from the beginning up to their end as it is when reading starts
+//! (read_committed): what `weir sql` queries, what a job samples its schema from, and how a
+//! windowed job restores its state from the changelog.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+
+use crate::error::{Result, StreamsError};
+use crate::record::InputRecord;
+
+/// What to do when a topic holds more records than asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// Fail: the caller must not work on part of the data without saying so.
+    FailBeyond(usize),
+    /// Stop there (a sample).
+    StopAt(usize),
+}
+
+/// A read_committed consumer outside any group.
+pub fn consumer(bootstrap: &str, properties: &[(String, String)]) -> Result<BaseConsumer> {
+    let mut client = ClientConfig::new();
+    client
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "weir-reader")
+        .set("enable.auto.commit", "false")
+        .set("enable.partition.eof", "true")
+        .set("isolation.level", "read_committed");
+    for (name, value) in properties {
+        client.set(name, value);
+    }
+    client
+        .create()
+        .map_err(StreamsError::kafka("creating the consumer"))
+}
+
+/// The partitions of `topic`.
+pub fn partitions(consumer: &BaseConsumer, topic: &str, timeout: Duration) -> Result<Vec<i32>> {
+    let metadata = consumer
+        .fetch_metadata(Some(topic), timeout)
+        .map_err(StreamsError::kafka("reading metadata"))?;
+    metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic && t.error().is_none() && !t.partitions().is_empty())
+        .map(|t| t.partitions().iter().map(|p| p.id()).collect())
+        .ok_or_else(|| StreamsError::Config(format!("no topic named {topic}")))
+}
+
+/// Every committed record of `partitions` of `topic`, from the beginning up to the end each had
+/// when reading began (an open transaction is waited for), within `limit`.
+pub fn read(
+    consumer: &BaseConsumer,
+    topic: &str,
+    partitions: &[i32],
+    limit: Limit,
+    timeout: Duration,
+) -> Result<Vec<InputRecord>> {
+    let mut assignment = TopicPartitionList::new();
+    let mut ends = Vec::new();
+    for &partition in partitions {
+        let (low, end) = consumer
+            .fetch_watermarks(topic, partition, timeout)
+            .map_err(StreamsError::kafka("reading the end offsets"))?;
+        if end > low {
+            assignment
+                .add_partition_offset(topic, partition, Offset::Beginning)
+                .map_err(StreamsError::kafka("assigning"))?;
+            ends.push((partition, end));
+        }
+    }
+    consumer
+        .assign(&assignment)
+        .map_err(StreamsError::kafka("assigning"))?;
+    let mut records = Vec::new();
+    let deadline = Instant::now() + timeout;
+    while !ends.is_empty() {
+        if Instant::now() > deadline {
+            return Err(StreamsError::Config(format!(
+                "reading {topic} took longer than {timeout:?}; partitions left {ends:?}"
+            )));
+        }
+        let Some(message) = consumer.poll(Duration::from_millis(100)) else {
+            continue;
+        };
+        let (partition, next) = match message {
+            Ok(message) => {
+                match limit {
+                    Limit::FailBeyond(max) if records.len() == max => {
+                        return Err(StreamsError::Config(format!(
+                            "{topic} holds more than {max} records; raise the limit"
+                        )))
+                    }
+                    Limit::StopAt(max) if records.len() == max => break,
+                    _ => {}
+                }
+                records.push(InputRecord::from_message(&message));
+                (message.partition(), message.offset() + 1)
+            }
+            Err(KafkaError::PartitionEOF(partition)) => {
+                let position = consumer.position().ok().and_then(|positions| {
+                    positions
+                        .find_partition(topic, partition)?
+                        .offset()
+                        .to_raw()
+                });
+                (partition, position.unwrap_or(-1))
+            }
+            Err(error) => return Err(StreamsError::kafka("reading")(error)),
+        };
+        ends.retain(|&(p, end)| !(p == partition && next >= end));
+    }
+    consumer
+        .unassign()
+        .map_err(StreamsError::kafka("unassigning"))?;
+    Ok(records)
+}

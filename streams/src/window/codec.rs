@@ -1,0 +1,81 @@
+//! The records of a windowed job's internal topics (JSON, so they can be read with any tool):
+//!
+//! - `<job>-repartition`: partial groups, keyed and partitioned by window and group key, and
+//!   each input partition's largest event time, sent to every partition after the partials it
+//!   covers;
+//! - `<job>-changelog` (compacted): the state of every open group (a tombstone once emitted) and
+//!   each partition's view of the input partitions' event times.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StreamsError};
+use crate::window::accumulator::Accumulator;
+use crate::window::datum::Datum;
+use crate::window::pre_aggregate::PartialGroup;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RepartitionRecord {
+    Partial {
+        window_start_ms: i64,
+        keys: Vec<Datum>,
+        accumulators: Vec<Accumulator>,
+    },
+    Time {
+        source_partition: i32,
+        max_time_ms: i64,
+    },
+}
+
+impl RepartitionRecord {
+    pub fn partial(group: PartialGroup) -> Self {
+        RepartitionRecord::Partial {
+            window_start_ms: group.window_start_ms,
+            keys: group.keys,
+            accumulators: group.accumulators,
+        }
+    }
+}
+
+/// A changelog record's key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangelogKey {
+    Group {
+        window_start_ms: i64,
+        keys: Vec<Datum>,
+    },
+    SourceTimes,
+}
+
+/// A changelog record's value (`None`: a tombstone).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangelogValue {
+    Group(Vec<Accumulator>),
+    SourceTimes(BTreeMap<i32, i64>),
+}
+
+pub fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).expect("window records are plain data")
+}
+
+pub fn from_json<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        StreamsError::Config(format!(
+            "a {what} record does not decode ({e}): was the topic written by another job?"
+        ))
+    })
+}
+
+/// The partition of `key` among `partitions` (FNV-1a: stable across versions and machines).
+pub fn partition_of(key: &[u8], partitions: i32) -> i32 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in key {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    (hash % partitions as u64) as i32
+}

@@ -1,0 +1,120 @@
+//! The first half of a windowed aggregation, on the instance that owns the input partition: a
+//! checkpoint's rows are put in their windows and aggregated locally into partial groups, which
+//! the repartition topic carries to the group's owner.
+//!
+//! Lateness is decided here, per input partition, so that it depends only on that partition's
+//! order of records (deterministic across restarts and rebalances): a partition's watermark is
+//! the largest event time it has shown minus the allowed lateness; a row counts only in windows
+//! that end after that watermark, and a row in none of them is late.
+
+use std::collections::{BTreeMap, HashMap};
+
+use datafusion::arrow::array::{Array, Int32Array, Int64Array, TimestampMillisecondArray};
+use datafusion::arrow::record_batch::RecordBatch;
+
+use crate::error::{Result, StreamsError};
+use crate::window::accumulator::Accumulator;
+use crate::window::datum::Datum;
+use crate::window::query::{
+    WindowedQuery, FIRST_KEY_COLUMN, OFFSET_COLUMN_INDEX, PARTITION_COLUMN_INDEX, TIME_COLUMN,
+};
+
+/// The largest event time seen per input partition.
+pub type PartitionTimes = BTreeMap<i32, i64>;
+
+/// One group's partial aggregates from one checkpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartialGroup {
+    pub window_start_ms: i64,
+    pub keys: Vec<Datum>,
+    pub accumulators: Vec<Accumulator>,
+}
+
+#[derive(Debug, Default)]
+pub struct PreAggregated {
+    pub groups: Vec<PartialGroup>,
+    /// Rows too late for every window they fall in: (partition, offset).
+    pub late: Vec<(i32, i64)>,
+    /// Rows without an event time: (partition, offset).
+    pub without_time: Vec<(i32, i64)>,
+}
+
+/// Aggregates the pre-aggregate plan's `batches` (rows of any order) partition by partition in
+/// offset order, advancing `times`.
+pub fn pre_aggregate(
+    query: &WindowedQuery,
+    batches: &[RecordBatch],
+    times: &mut PartitionTimes,
+    allowed_lateness_ms: i64,
+) -> Result<PreAggregated> {
+    let mut rows = Vec::new();
+    for (index, batch) in batches.iter().enumerate() {
+        let partitions = column::<Int32Array>(batch, PARTITION_COLUMN_INDEX)?;
+        let offsets = column::<Int64Array>(batch, OFFSET_COLUMN_INDEX)?;
+        for row in 0..batch.num_rows() {
+            rows.push((partitions.value(row), offsets.value(row), index, row));
+        }
+    }
+    rows.sort_unstable();
+    let mut groups: HashMap<(i64, Vec<Datum>), Vec<Accumulator>> = HashMap::new();
+    let mut result = PreAggregated::default();
+    for (partition, offset, index, row) in rows {
+        let batch = &batches[index];
+        let time_column = column::<TimestampMillisecondArray>(batch, TIME_COLUMN)?;
+        if time_column.is_null(row) {
+            result.without_time.push((partition, offset));
+            continue;
+        }
+        let time = time_column.value(row);
+        let watermark = times.get(&partition).map(|max| max - allowed_lateness_ms);
+        let mut windows = query
+            .window
+            .starts(time)
+            .filter(|start| watermark.is_none_or(|w| query.window.end(*start) > w))
+            .peekable();
+        if windows.peek().is_none() {
+            result.late.push((partition, offset));
+        } else {
+            let keys = (0..query.keys)
+                .map(|k| Datum::from_array(batch.column(FIRST_KEY_COLUMN + k), row))
+                .collect::<Result<Vec<_>>>()?;
+            let first_argument = FIRST_KEY_COLUMN + query.keys;
+            let arguments = (0..query.aggregates.len())
+                .map(|a| Datum::from_array(batch.column(first_argument + a), row))
+                .collect::<Result<Vec<_>>>()?;
+            for start in windows {
+                let accumulators = groups
+                    .entry((start, keys.clone()))
+                    .or_insert_with(|| query.aggregates.iter().map(|k| k.start()).collect());
+                for (accumulator, argument) in accumulators.iter_mut().zip(&arguments) {
+                    accumulator.update(argument);
+                }
+            }
+        }
+        let max = times.entry(partition).or_insert(time);
+        *max = (*max).max(time);
+    }
+    result.groups = groups
+        .into_iter()
+        .map(|((window_start_ms, keys), accumulators)| PartialGroup {
+            window_start_ms,
+            keys,
+            accumulators,
+        })
+        .collect();
+    Ok(result)
+}
+
+fn column<T: 'static>(batch: &RecordBatch, index: usize) -> Result<&T> {
+    batch
+        .column(index)
+        .as_any()
+        .downcast_ref::<T>()
+        .ok_or_else(|| {
+            StreamsError::Config(format!(
+                "the pre-aggregate column {} has type {}",
+                batch.schema().field(index).name(),
+                batch.column(index).data_type()
+            ))
+        })
+}

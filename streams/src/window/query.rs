@@ -1,0 +1,301 @@
+//! A windowed query taken apart: DataFusion plans the user's SQL once; the plan's `Aggregate`
+//! (grouped by `tumble(…)` or `hop(…)` and the other keys) is cut out and done incrementally by
+//! the job, and the rest runs on DataFusion:
+//!
+//! - the **pre-aggregate plan** is everything below the aggregate (scan, WHERE, scalar
+//!   functions) projected to `[event time, _partition, _offset, keys…, aggregate arguments…]`;
+//! - the **post-aggregate plan** is everything above it (HAVING, the SELECT list, ORDER BY),
+//!   reading the emitted windows from a table with exactly the aggregate's output schema.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, TimestampMillisecondArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{MemTable, TableProvider};
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
+use datafusion::common::{Column, DFSchemaRef};
+use datafusion::datasource::provider_as_source;
+use datafusion::logical_expr::{
+    cast as cast_expr, Aggregate, Expr, LogicalPlan, LogicalPlanBuilder,
+};
+
+use crate::decode::{OFFSET_COLUMN, PARTITION_COLUMN};
+use crate::error::{Result, StreamsError};
+use crate::sql::Session;
+use crate::window::accumulator::AggregateKind;
+use crate::window::datum::{to_array, Datum};
+use crate::window::functions::{scalar_interval_ms, HOP, TUMBLE, WINDOW_TIME_TYPE};
+use crate::window::spec::WindowSpec;
+
+/// The table the post-aggregate plan reads the emitted windows from.
+const WINDOWS_TABLE: &str = "__weir_windows";
+
+/// Columns of the pre-aggregate plan's output, in order; keys and arguments follow.
+pub const TIME_COLUMN: usize = 0;
+pub const PARTITION_COLUMN_INDEX: usize = 1;
+pub const OFFSET_COLUMN_INDEX: usize = 2;
+pub const FIRST_KEY_COLUMN: usize = 3;
+
+pub struct WindowedQuery {
+    pub window: WindowSpec,
+    /// The group keys besides the window.
+    pub keys: usize,
+    pub aggregates: Vec<AggregateKind>,
+    pre_aggregate: LogicalPlan,
+    post_aggregate: LogicalPlan,
+    windows: Arc<MemTable>,
+    /// The aggregate's output: its group expressions (one of them the window) then aggregates.
+    aggregate_schema: SchemaRef,
+    window_position: usize,
+}
+
+/// One emitted group: its window, key values and aggregate values.
+pub struct WindowRow {
+    pub window_start_ms: i64,
+    pub keys: Vec<Datum>,
+    pub values: Vec<Datum>,
+}
+
+impl WindowedQuery {
+    /// Takes `plan` apart; `None` when it has no aggregate (a stateless query).
+    pub fn from_plan(session: &Session, plan: &LogicalPlan) -> Result<Option<Self>> {
+        let mut aggregates = Vec::new();
+        plan.apply(|node| {
+            if let LogicalPlan::Aggregate(aggregate) = node {
+                aggregates.push(aggregate.clone());
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+        let aggregate = match aggregates.len() {
+            0 => return Ok(None),
+            1 => aggregates.remove(0),
+            _ => {
+                return Err(unsupported(
+                    "more than one GROUP BY (or DISTINCT) in a query",
+                ))
+            }
+        };
+        let (window_position, window, time) = find_window(&aggregate)?;
+        let keys: Vec<Expr> = aggregate
+            .group_expr
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != window_position)
+            .map(|(_, e)| e.clone())
+            .collect();
+        let (kinds, arguments) = aggregate_arguments(&aggregate)?;
+        let pre_aggregate = pre_aggregate_plan(&aggregate, time, &keys, arguments)?;
+        let aggregate_schema = Arc::new(aggregate.schema.as_arrow().clone());
+        let (windows, post_aggregate) = post_aggregate_plan(plan, &aggregate.schema)?;
+        session.check(&pre_aggregate)?;
+        Ok(Some(WindowedQuery {
+            window,
+            keys: keys.len(),
+            aggregates: kinds,
+            pre_aggregate,
+            post_aggregate,
+            windows,
+            aggregate_schema,
+            window_position,
+        }))
+    }
+
+    /// The rows of one checkpoint's input, filtered and projected for aggregation.
+    pub async fn pre_aggregate(&self, session: &Session) -> Result<Vec<RecordBatch>> {
+        session.run(&self.pre_aggregate).await
+    }
+
+    /// The query's result rows for emitted windows.
+    pub async fn post_aggregate(
+        &self,
+        session: &Session,
+        rows: &[WindowRow],
+    ) -> Result<Vec<RecordBatch>> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let batch = self.aggregate_batch(rows)?;
+        *self.windows.batches[0].write().await = vec![batch];
+        let output = session.run(&self.post_aggregate).await;
+        self.windows.batches[0].write().await.clear();
+        output
+    }
+
+    /// The emitted groups as the aggregate's output would hold them.
+    fn aggregate_batch(&self, rows: &[WindowRow]) -> Result<RecordBatch> {
+        let fields = self.aggregate_schema.fields();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(fields.len());
+        let mut key = 0;
+        let groups = self.keys + 1;
+        for (index, field) in fields.iter().enumerate() {
+            let column = if index == self.window_position {
+                let starts: ArrayRef = Arc::new(TimestampMillisecondArray::from_iter_values(
+                    rows.iter().map(|r| r.window_start_ms),
+                ));
+                cast(&starts, field.data_type())?
+            } else if index < groups {
+                let values: Vec<Datum> = rows.iter().map(|r| r.keys[key].clone()).collect();
+                key += 1;
+                to_array(&values, field.data_type())?
+            } else {
+                let values: Vec<Datum> = rows
+                    .iter()
+                    .map(|r| r.values[index - groups].clone())
+                    .collect();
+                to_array(&values, field.data_type())?
+            };
+            columns.push(column);
+        }
+        let schema = self.windows.schema();
+        Ok(RecordBatch::try_new(schema, columns)?)
+    }
+}
+
+fn unsupported(what: &str) -> StreamsError {
+    StreamsError::Config(format!("a job's query cannot have {what}"))
+}
+
+/// The group expression that is `tumble(…)` or `hop(…)`: its position, the windows, the event
+/// time expression.
+fn find_window(aggregate: &Aggregate) -> Result<(usize, WindowSpec, Expr)> {
+    let mut found = None;
+    for (position, expr) in aggregate.group_expr.iter().enumerate() {
+        let Expr::ScalarFunction(function) = unalias(expr) else {
+            continue;
+        };
+        let name = function.func.name();
+        if name != TUMBLE && name != HOP {
+            continue;
+        }
+        if found.is_some() {
+            return Err(unsupported("more than one window in its GROUP BY"));
+        }
+        let interval = |i: usize, what: &str| -> Result<i64> {
+            match function.args.get(i).map(unalias) {
+                Some(Expr::Literal(value, _)) => Ok(scalar_interval_ms(value, what)?),
+                _ => Err(StreamsError::Config(format!(
+                    "{name}(): {what} must be a constant INTERVAL"
+                ))),
+            }
+        };
+        let window = if name == TUMBLE {
+            WindowSpec::tumble(interval(1, "the window size")?)?
+        } else {
+            WindowSpec::hop(interval(1, "the slide")?, interval(2, "the window size")?)?
+        };
+        found = Some((position, window, function.args[0].clone()));
+    }
+    found.ok_or_else(|| {
+        StreamsError::Config(
+            "a GROUP BY in a job needs a window over event time, e.g. \
+             GROUP BY tumble(_timestamp, INTERVAL '1 minute'), … or hop(time, slide, size)"
+                .into(),
+        )
+    })
+}
+
+fn unalias(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Alias(alias) => unalias(&alias.expr),
+        other => other,
+    }
+}
+
+/// Each aggregate's kind and argument.
+fn aggregate_arguments(aggregate: &Aggregate) -> Result<(Vec<AggregateKind>, Vec<Expr>)> {
+    let mut kinds = Vec::new();
+    let mut arguments = Vec::new();
+    for expr in &aggregate.aggr_expr {
+        let Expr::AggregateFunction(function) = unalias(expr) else {
+            return Err(unsupported(&format!("the aggregate {expr}")));
+        };
+        let params = &function.params;
+        let kind = AggregateKind::from_name(function.func.name(), params.distinct)
+            .filter(|_| params.filter.is_none() && params.order_by.is_empty())
+            .filter(|_| params.args.len() == 1)
+            .ok_or_else(|| {
+                unsupported(&format!(
+                    "the aggregate {expr} (windows compute count, count(DISTINCT), sum, min, \
+                     max and avg of one argument)"
+                ))
+            })?;
+        kinds.push(kind);
+        arguments.push(params.args[0].clone());
+    }
+    Ok((kinds, arguments))
+}
+
+fn pre_aggregate_plan(
+    aggregate: &Aggregate,
+    time: Expr,
+    keys: &[Expr],
+    arguments: Vec<Expr>,
+) -> Result<LogicalPlan> {
+    let input_schema = aggregate.input.schema();
+    let metadata = |name: &str| -> Result<Expr> {
+        let (qualifier, field) = input_schema
+            .qualified_field_with_unqualified_name(name)
+            .map_err(|_| {
+                unsupported("a windowed aggregate over anything but the input topic itself")
+            })?;
+        Ok(Expr::Column(Column::new(qualifier.cloned(), field.name())))
+    };
+    let mut columns = vec![
+        cast_expr(time, WINDOW_TIME_TYPE).alias("__time"),
+        metadata(PARTITION_COLUMN)?.alias("__partition"),
+        metadata(OFFSET_COLUMN)?.alias("__offset"),
+    ];
+    columns.extend(
+        keys.iter()
+            .enumerate()
+            .map(|(i, k)| k.clone().alias(format!("__key{i}"))),
+    );
+    columns.extend(
+        arguments
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| a.alias(format!("__argument{i}"))),
+    );
+    Ok(LogicalPlanBuilder::from(aggregate.input.as_ref().clone())
+        .project(columns)?
+        .build()?)
+}
+
+/// `plan` with its aggregate replaced by a scan of the emitted windows, renamed to the
+/// aggregate's output columns (so everything above it reads them unchanged).
+fn post_aggregate_plan(
+    plan: &LogicalPlan,
+    aggregate_schema: &DFSchemaRef,
+) -> Result<(Arc<MemTable>, LogicalPlan)> {
+    let fields: Vec<Field> = aggregate_schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| f.as_ref().clone().with_name(format!("c{i}")))
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    let windows = Arc::new(MemTable::try_new(schema, vec![vec![]])?);
+    let renamed: Vec<Expr> = (0..aggregate_schema.fields().len())
+        .map(|i| {
+            let (qualifier, field) = aggregate_schema.qualified_field(i);
+            Expr::Column(Column::new(Some(WINDOWS_TABLE), format!("c{i}")))
+                .alias_qualified(qualifier.cloned(), field.name())
+        })
+        .collect();
+    let replacement =
+        LogicalPlanBuilder::scan(WINDOWS_TABLE, provider_as_source(windows.clone()), None)?
+            .project(renamed)?
+            .build()?;
+    let post = plan
+        .clone()
+        .transform_up(|node| {
+            Ok(match node {
+                LogicalPlan::Aggregate(_) => Transformed::yes(replacement.clone()),
+                other => Transformed::no(other),
+            })
+        })?
+        .data;
+    Ok((windows, post))
+}

@@ -1,0 +1,262 @@
+//! The second half of a windowed aggregation, on the instance that owns a repartition
+//! partition: partial groups are merged into the window state, the input partitions' event times
+//! give the watermark, and a window is emitted once when the watermark passes its end.
+//!
+//! A partition's watermark is the smallest of the input partitions' largest event times minus
+//! the allowed lateness; until every input partition has shown an event time, nothing is emitted.
+//! Every change is also a changelog record (written in the same transaction), so the state can be
+//! rebuilt by replaying the changelog partition.
+//!
+//! Bounded: the groups and distinct values held across all partitions may not exceed
+//! `max_state_entries`; past it the checkpoint fails with a clear error rather than growing.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use crate::error::{Result, StreamsError};
+use crate::window::accumulator::{Accumulator, AggregateKind};
+use crate::window::codec::{ChangelogKey, ChangelogValue, RepartitionRecord};
+use crate::window::datum::Datum;
+use crate::window::query::WindowRow;
+use crate::window::spec::WindowSpec;
+
+pub struct WindowStoreConfig {
+    pub window: WindowSpec,
+    pub aggregates: Vec<AggregateKind>,
+    pub allowed_lateness_ms: i64,
+    pub input_partitions: i32,
+    pub max_state_entries: usize,
+}
+
+#[derive(Default)]
+struct PartitionState {
+    windows: BTreeMap<i64, HashMap<Vec<Datum>, Vec<Accumulator>>>,
+    source_times: BTreeMap<i32, i64>,
+    changed: BTreeSet<(i64, Vec<Datum>)>,
+    emitted: Vec<(i64, Vec<Datum>)>,
+    times_changed: bool,
+}
+
+pub struct WindowStore {
+    config: WindowStoreConfig,
+    partitions: BTreeMap<i32, PartitionState>,
+    entries: usize,
+}
+
+/// What merging one repartition record did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Merged {
+    Applied,
+    /// A partial for a window already emitted (its records could not be counted).
+    TooLate,
+}
+
+impl WindowStore {
+    pub fn new(config: WindowStoreConfig) -> Self {
+        WindowStore {
+            config,
+            partitions: BTreeMap::new(),
+            entries: 0,
+        }
+    }
+
+    /// Forgets everything (before restoring the partitions now owned).
+    pub fn clear(&mut self) {
+        self.partitions.clear();
+        self.entries = 0;
+    }
+
+    pub fn entries(&self) -> usize {
+        self.entries
+    }
+
+    pub fn open_windows(&self) -> usize {
+        self.partitions.values().map(|p| p.windows.len()).sum()
+    }
+
+    /// The watermark of `partition`, once every input partition has shown an event time.
+    pub fn watermark(&self, partition: i32) -> Option<i64> {
+        let state = self.partitions.get(&partition)?;
+        if (state.source_times.len() as i32) < self.config.input_partitions {
+            return None;
+        }
+        let oldest = state.source_times.values().min()?;
+        Some(oldest - self.config.allowed_lateness_ms)
+    }
+
+    pub fn merge(&mut self, partition: i32, record: RepartitionRecord) -> Result<Merged> {
+        match record {
+            RepartitionRecord::Time {
+                source_partition,
+                max_time_ms,
+            } => {
+                let state = self.partitions.entry(partition).or_default();
+                let time = state
+                    .source_times
+                    .entry(source_partition)
+                    .or_insert(max_time_ms);
+                *time = (*time).max(max_time_ms);
+                state.times_changed = true;
+                Ok(Merged::Applied)
+            }
+            RepartitionRecord::Partial {
+                window_start_ms,
+                keys,
+                accumulators,
+            } => {
+                if accumulators.len() != self.config.aggregates.len() {
+                    return Err(StreamsError::Config(format!(
+                        "a partial group holds {} aggregates, the query {}: was the query changed \
+                         while records were in flight?",
+                        accumulators.len(),
+                        self.config.aggregates.len()
+                    )));
+                }
+                let end = self.config.window.end(window_start_ms);
+                if self.watermark(partition).is_some_and(|w| end <= w) {
+                    return Ok(Merged::TooLate);
+                }
+                let state = self.partitions.entry(partition).or_default();
+                let groups = state.windows.entry(window_start_ms).or_default();
+                let before = groups.get(&keys).map_or(0, |g| size(g));
+                match groups.get_mut(&keys) {
+                    Some(existing) => existing
+                        .iter_mut()
+                        .zip(accumulators)
+                        .for_each(|(a, b)| a.merge(b)),
+                    None => {
+                        groups.insert(keys.clone(), accumulators);
+                    }
+                }
+                self.entries = self.entries + size(&groups[&keys]) - before;
+                state.changed.insert((window_start_ms, keys));
+                self.check_bound()
+            }
+        }
+    }
+
+    fn check_bound(&self) -> Result<Merged> {
+        if self.entries > self.config.max_state_entries {
+            return Err(StreamsError::Config(format!(
+                "the window state holds {} groups and distinct values, more than \
+                 max_state_entries ({}): raise it, shorten the windows or the allowed lateness, \
+                 or group by fewer keys",
+                self.entries, self.config.max_state_entries
+            )));
+        }
+        Ok(Merged::Applied)
+    }
+
+    /// Takes the windows of `partition` that the watermark has passed, oldest first (groups in
+    /// key order within a window).
+    pub fn emit(&mut self, partition: i32) -> Vec<WindowRow> {
+        let Some(watermark) = self.watermark(partition) else {
+            return Vec::new();
+        };
+        let window = self.config.window;
+        let state = self
+            .partitions
+            .get_mut(&partition)
+            .expect("has a watermark");
+        let mut rows = Vec::new();
+        while let Some(entry) = state.windows.first_entry() {
+            if window.end(*entry.key()) > watermark {
+                break;
+            }
+            let window_start_ms = *entry.key();
+            let mut groups: Vec<_> = entry.remove().into_iter().collect();
+            groups.sort_by(|a, b| a.0.cmp(&b.0));
+            for (keys, accumulators) in groups {
+                self.entries -= size(&accumulators);
+                state.changed.remove(&(window_start_ms, keys.clone()));
+                state.emitted.push((window_start_ms, keys.clone()));
+                rows.push(WindowRow {
+                    window_start_ms,
+                    keys,
+                    values: accumulators.iter().map(Accumulator::evaluate).collect(),
+                });
+            }
+        }
+        rows
+    }
+
+    /// The changelog records for what changed in `partition` since the last call.
+    pub fn take_changes(&mut self, partition: i32) -> Vec<(ChangelogKey, Option<ChangelogValue>)> {
+        let Some(state) = self.partitions.get_mut(&partition) else {
+            return Vec::new();
+        };
+        let mut changes = Vec::new();
+        for (window_start_ms, keys) in std::mem::take(&mut state.emitted) {
+            changes.push((
+                ChangelogKey::Group {
+                    window_start_ms,
+                    keys,
+                },
+                None,
+            ));
+        }
+        for (window_start_ms, keys) in std::mem::take(&mut state.changed) {
+            let accumulators = state.windows[&window_start_ms][&keys].clone();
+            changes.push((
+                ChangelogKey::Group {
+                    window_start_ms,
+                    keys,
+                },
+                Some(ChangelogValue::Group(accumulators)),
+            ));
+        }
+        if std::mem::take(&mut state.times_changed) {
+            changes.push((
+                ChangelogKey::SourceTimes,
+                Some(ChangelogValue::SourceTimes(state.source_times.clone())),
+            ));
+        }
+        changes
+    }
+
+    /// Applies one changelog record of `partition` (replayed in order when restoring).
+    pub fn restore(
+        &mut self,
+        partition: i32,
+        key: ChangelogKey,
+        value: Option<ChangelogValue>,
+    ) -> Result<()> {
+        let state = self.partitions.entry(partition).or_default();
+        match (key, value) {
+            (ChangelogKey::SourceTimes, Some(ChangelogValue::SourceTimes(times))) => {
+                state.source_times = times;
+            }
+            (
+                ChangelogKey::Group {
+                    window_start_ms,
+                    keys,
+                },
+                value,
+            ) => {
+                let groups = state.windows.entry(window_start_ms).or_default();
+                if let Some(old) = groups.remove(&keys) {
+                    self.entries -= size(&old);
+                }
+                if let Some(ChangelogValue::Group(accumulators)) = value {
+                    self.entries += size(&accumulators);
+                    groups.insert(keys, accumulators);
+                } else if groups.is_empty() {
+                    state.windows.remove(&window_start_ms);
+                }
+            }
+            (key, value) => {
+                return Err(StreamsError::Config(format!(
+                    "a changelog record does not fit its key: {key:?} = {value:?}"
+                )))
+            }
+        }
+        self.check_bound().map(|_| ())
+    }
+}
+
+/// What one group counts against the state bound: itself and the distinct values it holds.
+fn size(accumulators: &[Accumulator]) -> usize {
+    1 + accumulators
+        .iter()
+        .map(Accumulator::held_values)
+        .sum::<usize>()
+}

@@ -1,0 +1,278 @@
+//! Golden tests of windowed queries: input records (partition, time, value) in checkpoints, a
+//! query, and the rows emitted — run through both halves and the repartition/changelog codecs
+//! in memory, as a job runs them across Kafka.
+
+use std::collections::BTreeMap;
+
+use crate::decode::RecordDecoder;
+use crate::encode::encode;
+use crate::record::{InputRecord, ValueFormat};
+use crate::sql::SqlTransform;
+use crate::window::codec::{from_json, partition_of, to_json, RepartitionRecord};
+use crate::window::pre_aggregate::{pre_aggregate, PartitionTimes};
+use crate::window::store::{WindowStore, WindowStoreConfig};
+
+const PARTITIONS: i32 = 2;
+
+struct Harness {
+    decoder: RecordDecoder,
+    transform: SqlTransform,
+    times: PartitionTimes,
+    store: WindowStore,
+    lateness_ms: i64,
+    offsets: BTreeMap<i32, i64>,
+    late: Vec<(i32, i64)>,
+}
+
+impl Harness {
+    async fn new(query: &str, lateness_ms: i64, sample: &str) -> Harness {
+        let records = [record(0, 0, 0, sample)];
+        let schema = RecordDecoder::infer(&records).unwrap();
+        let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+        let transform = SqlTransform::new("weblogs", query, decoder.schema())
+            .await
+            .unwrap();
+        let windowed = transform.windowed().expect("windowed");
+        let store = WindowStore::new(WindowStoreConfig {
+            window: windowed.window,
+            aggregates: windowed.aggregates.clone(),
+            allowed_lateness_ms: lateness_ms,
+            input_partitions: PARTITIONS,
+            max_state_entries: 1000,
+        });
+        Harness {
+            decoder,
+            transform,
+            times: PartitionTimes::new(),
+            store,
+            lateness_ms,
+            offsets: BTreeMap::new(),
+            late: Vec::new(),
+        }
+    }
+
+    /// One checkpoint of `(partition, time ms, JSON value)` rows; returns the emitted output.
+    async fn checkpoint(&mut self, rows: &[(i32, i64, &str)]) -> Vec<serde_json::Value> {
+        let records: Vec<InputRecord> = rows
+            .iter()
+            .map(|&(partition, time, value)| {
+                let offset = self.offsets.entry(partition).or_insert(0);
+                *offset += 1;
+                record(partition, *offset - 1, time, value)
+            })
+            .collect();
+        let query = self.transform.windowed().unwrap();
+        let session = self.transform.session();
+        session
+            .set_input(self.decoder.decode(&records).unwrap().batch)
+            .await;
+        let batches = query.pre_aggregate(session).await.unwrap();
+        let result = pre_aggregate(query, &batches, &mut self.times, self.lateness_ms).unwrap();
+        self.late.extend(result.late);
+        // Through the repartition topic's encoding, partials first, then the event times.
+        let mut repartition: Vec<(i32, Vec<u8>)> = result
+            .groups
+            .into_iter()
+            .map(|group| {
+                let key = to_json(&(group.window_start_ms, &group.keys));
+                (
+                    partition_of(&key, PARTITIONS),
+                    to_json(&RepartitionRecord::partial(group)),
+                )
+            })
+            .collect();
+        for (&source, &max_time_ms) in &self.times {
+            for partition in 0..PARTITIONS {
+                let time = RepartitionRecord::Time {
+                    source_partition: source,
+                    max_time_ms,
+                };
+                repartition.push((partition, to_json(&time)));
+            }
+        }
+        let mut emitted = Vec::new();
+        for (partition, value) in repartition {
+            self.store
+                .merge(partition, from_json(&value, "test").unwrap())
+                .unwrap();
+        }
+        for partition in 0..PARTITIONS {
+            emitted.extend(self.store.emit(partition));
+        }
+        emitted.sort_by_key(|row| row.window_start_ms);
+        let output = query.post_aggregate(session, &emitted).await.unwrap();
+        encode(&output, ValueFormat::Json)
+            .unwrap()
+            .iter()
+            .map(|r| serde_json::from_slice(&r.value).unwrap())
+            .collect()
+    }
+}
+
+fn record(partition: i32, offset: i64, time: i64, value: &str) -> InputRecord {
+    InputRecord {
+        key: None,
+        value: Some(value.as_bytes().to_vec()),
+        partition,
+        offset,
+        timestamp_ms: time,
+    }
+}
+
+fn json(rows: &[&str]) -> Vec<serde_json::Value> {
+    rows.iter()
+        .map(|r| serde_json::from_str(r).unwrap())
+        .collect()
+}
+
+const OK: &str = r#"{"status": 200, "bytes": 10, "user": "a"}"#;
+const MISS: &str = r#"{"status": 404, "bytes": 0, "user": "b"}"#;
+
+/// Tumbling counts per status: a window is emitted once, when every partition's event time
+/// (minus the lateness) has passed its end; out-of-order rows within the lateness count, rows
+/// later than that are late.
+#[tokio::test]
+async fn tumbling_count_waits_for_every_partition_and_drops_late_rows() {
+    let query = "SELECT tumble(_timestamp, INTERVAL '1 minute') AS minute, status, count(*) AS n \
+                 FROM weblogs GROUP BY tumble(_timestamp, INTERVAL '1 minute'), status";
+    let mut harness = Harness::new(query, 10_000, OK).await;
+    // Partition 1 has shown no time yet: nothing is emitted, however far partition 0 goes.
+    let out = harness
+        .checkpoint(&[
+            (0, 1_000, OK),
+            (0, 2_000, MISS),
+            (0, 61_000, OK),
+            (0, 200_000, OK),
+        ])
+        .await;
+    assert_eq!(out, json(&[]));
+    // Partition 1 at 65 s, then 55 s: out of order by 10 s, within the lateness, so it counts.
+    // Watermark min(200, 65) - 10 = 55 s: [0, 60 s) stays open.
+    let out = harness
+        .checkpoint(&[(1, 65_000, OK), (1, 55_000, MISS)])
+        .await;
+    assert_eq!(out, json(&[]));
+    // 75 s moves partition 1's watermark to 65 s: the row at 30 s (window [0, 60 s)) is then
+    // late; 62 s is out of order but its window [60, 120 s) is open. [0, 60 s) is emitted.
+    let out = harness
+        .checkpoint(&[(1, 75_000, OK), (1, 30_000, OK), (1, 62_000, OK)])
+        .await;
+    assert_eq!(
+        out,
+        json(&[
+            r#"{"minute": "1970-01-01T00:00:00", "status": 200, "n": 1}"#,
+            r#"{"minute": "1970-01-01T00:00:00", "status": 404, "n": 2}"#,
+        ])
+    );
+    let out = harness.checkpoint(&[(1, 130_000, OK)]).await;
+    assert_eq!(
+        out,
+        json(&[r#"{"minute": "1970-01-01T00:01:00", "status": 200, "n": 4}"#])
+    );
+    assert_eq!(harness.late, [(1, 3)]);
+}
+
+/// Hopping windows: a row is in size/slide windows; sum, avg, min, max and count(DISTINCT);
+/// HAVING and expressions over aggregates run after the aggregate.
+#[tokio::test]
+async fn hopping_windows_with_every_aggregate_and_having() {
+    let query = "SELECT hop(_timestamp, INTERVAL '10 seconds', INTERVAL '20 seconds') AS start, \
+                        count(*) AS n, sum(bytes) AS total, avg(bytes) AS mean, min(bytes) AS least, \
+                        max(user) AS last_user, count(DISTINCT user) AS users, sum(bytes) * 2 AS doubled \
+                 FROM weblogs WHERE status < 500 \
+                 GROUP BY hop(_timestamp, INTERVAL '10 seconds', INTERVAL '20 seconds') \
+                 HAVING count(*) > 1";
+    let mut harness = Harness::new(query, 0, OK).await;
+    let a = r#"{"status": 200, "bytes": 10, "user": "a"}"#;
+    let b = r#"{"status": 200, "bytes": 30, "user": "b"}"#;
+    let error = r#"{"status": 503, "bytes": 99, "user": "z"}"#;
+    harness
+        .checkpoint(&[
+            (0, 5_000, a),
+            (0, 12_000, b),
+            (0, 13_000, a),
+            (1, 14_000, error),
+        ])
+        .await;
+    // Watermark min(45, 40) = 40 s closes the windows starting at -10, 0, 10 and 20 s.
+    let out = harness.checkpoint(&[(0, 45_000, a), (1, 40_000, a)]).await;
+    assert_eq!(
+        out,
+        json(&[
+            // [0, 20 s): 5, 12, 13 s.
+            r#"{"start": "1970-01-01T00:00:00", "n": 3, "total": 50, "mean": 16.666666666666668, "least": 10, "last_user": "b", "users": 2, "doubled": 100}"#,
+            // [10, 30 s): 12, 13 s. ([-10, 10 s) holds one row: left out by HAVING.)
+            r#"{"start": "1970-01-01T00:00:10", "n": 2, "total": 40, "mean": 20.0, "least": 10, "last_user": "b", "users": 2, "doubled": 80}"#,
+        ])
+    );
+}
+
+/// The changelog rebuilds the state: a store restored from it emits what the original would.
+#[tokio::test]
+async fn state_restored_from_the_changelog_emits_the_same() {
+    let query = "SELECT tumble(_timestamp, INTERVAL '1 minute') AS minute, status, count(*) AS n \
+                 FROM weblogs GROUP BY tumble(_timestamp, INTERVAL '1 minute'), status";
+    let mut harness = Harness::new(query, 0, OK).await;
+    harness
+        .checkpoint(&[
+            (0, 1_000, OK),
+            (1, 2_000, MISS),
+            (1, 3_000, MISS),
+            (0, 70_000, OK),
+        ])
+        .await;
+    let windowed = harness.transform.windowed().unwrap();
+    let mut restored = WindowStore::new(WindowStoreConfig {
+        window: windowed.window,
+        aggregates: windowed.aggregates.clone(),
+        allowed_lateness_ms: 0,
+        input_partitions: PARTITIONS,
+        max_state_entries: 1000,
+    });
+    for partition in 0..PARTITIONS {
+        for (key, value) in harness.store.take_changes(partition) {
+            let key = from_json(&to_json(&key), "key").unwrap();
+            let value = value.map(|v| from_json(&to_json(&v), "value").unwrap());
+            restored.restore(partition, key, value).unwrap();
+        }
+    }
+    assert_eq!(restored.entries(), harness.store.entries());
+    std::mem::swap(&mut harness.store, &mut restored);
+    let out = harness.checkpoint(&[(1, 80_000, OK)]).await;
+    assert_eq!(
+        out,
+        json(&[
+            r#"{"minute": "1970-01-01T00:00:00", "status": 200, "n": 1}"#,
+            r#"{"minute": "1970-01-01T00:00:00", "status": 404, "n": 2}"#,
+        ])
+    );
+}
+
+#[tokio::test]
+async fn queries_a_job_cannot_run_are_refused_when_it_starts() {
+    let records = [record(0, 0, 0, OK)];
+    let schema = RecordDecoder::infer(&records).unwrap();
+    let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+    for (query, expected) in [
+        (
+            "SELECT status, count(*) FROM weblogs GROUP BY status",
+            "needs a window",
+        ),
+        (
+            "SELECT tumble(_timestamp, INTERVAL '1 month'), count(*) FROM weblogs \
+             GROUP BY tumble(_timestamp, INTERVAL '1 month')",
+            "months",
+        ),
+        (
+            "SELECT tumble(_timestamp, INTERVAL '1 minute'), median(bytes) FROM weblogs \
+             GROUP BY tumble(_timestamp, INTERVAL '1 minute')",
+            "median",
+        ),
+    ] {
+        let error = match SqlTransform::new("weblogs", query, decoder.schema()).await {
+            Ok(_) => panic!("accepted: {query}"),
+            Err(error) => error.to_string(),
+        };
+        assert!(error.contains(expected), "{query}: {error}");
+    }
+}
