@@ -58,7 +58,11 @@ pub fn create(config: &JobConfig, internal_topic: Option<&str>) -> Result<JobCon
         .set("auto.offset.reset", "earliest")
         // Eager assignment: every rebalance revokes everything, and the new assignment starts
         // from the committed offsets — nothing buffered survives a rebalance.
-        .set("partition.assignment.strategy", "range");
+        .set("partition.assignment.strategy", "range")
+        // librdkafka pauses a partition's fetching for this long once its prefetch queue is
+        // full (default 1 s): a job draining the queue a checkpoint at a time would then wait
+        // for input. The queue stays bounded by queued.max.messages.kbytes either way.
+        .set("fetch.queue.backoff.ms", "20");
     for (name, value) in &config.client_properties {
         client.set(name, value);
     }

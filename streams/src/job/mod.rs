@@ -148,7 +148,9 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
     let mut stats = JobStats::default();
     tracing::info!(job = %config.name, instance = %config.instance_id, input = %config.input, output = %config.output, windowed = internal_topic.is_some(), "job started");
     while !stop.load(Ordering::SeqCst) {
+        let started = Instant::now();
         let polled = fill(config, &consumer, internal_topic.as_deref(), stop);
+        let filled = Instant::now();
         if consumer.context().take_rebalanced() {
             stats.rebalances += 1;
             // Eager assignment: the partitions kept or gained start again from their committed
@@ -170,8 +172,12 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
             offsets: polled.next_offsets(),
         };
         processor.checkpoint(&polled, &mut checkpoint, &mut done)?;
+        let processed = Instant::now();
         match writer.commit(&consumer, &checkpoint) {
-            Ok(()) => stats.add(&done),
+            Ok(()) => {
+                stats.add(&done);
+                tracing::debug!(job = %config.name, input = polled.input.len(), internal = polled.internal.len(), produced = checkpoint.records.len(), poll_ms = (filled - started).as_millis() as u64, process_ms = (processed - filled).as_millis() as u64, commit_ms = processed.elapsed().as_millis() as u64, "checkpoint committed");
+            }
             Err(StreamsError::Fenced(reason)) => return Err(StreamsError::Fenced(reason)),
             Err(error) => {
                 stats.checkpoints_aborted += 1;

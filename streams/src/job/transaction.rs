@@ -3,7 +3,7 @@
 //! records) and the consumed offsets (sent with the group metadata, KIP-447).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::Consumer;
@@ -44,6 +44,8 @@ pub struct Checkpoint {
 
 /// Pause when the client's send queue is full (bounded: `queue.buffering.max.messages`).
 const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
+/// Pause between looks at the records still in flight before a commit.
+const DELIVERY_PAUSE: Duration = Duration::from_millis(1);
 
 pub struct CheckpointWriter {
     // A threaded producer serves delivery reports itself, which a commit's flush waits for.
@@ -151,9 +153,27 @@ impl CheckpointWriter {
         self.producer
             .send_offsets_to_transaction(&positions, &group, CLUSTER_TIMEOUT)
             .map_err(|e| self.classify("sending offsets", e))?;
+        self.wait_for_deliveries()?;
         self.producer
             .commit_transaction(CLUSTER_TIMEOUT)
             .map_err(|e| self.classify("committing", e))
+    }
+
+    /// Waits until every record sent is acknowledged. rust-rdkafka's commit flushes by polling
+    /// in 100 ms steps, which with a threaded producer (whose own thread takes the events) means
+    /// 100 ms per checkpoint; the commit's flush then finds nothing left.
+    fn wait_for_deliveries(&self) -> Result<()> {
+        let deadline = Instant::now() + CLUSTER_TIMEOUT;
+        while self.producer.in_flight_count() > 0 {
+            if Instant::now() > deadline {
+                return Err(StreamsError::Kafka {
+                    operation: "waiting for deliveries",
+                    source: KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut),
+                });
+            }
+            std::thread::sleep(DELIVERY_PAUSE);
+        }
+        Ok(())
     }
 
     fn send<K, V>(&self, mut record: BaseRecord<'_, K, V>) -> Result<()>
