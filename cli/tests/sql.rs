@@ -31,6 +31,23 @@ fn produce_weblogs(bootstrap: &str) {
     producer.flush(Duration::from_secs(30)).unwrap();
 }
 
+/// 30 records in one partition, one a second from 2023-11-14T22:13:20Z (1,700,000,000,000 ms).
+fn produce_timed(bootstrap: &str) {
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    for id in 0..30i64 {
+        let value = format!(r#"{{"id": {id}}}"#);
+        let record = BaseRecord::<(), _>::to("timed")
+            .partition(0)
+            .timestamp(1_700_000_000_000 + id * 1000)
+            .payload(&value);
+        producer.send(record).map_err(|(e, _)| e).unwrap();
+    }
+    producer.flush(Duration::from_secs(30)).unwrap();
+}
+
 fn weir_sql(bootstrap: &str, args: &[&str]) -> (bool, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_weir"))
         .args(["sql", "-b", bootstrap])
@@ -49,6 +66,7 @@ fn topics_are_tables_for_ad_hoc_queries() {
     let broker = BrokerProcess::start();
     let bootstrap = broker.bootstrap();
     broker.create_topic("weblogs", 2);
+    broker.create_topic("timed", 1);
     produce_weblogs(&bootstrap);
 
     let query = "SELECT status, count(*) AS n, sum(bytes) AS bytes FROM weblogs \
@@ -75,6 +93,42 @@ fn topics_are_tables_for_ad_hoc_queries() {
     assert!(
         stdout.contains("| path") && stdout.contains("/p7"),
         "{stdout}"
+    );
+
+    // Filters on _partition, _offset and _timestamp limit what is read: with at most 10 records
+    // read per topic, a whole-topic scan fails and the narrowed ones succeed.
+    let (ok, _, stderr) = weir_sql(
+        &bootstrap,
+        &["--max-records", "10", "SELECT count(*) FROM weblogs"],
+    );
+    assert!(!ok && stderr.contains("more than 10 records"), "{stderr}");
+    let narrowed =
+        "SELECT count(*) AS n, min(_offset) AS first, max(_offset) AS last FROM weblogs \
+                    WHERE _partition = 0 AND _offset >= 2 AND _offset < 7";
+    let (ok, stdout, stderr) = weir_sql(
+        &bootstrap,
+        &["--max-records", "10", "--format", "csv", narrowed],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), "n,first,last\n5,2,6");
+    produce_timed(&bootstrap);
+    let recent = "SELECT count(*) AS n, min(id) AS first FROM timed \
+                  WHERE _timestamp >= TIMESTAMP '2023-11-14T22:13:45'";
+    let (ok, stdout, stderr) = weir_sql(
+        &bootstrap,
+        &["--max-records", "10", "--format", "csv", recent],
+    );
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), "n,first\n5,25");
+    // tumble() is a plain function in ad-hoc queries: 30 records a second apart, 10 a window.
+    let windows =
+        "SELECT CAST(tumble(_timestamp, INTERVAL '10 seconds') AS BIGINT) AS w, count(*) AS n \
+                   FROM timed GROUP BY 1 ORDER BY 1";
+    let (ok, stdout, stderr) = weir_sql(&bootstrap, &["--format", "csv", windows]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        stdout.trim(),
+        "w,n\n1700000000000,10\n1700000010000,10\n1700000020000,10"
     );
 
     let (ok, _, stderr) = weir_sql(&bootstrap, &["SELECT * FROM nothing_here"]);

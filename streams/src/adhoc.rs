@@ -1,21 +1,22 @@
 //! Ad-hoc SQL over topics (`weir sql`): every topic the query names is a table — its decoded
 //! values (JSON by a schema inferred from a sample, or raw strings) plus `_key`, `_partition`,
-//! `_offset`, `_timestamp` — read with read_committed from the beginning up to its end as it is
-//! when the query starts. Works against Weir or any Kafka cluster (rdkafka only).
+//! `_offset`, `_timestamp` — read with read_committed up to its end as it is when the query
+//! scans it; filters on `_partition`, `_offset` and `_timestamp` limit what is read
+//! (`crate::topic_table`). Works against Weir or any Kafka cluster (rdkafka only).
 //!
 //! Bounded: at most `max_records` records per topic are read (the query fails beyond, rather than
 //! answering over part of a topic without saying so).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::TableReference;
 use datafusion::prelude::SessionContext;
 
-use crate::decode::RecordDecoder;
 use crate::error::{Result, StreamsError};
-use crate::record::{InputRecord, ValueFormat};
-use crate::topic_reader::{self, Limit};
+use crate::record::ValueFormat;
+use crate::topic_table::TopicTable;
 use crate::window::functions;
 
 /// How to reach the cluster and how much to read.
@@ -53,36 +54,11 @@ pub async fn query(options: &AdhocOptions, query: &str) -> Result<Vec<RecordBatc
     let statement = state.sql_to_statement(query, &dialect)?;
     for table in state.resolve_table_references(&statement)? {
         let topic = table.table().to_string();
-        let records = read_topic(options, &topic)?;
-        let schema = match options.format {
-            ValueFormat::Raw => None,
-            ValueFormat::Json if records.is_empty() => {
-                return Err(StreamsError::Schema(format!("topic {topic} is empty")))
-            }
-            ValueFormat::Json => {
-                let sample = &records[..records.len().min(options.schema_sample_records)];
-                Some(RecordDecoder::infer(sample)?)
-            }
-        };
-        let decoder = RecordDecoder::new(options.format, schema)?;
-        let decoded = decoder.decode(&records)?;
-        if !decoded.rejected.is_empty() {
-            tracing::warn!(%topic, rejected = decoded.rejected.len(), first = ?decoded.rejected[0], "records left out: they do not decode");
-        }
-        context.register_batch(TableReference::bare(topic), decoded.batch)?;
+        let options = options.clone();
+        let opened = tokio::task::spawn_blocking(move || TopicTable::open(&options, &topic))
+            .await
+            .map_err(|e| StreamsError::Config(format!("opening a topic failed: {e}")))??;
+        context.register_table(TableReference::bare(table.table()), Arc::new(opened))?;
     }
     Ok(context.sql(query).await?.collect().await?)
-}
-
-/// Every committed record of `topic`, up to the end each partition had when reading began.
-fn read_topic(options: &AdhocOptions, topic: &str) -> Result<Vec<InputRecord>> {
-    let consumer = topic_reader::consumer(&options.bootstrap, &options.client_properties)?;
-    let partitions = topic_reader::partitions(&consumer, topic, options.timeout)?;
-    topic_reader::read(
-        &consumer,
-        topic,
-        &partitions,
-        Limit::FailBeyond(options.max_records),
-        options.timeout,
-    )
 }

@@ -23,6 +23,8 @@ pub enum StreamsError {
         operation: &'static str,
         source: KafkaError,
     },
+    #[error("{0}")]
+    TooMuch(String),
     #[error("this instance was fenced by a newer one ({0}); it stops")]
     Fenced(String),
 }

@@ -36,6 +36,7 @@ pub mod job;
 pub mod record;
 pub mod sql;
 pub mod topic_reader;
+pub mod topic_table;
 pub mod window;
 
 pub use error::{Result, StreamsError};

@@ -61,17 +61,50 @@ pub fn read(
     limit: Limit,
     timeout: Duration,
 ) -> Result<Vec<InputRecord>> {
+    let ranges: Vec<Range> = partitions.iter().map(|&p| Range::whole(p)).collect();
+    read_ranges(consumer, topic, &ranges, limit, timeout)
+}
+
+/// Offsets of one partition to read: `[start, end)`, each bound optional.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Range {
+    pub partition: i32,
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+}
+
+impl Range {
+    pub fn whole(partition: i32) -> Self {
+        Range {
+            partition,
+            start: None,
+            end: None,
+        }
+    }
+}
+
+/// The committed records of `ranges` of `topic` (each end capped at the partition's end when
+/// reading began), within `limit`.
+pub fn read_ranges(
+    consumer: &BaseConsumer,
+    topic: &str,
+    ranges: &[Range],
+    limit: Limit,
+    timeout: Duration,
+) -> Result<Vec<InputRecord>> {
     let mut assignment = TopicPartitionList::new();
     let mut ends = Vec::new();
-    for &partition in partitions {
-        let (low, end) = consumer
-            .fetch_watermarks(topic, partition, timeout)
+    for range in ranges {
+        let (low, high) = consumer
+            .fetch_watermarks(topic, range.partition, timeout)
             .map_err(StreamsError::kafka("reading the end offsets"))?;
-        if end > low {
+        let start = range.start.unwrap_or(low).max(low);
+        let end = range.end.unwrap_or(high).min(high);
+        if end > start {
             assignment
-                .add_partition_offset(topic, partition, Offset::Beginning)
+                .add_partition_offset(topic, range.partition, Offset::Offset(start))
                 .map_err(StreamsError::kafka("assigning"))?;
-            ends.push((partition, end));
+            ends.push((range.partition, end));
         }
     }
     consumer
@@ -90,17 +123,28 @@ pub fn read(
         };
         let (partition, next) = match message {
             Ok(message) => {
+                let (partition, next) = (message.partition(), message.offset() + 1);
+                // A partition already done, or past its range's end: not part of the answer.
+                let Some(&(_, end)) = ends.iter().find(|(p, _)| *p == partition) else {
+                    continue;
+                };
+                if message.offset() >= end {
+                    ends.retain(|&(p, _)| p != partition);
+                    continue;
+                }
                 match limit {
                     Limit::FailBeyond(max) if records.len() == max => {
-                        return Err(StreamsError::Config(format!(
-                            "{topic} holds more than {max} records; raise the limit"
+                        return Err(StreamsError::TooMuch(format!(
+                            "{topic} holds more than {max} records to read; raise the limit \
+                             (weir sql: --max-records) or narrow the query by _partition, \
+                             _offset or _timestamp"
                         )))
                     }
                     Limit::StopAt(max) if records.len() == max => break,
                     _ => {}
                 }
                 records.push(InputRecord::from_message(&message));
-                (message.partition(), message.offset() + 1)
+                (partition, next)
             }
             Err(KafkaError::PartitionEOF(partition)) => {
                 let position = consumer.position().ok().and_then(|positions| {
