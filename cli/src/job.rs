@@ -33,8 +33,9 @@ struct RunArgs {
     /// This copy of the job (stable across restarts, unique among copies).
     #[arg(long, default_value = "0")]
     instance: String,
-    #[arg(long)]
-    input: String,
+    /// An input topic (repeat for several: each is a table of the query).
+    #[arg(long, required = true)]
+    input: Vec<String>,
     #[arg(long)]
     output: String,
     /// The transform, e.g. "SELECT path, status FROM weblogs WHERE status >= 500"; the input
@@ -85,10 +86,11 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
     let mut config = JobConfig::new(
         &run.name,
         &args.connect.bootstrap,
-        &run.input,
+        &run.input[0],
         &run.output,
         &run.query,
     );
+    config.inputs = run.input;
     config.instance_id = run.instance;
     config.input_format = run.input_format.into();
     config.output_format = run.output_format.into();

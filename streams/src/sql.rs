@@ -20,23 +20,28 @@ use crate::error::{Result, StreamsError};
 use crate::window::functions;
 use crate::window::query::WindowedQuery;
 
-/// A DataFusion session with the input table registered once: each checkpoint swaps the
-/// table's rows and runs plans made at start-up (no SQL parsing or logical planning per batch).
+/// A DataFusion session with the input tables registered once: each checkpoint swaps the
+/// tables' rows and runs plans made at start-up (no SQL parsing or logical planning per batch).
 pub struct Session {
     context: SessionContext,
-    input: Arc<MemTable>,
+    inputs: Vec<Arc<MemTable>>,
 }
 
 impl Session {
-    pub fn new(table: &str, schema: SchemaRef) -> Result<Self> {
+    /// A session whose tables are `tables` (name, schema), in the order inputs are given.
+    pub fn new(tables: &[(&str, SchemaRef)]) -> Result<Self> {
         // One partition: a checkpoint's batch is small, and rows keep their input order (the
         // windows' per-partition watermarks rely on it).
         let context =
             SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
         functions::register(&context);
-        let input = Arc::new(MemTable::try_new(schema, vec![vec![]])?);
-        context.register_table(TableReference::bare(table), input.clone())?;
-        Ok(Session { context, input })
+        let mut inputs = Vec::new();
+        for (table, schema) in tables {
+            let input = Arc::new(MemTable::try_new(Arc::clone(schema), vec![vec![]])?);
+            context.register_table(TableReference::bare(*table), input.clone())?;
+            inputs.push(input);
+        }
+        Ok(Session { context, inputs })
     }
 
     /// The logical plan of `query`, not yet optimized.
@@ -50,13 +55,15 @@ impl Session {
         Ok(())
     }
 
-    /// The input table holds `batch` (and nothing else) from now on.
-    pub async fn set_input(&self, batch: RecordBatch) {
-        *self.input.batches[0].write().await = vec![batch];
+    /// Input table `index` holds `batch` (and nothing else) from now on.
+    pub async fn set_input(&self, index: usize, batch: RecordBatch) {
+        *self.inputs[index].batches[0].write().await = vec![batch];
     }
 
-    pub async fn clear_input(&self) {
-        self.input.batches[0].write().await.clear();
+    pub async fn clear_inputs(&self) {
+        for input in &self.inputs {
+            input.batches[0].write().await.clear();
+        }
     }
 
     pub async fn run(&self, plan: &LogicalPlan) -> Result<Vec<RecordBatch>> {
@@ -79,10 +86,10 @@ pub struct SqlTransform {
 }
 
 impl SqlTransform {
-    /// Plans `query` once against `schema` (the decoded input's), so that a bad query fails
-    /// when the job starts, not at its first checkpoint.
-    pub async fn new(table: &str, query: &str, schema: SchemaRef) -> Result<Self> {
-        let session = Session::new(table, schema)?;
+    /// Plans `query` once against `tables` (each input's name and decoded schema), so that a
+    /// bad query fails when the job starts, not at its first checkpoint.
+    pub async fn new(tables: &[(&str, SchemaRef)], query: &str) -> Result<Self> {
+        let session = Session::new(tables)?;
         let plan = session.plan(query).await?;
         if plan.schema().fields().is_empty() {
             return Err(StreamsError::Config(format!(
@@ -91,6 +98,11 @@ impl SqlTransform {
         }
         session.check(&plan)?;
         let transform = match WindowedQuery::from_plan(&session, &plan)? {
+            Some(_) if tables.len() > 1 => {
+                return Err(StreamsError::Config(
+                    "a windowed query reads one input topic".into(),
+                ))
+            }
             Some(windowed) => Transform::Windowed(Box::new(windowed)),
             None => Transform::Stateless(plan),
         };
@@ -108,16 +120,19 @@ impl SqlTransform {
         }
     }
 
-    /// The query's rows for one batch of input (a stateless query).
-    pub async fn apply(&self, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
+    /// The query's rows for one batch of each input (a stateless query), in the order of the
+    /// tables.
+    pub async fn apply(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
         let Transform::Stateless(plan) = &self.transform else {
             return Err(StreamsError::Config(
                 "a windowed query keeps state across checkpoints; run it as a windowed job".into(),
             ));
         };
-        self.session.set_input(batch).await;
+        for (index, batch) in batches.into_iter().enumerate() {
+            self.session.set_input(index, batch).await;
+        }
         let output = self.session.run(plan).await;
-        self.session.clear_input().await;
+        self.session.clear_inputs().await;
         output
     }
 }
@@ -150,11 +165,11 @@ mod tests {
         let records = input(values);
         let schema = RecordDecoder::infer(&records).unwrap();
         let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
-        let transform = SqlTransform::new("weblogs", query, decoder.schema())
+        let transform = SqlTransform::new(&[("weblogs", decoder.schema())], query)
             .await
             .unwrap();
         let decoded = decoder.decode(&records).unwrap();
-        let output = transform.apply(decoded.batch).await.unwrap();
+        let output = transform.apply(vec![decoded.batch]).await.unwrap();
         let got: Vec<serde_json::Value> = encode(&output, ValueFormat::Json)
             .unwrap()
             .iter()
@@ -211,11 +226,11 @@ mod tests {
         let schema = RecordDecoder::infer(&records).unwrap();
         let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
         let query = r#"SELECT path FROM "web.logs-v2" WHERE status = 404"#;
-        let transform = SqlTransform::new("web.logs-v2", query, decoder.schema())
+        let transform = SqlTransform::new(&[("web.logs-v2", decoder.schema())], query)
             .await
             .unwrap();
         let output = transform
-            .apply(decoder.decode(&records).unwrap().batch)
+            .apply(vec![decoder.decode(&records).unwrap().batch])
             .await
             .unwrap();
         assert_eq!(output.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
@@ -233,7 +248,7 @@ mod tests {
             "SELEKT path FROM weblogs",
         ] {
             assert!(
-                SqlTransform::new("weblogs", query, Arc::clone(&schema))
+                SqlTransform::new(&[("weblogs", Arc::clone(&schema))], query)
                     .await
                     .is_err(),
                 "{query}"

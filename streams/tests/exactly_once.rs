@@ -210,3 +210,80 @@ async fn a_filter_job_is_exactly_once_across_restarts_and_two_copies() {
     assert_eq!(rejected.len(), RECORDS / 100);
     drop(broker);
 }
+
+/// A job over two input topics: each is a table of the query; their offsets commit together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_reads_several_input_topics_as_tables() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_broker(dir.path()).await;
+    let bootstrap = broker.local_addr().to_string();
+    create_topics(&bootstrap, &["left", "right", "merged"]).await;
+    let records = 500;
+    tokio::task::spawn_blocking({
+        let bootstrap = bootstrap.clone();
+        move || {
+            let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+                .set("bootstrap.servers", &bootstrap)
+                .create()
+                .unwrap();
+            for id in 0..records {
+                for (topic, src) in [("left", "l"), ("right", "r")] {
+                    let value = format!(r#"{{"id": {id}, "src": "{src}"}}"#);
+                    producer
+                        .send(BaseRecord::<(), _>::to(topic).payload(&value))
+                        .expect("queued");
+                }
+            }
+            producer.flush(TIMEOUT).unwrap();
+        }
+    })
+    .await
+    .unwrap();
+    let mut config = JobConfig::new(
+        "merge",
+        &bootstrap,
+        "left",
+        "merged",
+        "SELECT id, src FROM \"left\" UNION ALL SELECT id, src FROM \"right\" WHERE id % 2 = 0",
+    );
+    config.inputs.push("right".into());
+    config.checkpoint_interval_ms = 100;
+    config.checkpoint_max_records = 200;
+    let (stop, job) = spawn(config.clone());
+    thread::sleep(Duration::from_millis(800));
+    stop.store(true, Ordering::SeqCst);
+    job.join().unwrap();
+    let (stop, job) = spawn(config);
+    let expected: BTreeSet<(u64, String)> = (0..records as u64)
+        .map(|id| (id, "l".to_string()))
+        .chain(
+            (0..records as u64)
+                .filter(|id| id % 2 == 0)
+                .map(|id| (id, "r".to_string())),
+        )
+        .collect();
+    let output = tokio::task::spawn_blocking({
+        let bootstrap = bootstrap.clone();
+        let count = expected.len();
+        move || read_committed(&bootstrap, "merged", count)
+    })
+    .await
+    .unwrap();
+    stop.store(true, Ordering::SeqCst);
+    let stats = job.join().unwrap();
+    let rows: Vec<(u64, String)> = output
+        .iter()
+        .map(|(_, value)| {
+            let row: serde_json::Value = serde_json::from_str(value).unwrap();
+            (
+                row["id"].as_u64().unwrap(),
+                row["src"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let unique: BTreeSet<(u64, String)> = rows.iter().cloned().collect();
+    assert_eq!(rows.len(), unique.len(), "no duplicates; {stats:?}");
+    assert_eq!(unique, expected);
+    drop(broker);
+}

@@ -13,9 +13,10 @@ pub struct JobConfig {
     /// across restarts, so that a restarted copy fences its previous incarnation at once.
     pub instance_id: String,
     pub bootstrap: String,
-    pub input: String,
+    /// The input topics; each is a table of the query, named after it (with one input, `table`
+    /// overrides the name). A windowed query reads one input.
+    pub inputs: Vec<String>,
     pub output: String,
-    /// The SQL transform; its table is the input topic's name (`table` overrides it).
     pub query: String,
     pub table: Option<String>,
     pub input_format: ValueFormat,
@@ -50,7 +51,7 @@ impl JobConfig {
             name: name.into(),
             instance_id: "0".into(),
             bootstrap: bootstrap.into(),
-            input: input.into(),
+            inputs: vec![input.into()],
             output: output.into(),
             query: query.into(),
             table: None,
@@ -69,8 +70,17 @@ impl JobConfig {
         }
     }
 
-    pub fn table_name(&self) -> &str {
-        self.table.as_deref().unwrap_or(&self.input)
+    /// The input that windowed jobs read (their only one).
+    pub fn input(&self) -> &str {
+        &self.inputs[0]
+    }
+
+    /// The query's table of each input, in the order of `inputs`.
+    pub fn table_names(&self) -> Vec<&str> {
+        match (&self.table, self.inputs.len()) {
+            (Some(table), 1) => vec![table.as_str()],
+            _ => self.inputs.iter().map(String::as_str).collect(),
+        }
     }
 
     /// The transactional id of this copy of the job.
@@ -91,10 +101,17 @@ impl JobConfig {
     pub fn validate(&self) -> Result<()> {
         let problem = if self.name.is_empty() {
             Some("a job needs a name".to_string())
-        } else if self.input.is_empty() || self.output.is_empty() {
+        } else if self.inputs.is_empty()
+            || self.inputs.iter().any(String::is_empty)
+            || self.output.is_empty()
+        {
             Some("a job needs an input and an output topic".to_string())
-        } else if self.input == self.output {
-            Some(format!("input and output are both {}", self.input))
+        } else if self.inputs.contains(&self.output) {
+            Some(format!("{} is both an input and the output", self.output))
+        } else if (1..self.inputs.len()).any(|i| self.inputs[..i].contains(&self.inputs[i])) {
+            Some("an input topic is named twice".to_string())
+        } else if self.table.is_some() && self.inputs.len() > 1 {
+            Some("a table name can be given for a single input only".to_string())
         } else if self.checkpoint_max_records == 0 || self.checkpoint_interval_ms == 0 {
             Some("checkpoint interval and size must be positive".to_string())
         } else if self.allowed_lateness_ms < 0 || self.max_state_entries == 0 {

@@ -69,7 +69,7 @@ pub fn create(config: &JobConfig, internal_topic: Option<&str>) -> Result<JobCon
     let consumer: JobConsumer = client
         .create_with_context(RebalanceTracker::default())
         .map_err(StreamsError::kafka("creating the consumer"))?;
-    let mut topics = vec![config.input.as_str()];
+    let mut topics: Vec<&str> = config.inputs.iter().map(String::as_str).collect();
     topics.extend(internal_topic);
     consumer
         .subscribe(&topics)

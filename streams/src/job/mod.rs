@@ -64,32 +64,34 @@ impl JobStats {
     }
 }
 
-/// The records of one checkpoint: from the input topic, and (windowed jobs) from the job's
-/// repartition topic.
+/// The records of one checkpoint: from each input topic (in the order of the job's inputs), and
+/// (windowed jobs) from the job's repartition topic.
 #[derive(Default)]
 pub struct Polled {
-    pub input: Vec<InputRecord>,
+    pub inputs: Vec<(String, Vec<InputRecord>)>,
     pub internal: Vec<InputRecord>,
-    input_topic: String,
     internal_topic: String,
 }
 
 impl Polled {
+    fn input_len(&self) -> usize {
+        self.inputs.iter().map(|(_, records)| records.len()).sum()
+    }
+
     fn is_empty(&self) -> bool {
-        self.input.is_empty() && self.internal.is_empty()
+        self.len() == 0
     }
 
     fn len(&self) -> usize {
-        self.input.len() + self.internal.len()
+        self.input_len() + self.internal.len()
     }
 
     /// Per consumed partition, the offset after its last record: what the checkpoint commits.
     fn next_offsets(&self) -> BTreeMap<(String, i32), (i64, String)> {
         let mut offsets = BTreeMap::new();
-        for (topic, records) in [
-            (&self.input_topic, &self.input),
-            (&self.internal_topic, &self.internal),
-        ] {
+        let internal = (&self.internal_topic, &self.internal);
+        let topics = self.inputs.iter().map(|(topic, records)| (topic, records));
+        for (topic, records) in topics.chain([internal]) {
             for record in records {
                 let next = offsets
                     .entry((topic.clone(), record.partition))
@@ -123,15 +125,19 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
         .enable_all()
         .build()
         .map_err(|e| StreamsError::Config(format!("cannot start the SQL runtime: {e}")))?;
-    let Some(sample) = schema_sample(config, stop)? else {
-        return Ok(JobStats::default());
-    };
-    let (decoder, transform) = prepare(config, &runtime, &sample)?;
+    let mut samples = Vec::new();
+    for input in &config.inputs {
+        match schema_sample(config, input, stop)? {
+            Some(sample) => samples.push(sample),
+            None => return Ok(JobStats::default()),
+        }
+    }
+    let (decoders, transform) = prepare(config, &runtime, &samples)?;
     let mut internal_topic = None;
     let mut processor: Box<dyn Processor + '_> = match transform.windowed() {
         None => Box::new(stateless::Stateless {
             config,
-            decoder: &decoder,
+            decoders: &decoders,
             transform: &transform,
             runtime: &runtime,
         }),
@@ -139,14 +145,14 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
             let partitions = topics::ensure(config, &runtime)?;
             internal_topic = Some(config.repartition_topic());
             Box::new(windowed::Windowed::new(
-                config, &decoder, &transform, &runtime, partitions,
+                config, &decoders, &transform, &runtime, partitions,
             ))
         }
     };
     let consumer = consumer::create(config, internal_topic.as_deref())?;
     let writer = CheckpointWriter::create(config)?;
     let mut stats = JobStats::default();
-    tracing::info!(job = %config.name, instance = %config.instance_id, input = %config.input, output = %config.output, windowed = internal_topic.is_some(), "job started");
+    tracing::info!(job = %config.name, instance = %config.instance_id, inputs = ?config.inputs, output = %config.output, windowed = internal_topic.is_some(), "job started");
     while !stop.load(Ordering::SeqCst) {
         let started = Instant::now();
         let polled = fill(config, &consumer, internal_topic.as_deref(), stop);
@@ -164,7 +170,7 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
         }
         let mut done = JobStats {
             checkpoints: 1,
-            records_in: polled.input.len() as u64,
+            records_in: polled.input_len() as u64,
             ..JobStats::default()
         };
         let mut checkpoint = Checkpoint {
@@ -176,7 +182,7 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
         match writer.commit(&consumer, &checkpoint) {
             Ok(()) => {
                 stats.add(&done);
-                tracing::debug!(job = %config.name, input = polled.input.len(), internal = polled.internal.len(), produced = checkpoint.records.len(), poll_ms = (filled - started).as_millis() as u64, process_ms = (processed - filled).as_millis() as u64, commit_ms = processed.elapsed().as_millis() as u64, "checkpoint committed");
+                tracing::debug!(job = %config.name, input = polled.input_len(), internal = polled.internal.len(), produced = checkpoint.records.len(), poll_ms = (filled - started).as_millis() as u64, process_ms = (processed - filled).as_millis() as u64, commit_ms = processed.elapsed().as_millis() as u64, "checkpoint committed");
             }
             Err(StreamsError::Fenced(reason)) => return Err(StreamsError::Fenced(reason)),
             Err(error) => {
@@ -194,17 +200,21 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
 /// The records a JSON schema is inferred from: the input topic's first records, so every
 /// restart infers the same schema (`Some(empty)` when the schema is known; `None` when stopped
 /// while waiting for a first record).
-fn schema_sample(config: &JobConfig, stop: &AtomicBool) -> Result<Option<Vec<InputRecord>>> {
+fn schema_sample(
+    config: &JobConfig,
+    input: &str,
+    stop: &AtomicBool,
+) -> Result<Option<Vec<InputRecord>>> {
     if config.schema.is_some() || config.input_format == ValueFormat::Raw {
         return Ok(Some(Vec::new()));
     }
     let reader = topic_reader::consumer(&config.bootstrap, &config.client_properties)?;
-    let partitions = topic_reader::partitions(&reader, &config.input, CLUSTER_TIMEOUT)?;
+    let partitions = topic_reader::partitions(&reader, input, CLUSTER_TIMEOUT)?;
     let mut waiting = false;
     while !stop.load(Ordering::SeqCst) {
         let sample = topic_reader::read(
             &reader,
-            &config.input,
+            input,
             &partitions,
             Limit::StopAt(config.schema_sample_records),
             CLUSTER_TIMEOUT,
@@ -213,7 +223,7 @@ fn schema_sample(config: &JobConfig, stop: &AtomicBool) -> Result<Option<Vec<Inp
             return Ok(Some(sample));
         }
         if !waiting {
-            tracing::info!(job = %config.name, input = %config.input, "waiting for a first record to infer the schema from");
+            tracing::info!(job = %config.name, %input, "waiting for a first record to infer the schema from");
             waiting = true;
         }
         std::thread::sleep(Duration::from_millis(500));
@@ -221,24 +231,30 @@ fn schema_sample(config: &JobConfig, stop: &AtomicBool) -> Result<Option<Vec<Inp
     Ok(None)
 }
 
-/// The decoder (with the declared schema, or one inferred from `sample`) and the planned query.
+/// Each input's decoder (with the declared schema, or one inferred from its sample) and the
+/// planned query.
 fn prepare(
     config: &JobConfig,
     runtime: &tokio::runtime::Runtime,
-    sample: &[InputRecord],
-) -> Result<(RecordDecoder, SqlTransform)> {
-    let schema = match (&config.schema, config.input_format) {
-        (_, ValueFormat::Raw) => None,
-        (Some(schema), _) => Some(schema.clone()),
-        (None, _) => Some(RecordDecoder::infer(sample)?),
-    };
-    let decoder = RecordDecoder::new(config.input_format, schema)?;
-    let transform = runtime.block_on(SqlTransform::new(
-        config.table_name(),
-        &config.query,
-        decoder.schema(),
-    ))?;
-    Ok((decoder, transform))
+    samples: &[Vec<InputRecord>],
+) -> Result<(Vec<RecordDecoder>, SqlTransform)> {
+    let mut decoders = Vec::new();
+    for sample in samples {
+        let schema = match (&config.schema, config.input_format) {
+            (_, ValueFormat::Raw) => None,
+            (Some(schema), _) => Some(schema.clone()),
+            (None, _) => Some(RecordDecoder::infer(sample)?),
+        };
+        decoders.push(RecordDecoder::new(config.input_format, schema)?);
+    }
+    let tables: Vec<_> = config
+        .table_names()
+        .into_iter()
+        .zip(&decoders)
+        .map(|(table, decoder)| (table, decoder.schema()))
+        .collect();
+    let transform = runtime.block_on(SqlTransform::new(&tables, &config.query))?;
+    Ok((decoders, transform))
 }
 
 /// Decodes a checkpoint's input; records that do not decode become dead letters.
@@ -273,7 +289,11 @@ fn fill(
 ) -> Polled {
     let due = Instant::now() + Duration::from_millis(config.checkpoint_interval_ms);
     let mut polled = Polled {
-        input_topic: config.input.clone(),
+        inputs: config
+            .inputs
+            .iter()
+            .map(|t| (t.clone(), Vec::new()))
+            .collect(),
         internal_topic: internal_topic.unwrap_or_default().to_string(),
         ..Polled::default()
     };
@@ -286,10 +306,13 @@ fn fill(
             continue;
         };
         match message {
-            Ok(message) if message.topic() == config.input => {
-                polled.input.push(InputRecord::from_message(&message))
+            Ok(message) => {
+                let record = InputRecord::from_message(&message);
+                match polled.inputs.iter_mut().find(|(t, _)| t == message.topic()) {
+                    Some((_, records)) => records.push(record),
+                    None => polled.internal.push(record),
+                }
             }
-            Ok(message) => polled.internal.push(InputRecord::from_message(&message)),
             Err(error) => tracing::warn!(job = %config.name, %error, "consumer error"),
         }
     }

@@ -9,7 +9,7 @@ use crate::sql::SqlTransform;
 
 pub struct Stateless<'a> {
     pub config: &'a JobConfig,
-    pub decoder: &'a RecordDecoder,
+    pub decoders: &'a [RecordDecoder],
     pub transform: &'a SqlTransform,
     pub runtime: &'a tokio::runtime::Runtime,
 }
@@ -25,8 +25,17 @@ impl Processor for Stateless<'_> {
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
     ) -> Result<()> {
-        let batch = decode_input(self.config, self.decoder, &polled.input, checkpoint, stats)?;
-        let output = self.runtime.block_on(self.transform.apply(batch))?;
+        let mut batches = Vec::new();
+        for (decoder, (_, records)) in self.decoders.iter().zip(&polled.inputs) {
+            batches.push(decode_input(
+                self.config,
+                decoder,
+                records,
+                checkpoint,
+                stats,
+            )?);
+        }
+        let output = self.runtime.block_on(self.transform.apply(batches))?;
         for record in encode(&output, self.config.output_format)? {
             checkpoint.records.push(Outgoing {
                 destination: Destination::Output,

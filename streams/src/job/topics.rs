@@ -17,7 +17,7 @@ use crate::topic_reader;
 pub fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> Result<i32> {
     let reader = topic_reader::consumer(&config.bootstrap, &config.client_properties)?;
     let input_partitions =
-        topic_reader::partitions(&reader, &config.input, CLUSTER_TIMEOUT)?.len() as i32;
+        topic_reader::partitions(&reader, config.input(), CLUSTER_TIMEOUT)?.len() as i32;
     let mut client = ClientConfig::new();
     client.set("bootstrap.servers", &config.bootstrap);
     for (name, value) in &config.client_properties {
@@ -56,7 +56,7 @@ pub fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> Result<i
             return Err(StreamsError::Config(format!(
                 "{topic} has {partitions} partitions, the input {} has {input_partitions}: \
                  partitions were added to the input; a windowed job's internal topics must match it",
-                config.input
+                config.input()
             )));
         }
     }

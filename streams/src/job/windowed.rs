@@ -25,7 +25,7 @@ use crate::window::store::{Merged, WindowStore, WindowStoreConfig};
 
 pub struct Windowed<'a> {
     config: &'a JobConfig,
-    decoder: &'a RecordDecoder,
+    decoders: &'a [RecordDecoder],
     transform: &'a SqlTransform,
     query: &'a WindowedQuery,
     runtime: &'a tokio::runtime::Runtime,
@@ -40,7 +40,7 @@ pub struct Windowed<'a> {
 impl<'a> Windowed<'a> {
     pub fn new(
         config: &'a JobConfig,
-        decoder: &'a RecordDecoder,
+        decoders: &'a [RecordDecoder],
         transform: &'a SqlTransform,
         runtime: &'a tokio::runtime::Runtime,
         partitions: i32,
@@ -48,7 +48,7 @@ impl<'a> Windowed<'a> {
         let query = transform.windowed().expect("a windowed query");
         Windowed {
             config,
-            decoder,
+            decoders,
             transform,
             query,
             runtime,
@@ -73,12 +73,12 @@ impl<'a> Windowed<'a> {
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
     ) -> Result<()> {
-        let batch = decode_input(self.config, self.decoder, input, checkpoint, stats)?;
+        let batch = decode_input(self.config, &self.decoders[0], input, checkpoint, stats)?;
         let session = self.transform.session();
         let rows = self.runtime.block_on(async {
-            session.set_input(batch).await;
+            session.set_input(0, batch).await;
             let rows = self.query.pre_aggregate(session).await;
-            session.clear_input().await;
+            session.clear_inputs().await;
             rows
         })?;
         let result = pre_aggregate(
@@ -140,7 +140,7 @@ impl<'a> Windowed<'a> {
             }
             if let Some(offset) = checkpoint
                 .offsets
-                .get_mut(&(self.config.input.clone(), source))
+                .get_mut(&(self.config.input().to_string(), source))
             {
                 offset.1 = max_time_ms.to_string();
             }
@@ -203,7 +203,7 @@ impl Processor for Windowed<'_> {
         let mut inputs = TopicPartitionList::new();
         let mut owned = Vec::new();
         for element in assignment.elements() {
-            if element.topic() == self.config.input {
+            if element.topic() == self.config.input() {
                 inputs.add_partition(element.topic(), element.partition());
             } else if element.topic() == self.repartition_topic {
                 owned.push(element.partition());
@@ -251,8 +251,9 @@ impl Processor for Windowed<'_> {
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
     ) -> Result<()> {
-        if !polled.input.is_empty() {
-            self.pre_aggregate(&polled.input, checkpoint, stats)?;
+        let input = &polled.inputs[0].1;
+        if !input.is_empty() {
+            self.pre_aggregate(input, checkpoint, stats)?;
         }
         self.merge_and_emit(&polled.internal, checkpoint, stats)
     }

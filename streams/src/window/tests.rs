@@ -29,7 +29,7 @@ impl Harness {
         let records = [record(0, 0, 0, sample)];
         let schema = RecordDecoder::infer(&records).unwrap();
         let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
-        let transform = SqlTransform::new("weblogs", query, decoder.schema())
+        let transform = SqlTransform::new(&[("weblogs", decoder.schema())], query)
             .await
             .unwrap();
         let windowed = transform.windowed().expect("windowed");
@@ -64,7 +64,7 @@ impl Harness {
         let query = self.transform.windowed().unwrap();
         let session = self.transform.session();
         session
-            .set_input(self.decoder.decode(&records).unwrap().batch)
+            .set_input(0, self.decoder.decode(&records).unwrap().batch)
             .await;
         let batches = query.pre_aggregate(session).await.unwrap();
         let result = pre_aggregate(query, &batches, &mut self.times, self.lateness_ms).unwrap();
@@ -269,10 +269,25 @@ async fn queries_a_job_cannot_run_are_refused_when_it_starts() {
             "median",
         ),
     ] {
-        let error = match SqlTransform::new("weblogs", query, decoder.schema()).await {
+        let error = match SqlTransform::new(&[("weblogs", decoder.schema())], query).await {
             Ok(_) => panic!("accepted: {query}"),
             Err(error) => error.to_string(),
         };
         assert!(error.contains(expected), "{query}: {error}");
     }
+}
+
+#[tokio::test]
+async fn a_windowed_query_reads_one_input() {
+    let records = [record(0, 0, 0, OK)];
+    let schema = RecordDecoder::infer(&records).unwrap();
+    let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+    let query = "SELECT tumble(_timestamp, INTERVAL '1 minute'), count(*) FROM weblogs \
+                 GROUP BY tumble(_timestamp, INTERVAL '1 minute')";
+    let tables = [("weblogs", decoder.schema()), ("other", decoder.schema())];
+    let error = SqlTransform::new(&tables, query)
+        .await
+        .err()
+        .expect("refused");
+    assert!(error.to_string().contains("one input topic"), "{error}");
 }
