@@ -7,15 +7,17 @@
 mod broker;
 #[path = "crash/committed.rs"]
 mod committed;
+#[path = "crash/jobs.rs"]
+mod jobs;
 #[path = "crash/rng.rs"]
 mod rng;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
 use broker::BrokerProcess;
+use jobs::JobPair;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rng::Rng;
@@ -31,42 +33,6 @@ fn input_value(i: usize) -> String {
 /// The oracle: what the query keeps.
 fn expected(i: usize) -> bool {
     !i.is_multiple_of(3)
-}
-
-fn start_job(bootstrap: &str, instance: &str, log: &std::path::Path) -> Child {
-    let log = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(log)
-        .expect("job log");
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["job", "-b", bootstrap, "run", "--name", "crash-job"])
-        .args([
-            "--instance",
-            instance,
-            "--input",
-            "clicks",
-            "--output",
-            "kept",
-        ])
-        .args([
-            "--query",
-            "SELECT _key, id, bytes FROM clicks WHERE id % 3 <> 0",
-        ])
-        .args(["--checkpoint-interval-ms", "100"])
-        .args(["--checkpoint-max-records", "400"])
-        .args([
-            "-X",
-            "session.timeout.ms=6000",
-            "-X",
-            "heartbeat.interval.ms=500",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(log.try_clone().expect("log"))
-        .stderr(log)
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("weir job run starts")
 }
 
 fn produce_input(bootstrap: &str) {
@@ -109,41 +75,35 @@ fn a_sql_job_killed_9_again_and_again_writes_each_row_exactly_once() {
     broker.create_topic("clicks", 3);
     broker.create_topic("kept", 3);
     let logs = tempfile::tempdir().unwrap();
-    let log_of = |instance: &str| logs.path().join(format!("job-{instance}.log"));
     let producing = {
         let bootstrap = bootstrap.clone();
         thread::spawn(move || produce_input(&bootstrap))
     };
-    let mut jobs = [
-        start_job(&bootstrap, "0", &log_of("0")),
-        start_job(&bootstrap, "1", &log_of("1")),
-    ];
-    for kill in 0..KILLS {
-        thread::sleep(Duration::from_millis(rng.between(500, 2500)));
-        let victim = rng.between(0, 2) as usize;
-        jobs[victim].kill().expect("kill -9");
-        jobs[victim].wait().expect("reaped");
-        eprintln!("kill {} of {KILLS}: job instance {victim}", kill + 1);
-        thread::sleep(Duration::from_millis(rng.between(0, 500)));
-        jobs[victim] = start_job(
-            &bootstrap,
-            &victim.to_string(),
-            &log_of(&victim.to_string()),
-        );
-    }
+    let mut jobs = JobPair::start(
+        &bootstrap,
+        &[
+            "--name",
+            "crash-job",
+            "--input",
+            "clicks",
+            "--output",
+            "kept",
+            "--query",
+            "SELECT _key, id, bytes FROM clicks WHERE id % 3 <> 0",
+            "--checkpoint-interval-ms",
+            "100",
+            "--checkpoint-max-records",
+            "400",
+        ],
+        logs.path(),
+    );
+    jobs.kill_again_and_again(&mut rng, KILLS, 2500);
     producing.join().unwrap();
 
     let want = (0..RECORDS).filter(|i| expected(*i)).count();
     let seen = committed_output(&bootstrap, want);
-    for job in &mut jobs {
-        let _ = job.kill();
-        let _ = job.wait();
-    }
-    let job_logs = || {
-        ["0", "1"]
-            .map(|i| std::fs::read_to_string(log_of(i)).unwrap_or_default())
-            .join("\n---\n")
-    };
+    jobs.stop();
+    let job_logs = || jobs.logs();
     let duplicated: Vec<(&u64, &usize)> = seen.iter().filter(|(_, n)| **n > 1).take(10).collect();
     assert!(
         duplicated.is_empty(),

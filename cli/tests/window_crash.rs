@@ -10,15 +10,17 @@
 mod broker;
 #[path = "crash/committed.rs"]
 mod committed;
+#[path = "crash/jobs.rs"]
+mod jobs;
 #[path = "crash/rng.rs"]
 mod rng;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
 use broker::BrokerProcess;
+use jobs::JobPair;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rng::Rng;
@@ -91,36 +93,9 @@ fn oracle(events: &[Event]) -> (BTreeSet<usize>, Windows) {
     (late, windows)
 }
 
-fn start_job(bootstrap: &str, instance: &str, log: &std::path::Path) -> Child {
-    let log = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(log)
-        .expect("job log");
-    let query = "SELECT CAST(tumble(_timestamp, INTERVAL '10 seconds') AS BIGINT) AS window, \
-                 user, count(*) AS n, sum(amount) AS total FROM events \
-                 GROUP BY tumble(_timestamp, INTERVAL '10 seconds'), user";
-    Command::new(env!("CARGO_BIN_EXE_weir"))
-        .args(["job", "-b", bootstrap, "run", "--name", "window-job"])
-        .args(["--instance", instance, "--input", "events"])
-        .args(["--output", "window-counts", "--late-topic", "late-events"])
-        .args(["--query", query])
-        .args(["--allowed-lateness-ms", &LATENESS_MS.to_string()])
-        .args(["--checkpoint-interval-ms", "100"])
-        .args(["--checkpoint-max-records", "500"])
-        .args([
-            "-X",
-            "session.timeout.ms=6000",
-            "-X",
-            "heartbeat.interval.ms=500",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(log.try_clone().expect("log"))
-        .stderr(log)
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("weir job run starts")
-}
+const QUERY: &str = "SELECT CAST(tumble(_timestamp, INTERVAL '10 seconds') AS BIGINT) AS window, \
+                     user, count(*) AS n, sum(amount) AS total FROM events \
+                     GROUP BY tumble(_timestamp, INTERVAL '10 seconds'), user";
 
 fn produce(bootstrap: &str, events: &[Event]) {
     let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
@@ -164,41 +139,40 @@ fn a_windowed_job_killed_9_again_and_again_emits_each_window_once_with_exact_cou
     broker.create_topic("window-counts", 2);
     broker.create_topic("late-events", 1);
     let logs = tempfile::tempdir().unwrap();
-    let log_of = |instance: &str| logs.path().join(format!("job-{instance}.log"));
     let producing = {
         let bootstrap = bootstrap.clone();
         thread::spawn(move || produce(&bootstrap, &events))
     };
-    let mut jobs = [
-        start_job(&bootstrap, "0", &log_of("0")),
-        start_job(&bootstrap, "1", &log_of("1")),
-    ];
-    for kill in 0..KILLS {
-        thread::sleep(Duration::from_millis(rng.between(500, 3000)));
-        let victim = rng.between(0, 2) as usize;
-        jobs[victim].kill().expect("kill -9");
-        jobs[victim].wait().expect("reaped");
-        eprintln!("kill {} of {KILLS}: job instance {victim}", kill + 1);
-        thread::sleep(Duration::from_millis(rng.between(0, 500)));
-        jobs[victim] = start_job(
-            &bootstrap,
-            &victim.to_string(),
-            &log_of(&victim.to_string()),
-        );
-    }
+    let lateness = LATENESS_MS.to_string();
+    let mut jobs = JobPair::start(
+        &bootstrap,
+        &[
+            "--name",
+            "window-job",
+            "--input",
+            "events",
+            "--output",
+            "window-counts",
+            "--late-topic",
+            "late-events",
+            "--query",
+            QUERY,
+            "--allowed-lateness-ms",
+            &lateness,
+            "--checkpoint-interval-ms",
+            "100",
+            "--checkpoint-max-records",
+            "500",
+        ],
+        logs.path(),
+    );
+    jobs.kill_again_and_again(&mut rng, KILLS, 3000);
     producing.join().unwrap();
 
     let output = committed::values(&bootstrap, "window-counts", 2, expected.len(), TIMEOUT);
     let late_values = committed::values(&bootstrap, "late-events", 1, late.len(), TIMEOUT);
-    for job in &mut jobs {
-        let _ = job.kill();
-        let _ = job.wait();
-    }
-    let job_logs = || {
-        ["0", "1"]
-            .map(|i| std::fs::read_to_string(log_of(i)).unwrap_or_default())
-            .join("\n---\n")
-    };
+    jobs.stop();
+    let job_logs = || jobs.logs();
 
     let mut emitted: BTreeMap<(i64, String), Vec<(i64, i64)>> = BTreeMap::new();
     for value in &output {
