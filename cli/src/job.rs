@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use weir_streams::job::{self, JobConfig};
+use weir_streams::job::{self, JobConfig, JobMetrics};
 use weir_streams::record::ValueFormat;
 
 use crate::client::ConnectArgs;
@@ -64,6 +64,9 @@ struct RunArgs {
     /// Windowed queries: the most groups (and distinct values) open windows may hold.
     #[arg(long, default_value_t = 1_000_000)]
     max_state_entries: usize,
+    /// Serve the job's Prometheus metrics on http://HOST:PORT/metrics (off by default).
+    #[arg(long)]
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -110,9 +113,14 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
         }
         on_signal.store(true, Ordering::SeqCst);
     });
-    let stats = tokio::task::spawn_blocking(move || job::run(&config, &stop))
-        .await
-        .context("the job thread failed")??;
+    let metrics = Arc::new(JobMetrics::new(&config.name, &config.instance_id));
+    if let Some(addr) = run.metrics_listen {
+        serve_metrics(addr, Arc::clone(&metrics)).await?;
+    }
+    let stats =
+        tokio::task::spawn_blocking(move || job::run_with_metrics(&config, &stop, &metrics))
+            .await
+            .context("the job thread failed")??;
     eprintln!(
         "job stopped: {} checkpoints, {} records in, {} out, {} rejected, {} late, {} windows \
          emitted, {} checkpoints aborted",
@@ -124,5 +132,34 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
         stats.windows_emitted,
         stats.checkpoints_aborted
     );
+    Ok(())
+}
+
+/// `/metrics` (Prometheus text) for the job, until the process ends.
+async fn serve_metrics(addr: std::net::SocketAddr, metrics: Arc<JobMetrics>) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen for metrics on {addr}"))?;
+    tracing::info!(addr = %listener.local_addr()?, "job metrics on /metrics");
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let metrics = Arc::clone(&metrics);
+            async move {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "text/plain; version=0.0.4",
+                    )],
+                    metrics.render(),
+                )
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::error!(%error, "job metrics endpoint failed");
+        }
+    });
     Ok(())
 }

@@ -17,7 +17,7 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 use weir_broker::{Broker, BrokerConfig};
-use weir_streams::job::{self, JobConfig, JobStats};
+use weir_streams::job::{self, JobConfig, JobMetrics, JobStats};
 
 const RECORDS: usize = 3000;
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -254,7 +254,12 @@ async fn a_job_reads_several_input_topics_as_tables() {
     thread::sleep(Duration::from_millis(800));
     stop.store(true, Ordering::SeqCst);
     job.join().unwrap();
-    let (stop, job) = spawn(config);
+    let metrics = Arc::new(JobMetrics::new("merge", "0"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let job = thread::spawn({
+        let (metrics, stop) = (Arc::clone(&metrics), Arc::clone(&stop));
+        move || job::run_with_metrics(&config, &stop, &metrics).expect("job runs")
+    });
     let expected: BTreeSet<(u64, String)> = (0..records as u64)
         .map(|id| (id, "l".to_string()))
         .chain(
@@ -285,5 +290,18 @@ async fn a_job_reads_several_input_topics_as_tables() {
     let unique: BTreeSet<(u64, String)> = rows.iter().cloned().collect();
     assert_eq!(rows.len(), unique.len(), "no duplicates; {stats:?}");
     assert_eq!(unique, expected);
+    // The second run's counters: what its committed checkpoints read and wrote.
+    let text = metrics.render();
+    let value = |name: &str| -> u64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} in {text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    assert_eq!(value("weir_job_records_in_total"), stats.records_in);
+    assert_eq!(value("weir_job_records_out_total"), stats.records_out);
+    assert_eq!(value("weir_job_checkpoints_total"), stats.checkpoints);
+    assert!(text.contains(r#"job="merge""#), "{text}");
     drop(broker);
 }

@@ -12,6 +12,7 @@
 
 mod config;
 mod consumer;
+mod metrics;
 mod stateless;
 mod topics;
 mod transaction;
@@ -26,6 +27,7 @@ use rdkafka::consumer::Consumer;
 use rdkafka::message::Message;
 
 pub use config::JobConfig;
+pub use metrics::JobMetrics;
 
 use crate::decode::RecordDecoder;
 use crate::error::{Result, StreamsError};
@@ -107,6 +109,10 @@ impl Polled {
 trait Processor {
     /// After a rebalance or an aborted checkpoint: rebuild what the owned partitions need.
     fn reload(&mut self, consumer: &JobConsumer) -> Result<()>;
+    /// Window state held: (groups and distinct values, open windows).
+    fn state_size(&self) -> (usize, usize) {
+        (0, 0)
+    }
     /// Adds what one checkpoint produces to `checkpoint` (which holds the consumed offsets);
     /// `stats` counts what it did.
     fn checkpoint(
@@ -120,6 +126,19 @@ trait Processor {
 /// Runs `config` until `stop` is set (the checkpoint under way completes first) or a fatal error
 /// (fenced by a newer instance, a broken query, an unreachable cluster past the timeouts).
 pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
+    run_with_metrics(
+        config,
+        stop,
+        &JobMetrics::new(&config.name, &config.instance_id),
+    )
+}
+
+/// [`run`], counting in `metrics`.
+pub fn run_with_metrics(
+    config: &JobConfig,
+    stop: &AtomicBool,
+    metrics: &JobMetrics,
+) -> Result<JobStats> {
     config.validate()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -159,10 +178,13 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
         let filled = Instant::now();
         if consumer.context().take_rebalanced() {
             stats.rebalances += 1;
+            metrics.rebalanced();
             // Eager assignment: the partitions kept or gained start again from their committed
             // offsets, so dropping the buffer and reloading state is all there is to do.
             tracing::info!(job = %config.name, dropped = polled.len(), "rebalance: buffered records dropped");
             processor.reload(&consumer)?;
+            let (entries, windows) = processor.state_size();
+            metrics.window_state(entries, windows);
             continue;
         }
         if polled.is_empty() {
@@ -182,11 +204,15 @@ pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
         match writer.commit(&consumer, &checkpoint) {
             Ok(()) => {
                 stats.add(&done);
+                metrics.committed(&done, started.elapsed().as_secs_f64());
+                let (entries, windows) = processor.state_size();
+                metrics.window_state(entries, windows);
                 tracing::debug!(job = %config.name, input = polled.input_len(), internal = polled.internal.len(), produced = checkpoint.records.len(), poll_ms = (filled - started).as_millis() as u64, process_ms = (processed - filled).as_millis() as u64, commit_ms = processed.elapsed().as_millis() as u64, "checkpoint committed");
             }
             Err(StreamsError::Fenced(reason)) => return Err(StreamsError::Fenced(reason)),
             Err(error) => {
                 stats.checkpoints_aborted += 1;
+                metrics.aborted();
                 tracing::warn!(job = %config.name, %error, "checkpoint aborted; rewinding to the committed offsets");
                 consumer::rewind(&consumer)?;
                 processor.reload(&consumer)?;

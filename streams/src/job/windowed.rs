@@ -194,6 +194,10 @@ impl<'a> Windowed<'a> {
 }
 
 impl Processor for Windowed<'_> {
+    fn state_size(&self) -> (usize, usize) {
+        (self.store.entries(), self.store.open_windows())
+    }
+
     /// Rebuilds the state of the partitions now owned: input partitions' event times from their
     /// committed offsets' metadata, window state from the changelog.
     fn reload(&mut self, consumer: &JobConsumer) -> Result<()> {

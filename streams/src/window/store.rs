@@ -69,8 +69,14 @@ impl WindowStore {
         self.entries
     }
 
+    /// Windows (distinct starts) with groups not yet emitted, across the partitions.
     pub fn open_windows(&self) -> usize {
-        self.partitions.values().map(|p| p.windows.len()).sum()
+        let starts: BTreeSet<i64> = self
+            .partitions
+            .values()
+            .flat_map(|p| p.windows.keys().copied())
+            .collect();
+        starts.len()
     }
 
     /// The watermark of `partition`, once every input partition has shown an event time.
