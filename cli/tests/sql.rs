@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use broker::BrokerProcess;
 use rdkafka::config::ClientConfig;
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
 fn produce_weblogs(bootstrap: &str) {
@@ -39,7 +40,13 @@ fn produce_timed(bootstrap: &str) {
         .unwrap();
     for id in 0..30i64 {
         let value = format!(r#"{{"id": {id}}}"#);
+        let trace = format!("t{id}");
+        let headers = OwnedHeaders::new().insert(Header {
+            key: "trace",
+            value: Some(&trace),
+        });
         let record = BaseRecord::<(), _>::to("timed")
+            .headers(headers)
             .partition(0)
             .timestamp(1_700_000_000_000 + id * 1000)
             .payload(&value);
@@ -120,6 +127,11 @@ fn topics_are_tables_for_ad_hoc_queries() {
     );
     assert!(ok, "{stderr}");
     assert_eq!(stdout.trim(), "n,first\n5,25");
+    // Headers are a JSON object text.
+    let traced = r#"SELECT id, _headers FROM timed WHERE _headers LIKE '%"trace":"t7"%'"#;
+    let (ok, stdout, stderr) = weir_sql(&bootstrap, &["--format", "json", traced]);
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), r#"{"id":7,"_headers":"{\"trace\":\"t7\"}"}"#);
     // tumble() is a plain function in ad-hoc queries: 30 records a second apart, 10 a window.
     let windows =
         "SELECT CAST(tumble(_timestamp, INTERVAL '10 seconds') AS BIGINT) AS w, count(*) AS n \

@@ -1,6 +1,6 @@
 //! Consumed records → one Arrow `RecordBatch`: the value's columns (JSON fields by a declared or
 //! inferred schema, or the raw value as `value`) followed by the metadata columns `_key`,
-//! `_partition`, `_offset` and `_timestamp`.
+//! `_partition`, `_offset`, `_timestamp` and `_headers`.
 //!
 //! A record that cannot be decoded (not JSON, not an object, a field of the wrong type, a null
 //! value) is never silently lost and never stops the job: it is returned as rejected, with why.
@@ -22,6 +22,8 @@ pub const KEY_COLUMN: &str = "_key";
 pub const PARTITION_COLUMN: &str = "_partition";
 pub const OFFSET_COLUMN: &str = "_offset";
 pub const TIMESTAMP_COLUMN: &str = "_timestamp";
+/// The record's headers as a JSON object text, e.g. `{"trace": "abc"}` (null without headers).
+pub const HEADERS_COLUMN: &str = "_headers";
 /// The single column of a raw value.
 pub const RAW_VALUE_COLUMN: &str = "value";
 
@@ -191,7 +193,7 @@ fn rejection(index: usize, record: &InputRecord, reason: String) -> Rejected {
     }
 }
 
-fn metadata_fields() -> [Field; 4] {
+fn metadata_fields() -> [Field; 5] {
     [
         Field::new(KEY_COLUMN, DataType::Utf8, true),
         Field::new(PARTITION_COLUMN, DataType::Int32, false),
@@ -201,10 +203,11 @@ fn metadata_fields() -> [Field; 4] {
             DataType::Timestamp(TimeUnit::Millisecond, None),
             false,
         ),
+        Field::new(HEADERS_COLUMN, DataType::Utf8, true),
     ]
 }
 
-fn metadata_columns(records: &[&InputRecord]) -> [ArrayRef; 4] {
+fn metadata_columns(records: &[&InputRecord]) -> [ArrayRef; 5] {
     let keys: StringArray = records
         .iter()
         .map(|r| r.key.as_deref().map(|k| String::from_utf8_lossy(k)))
@@ -218,6 +221,12 @@ fn metadata_columns(records: &[&InputRecord]) -> [ArrayRef; 4] {
         Arc::new(partitions),
         Arc::new(offsets),
         Arc::new(timestamps),
+        Arc::new(
+            records
+                .iter()
+                .map(|r| r.headers.as_deref())
+                .collect::<StringArray>(),
+        ),
     ]
 }
 
@@ -234,6 +243,7 @@ mod tests {
             partition: 2,
             offset,
             timestamp_ms: 1_700_000_000_000 + offset,
+            headers: None,
         }
     }
 

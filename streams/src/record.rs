@@ -1,6 +1,6 @@
 //! Records as the engine sees them, owned (copied out of the Kafka client's buffers).
 
-use rdkafka::message::Message;
+use rdkafka::message::{Headers, Message};
 
 /// One consumed record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -10,6 +10,9 @@ pub struct InputRecord {
     pub partition: i32,
     pub offset: i64,
     pub timestamp_ms: i64,
+    /// The record's headers as a JSON object of strings (values read as UTF-8, lossily; a null
+    /// value is null), or `None` when it has none.
+    pub headers: Option<String>,
 }
 
 impl InputRecord {
@@ -21,6 +24,16 @@ impl InputRecord {
             partition: message.partition(),
             offset: message.offset(),
             timestamp_ms: message.timestamp().to_millis().unwrap_or(-1),
+            headers: message.headers().map(|headers| {
+                let object: serde_json::Map<String, serde_json::Value> = headers
+                    .iter()
+                    .map(|h| {
+                        let value = h.value.map(|v| String::from_utf8_lossy(v).into_owned());
+                        (h.key.to_string(), value.into())
+                    })
+                    .collect();
+                serde_json::Value::Object(object).to_string()
+            }),
         }
     }
 }

@@ -156,6 +156,7 @@ mod tests {
                 partition: 0,
                 offset: i as i64,
                 timestamp_ms: 1_700_000_000_000,
+                headers: None,
             })
             .collect()
     }

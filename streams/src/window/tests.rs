@@ -116,6 +116,7 @@ fn record(partition: i32, offset: i64, time: i64, value: &str) -> InputRecord {
         partition,
         offset,
         timestamp_ms: time,
+        headers: None,
     }
 }
 
