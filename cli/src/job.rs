@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
+use weir_streams::decode::parse_schema;
 use weir_streams::job::{self, JobConfig, JobMetrics};
 use weir_streams::record::ValueFormat;
 
@@ -44,6 +45,10 @@ struct RunArgs {
     query: String,
     #[arg(long, value_enum, default_value = "json")]
     input_format: Format,
+    /// The JSON values' columns, e.g. "path:string,status:int,bytes:float" (types string, int,
+    /// float, bool, timestamp); inferred from the input's first records when not given.
+    #[arg(long)]
+    schema: Option<String>,
     #[arg(long, value_enum, default_value = "json")]
     output_format: Format,
     #[arg(long, default_value_t = 1000)]
@@ -96,6 +101,7 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
     config.inputs = run.input;
     config.instance_id = run.instance;
     config.input_format = run.input_format.into();
+    config.schema = run.schema.as_deref().map(parse_schema).transpose()?;
     config.output_format = run.output_format.into();
     config.checkpoint_interval_ms = run.checkpoint_interval_ms;
     config.checkpoint_max_records = run.checkpoint_max_records;

@@ -63,6 +63,7 @@ fn a_job_serves_its_metrics() {
              FROM clicks GROUP BY tumble(_timestamp, INTERVAL '1 minute'), user",
         ])
         .args(["--checkpoint-interval-ms", "200", "--metrics-listen", &addr])
+        .args(["--schema", "user:string"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

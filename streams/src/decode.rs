@@ -184,6 +184,38 @@ impl RecordDecoder {
     }
 }
 
+/// A JSON value schema declared as `name:type,…` with types `string`, `int` (64-bit),
+/// `float` (64-bit), `bool` and `timestamp` (milliseconds, from epoch-millisecond numbers or
+/// ISO-8601 strings), e.g. `path:string,status:int,bytes:int`.
+pub fn parse_schema(declared: &str) -> Result<Schema> {
+    let mut fields = Vec::new();
+    for column in declared.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        let (name, kind) = column.split_once(':').ok_or_else(|| {
+            StreamsError::Config(format!("schema column {column:?} is not name:type"))
+        })?;
+        let data_type = match kind.trim() {
+            "string" => DataType::Utf8,
+            "int" => DataType::Int64,
+            "float" => DataType::Float64,
+            "bool" => DataType::Boolean,
+            "timestamp" => DataType::Timestamp(TimeUnit::Millisecond, None),
+            other => {
+                return Err(StreamsError::Config(format!(
+                    "schema column {name}: unknown type {other:?} (string, int, float, bool, \
+                     timestamp)"
+                )))
+            }
+        };
+        fields.push(Field::new(name.trim(), data_type, true));
+    }
+    if fields.is_empty() {
+        return Err(StreamsError::Config(
+            "the declared schema has no columns".into(),
+        ));
+    }
+    Ok(Schema::new(fields))
+}
+
 fn rejection(index: usize, record: &InputRecord, reason: String) -> Rejected {
     Rejected {
         index,
@@ -245,6 +277,32 @@ mod tests {
             timestamp_ms: 1_700_000_000_000 + offset,
             headers: None,
         }
+    }
+
+    #[test]
+    fn declared_schemas_parse_or_say_what_is_wrong() {
+        let schema =
+            parse_schema("path:string, status:int,ratio:float,ok:bool,at:timestamp").unwrap();
+        let types: Vec<&DataType> = schema.fields().iter().map(|f| f.data_type()).collect();
+        assert_eq!(
+            types,
+            [
+                &DataType::Utf8,
+                &DataType::Int64,
+                &DataType::Float64,
+                &DataType::Boolean,
+                &DataType::Timestamp(TimeUnit::Millisecond, None)
+            ]
+        );
+        assert!(parse_schema("path")
+            .unwrap_err()
+            .to_string()
+            .contains("name:type"));
+        assert!(parse_schema("a:decimal")
+            .unwrap_err()
+            .to_string()
+            .contains("decimal"));
+        assert!(parse_schema("").is_err());
     }
 
     #[test]
