@@ -31,34 +31,24 @@ impl JobMetrics {
             ("job".to_string(), job.to_string()),
             ("instance".to_string(), instance.to_string()),
         ];
-        let counter = |name: &str, help: &str| {
-            let opts = Opts::new(name, help).const_labels(labels.iter().cloned().collect());
-            let metric = IntCounter::with_opts(opts).expect("valid metric");
-            registry
-                .register(Box::new(metric.clone()))
-                .expect("registered once");
-            metric
+        let opts = |name: &str, help: &str| {
+            Opts::new(name, help).const_labels(labels.iter().cloned().collect())
         };
-        let gauge = |name: &str, help: &str| {
-            let opts = Opts::new(name, help).const_labels(labels.iter().cloned().collect());
-            let metric = IntGauge::with_opts(opts).expect("valid metric");
-            registry
-                .register(Box::new(metric.clone()))
-                .expect("registered once");
-            metric
-        };
-        let checkpoint_seconds = Histogram::with_opts(
-            HistogramOpts::new(
-                "weir_job_checkpoint_duration_seconds",
-                "Time from a checkpoint's first poll to its commit",
-            )
-            .const_labels(labels.iter().cloned().collect())
-            .buckets(vec![0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
-        )
-        .expect("valid metric");
-        registry
-            .register(Box::new(checkpoint_seconds.clone()))
-            .expect("registered once");
+        let counter =
+            |name: &str, help: &str| register(&registry, IntCounter::with_opts(opts(name, help)));
+        let gauge =
+            |name: &str, help: &str| register(&registry, IntGauge::with_opts(opts(name, help)));
+        let checkpoint_seconds = register(
+            &registry,
+            Histogram::with_opts(
+                HistogramOpts::new(
+                    "weir_job_checkpoint_duration_seconds",
+                    "Time from a checkpoint's first poll to its commit",
+                )
+                .const_labels(labels.iter().cloned().collect())
+                .buckets(vec![0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
+            ),
+        );
         JobMetrics {
             checkpoints: counter("weir_job_checkpoints_total", "Checkpoints committed"),
             checkpoints_aborted: counter(
@@ -121,4 +111,16 @@ impl JobMetrics {
             .expect("encoding to memory");
         String::from_utf8(text).expect("the text format is UTF-8")
     }
+}
+
+/// `metric` (built from constant, valid options), registered in `registry`.
+fn register<M>(registry: &Registry, metric: prometheus::Result<M>) -> M
+where
+    M: prometheus::core::Collector + Clone + 'static,
+{
+    let metric = metric.expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("registered once");
+    metric
 }

@@ -87,11 +87,16 @@ impl<'a> Windowed<'a> {
             &mut self.times,
             self.config.allowed_lateness_ms,
         )?;
-        let position: HashMap<(i32, i64), usize> = input
-            .iter()
-            .enumerate()
-            .map(|(i, r)| ((r.partition, r.offset), i))
-            .collect();
+        // Late and timeless records are rare: their positions are looked up only when there are
+        // some (not a map of every record of every checkpoint).
+        let mut position: HashMap<(i32, i64), usize> = HashMap::new();
+        if !result.late.is_empty() || !result.without_time.is_empty() {
+            position = input
+                .iter()
+                .enumerate()
+                .map(|(i, r)| ((r.partition, r.offset), i))
+                .collect();
+        }
         for (destination, found) in [
             (Destination::Late, &result.late),
             (Destination::DeadLetter, &result.without_time),
@@ -167,20 +172,24 @@ impl<'a> Windowed<'a> {
             }
             touched.insert(record.partition);
         }
+        // Every partition's emitted windows go through the rest of the query at once.
+        let mut rows = Vec::new();
+        for &partition in &touched {
+            rows.extend(self.store.emit(partition));
+        }
+        stats.windows_emitted += rows.len() as u64;
+        let output = self
+            .runtime
+            .block_on(self.query.post_aggregate(self.transform.session(), &rows))?;
+        for record in encode(&output, self.config.output_format)? {
+            stats.records_out += 1;
+            checkpoint.records.push(Outgoing {
+                destination: Destination::Output,
+                key: record.key,
+                value: Some(record.value),
+            });
+        }
         for partition in touched {
-            let rows = self.store.emit(partition);
-            stats.windows_emitted += rows.len() as u64;
-            let output = self
-                .runtime
-                .block_on(self.query.post_aggregate(self.transform.session(), &rows))?;
-            for record in encode(&output, self.config.output_format)? {
-                stats.records_out += 1;
-                checkpoint.records.push(Outgoing {
-                    destination: Destination::Output,
-                    key: record.key,
-                    value: Some(record.value),
-                });
-            }
             for (key, value) in self.store.take_changes(partition) {
                 checkpoint.records.push(Outgoing {
                     destination: Destination::Changelog(partition),

@@ -48,7 +48,9 @@ pub fn pre_aggregate(
     allowed_lateness_ms: i64,
 ) -> Result<PreAggregated> {
     let mut rows = Vec::new();
+    let mut times_of = Vec::with_capacity(batches.len());
     for (index, batch) in batches.iter().enumerate() {
+        times_of.push(column::<TimestampMillisecondArray>(batch, TIME_COLUMN)?);
         let partitions = column::<Int32Array>(batch, PARTITION_COLUMN_INDEX)?;
         let offsets = column::<Int64Array>(batch, OFFSET_COLUMN_INDEX)?;
         for row in 0..batch.num_rows() {
@@ -60,7 +62,7 @@ pub fn pre_aggregate(
     let mut result = PreAggregated::default();
     for (partition, offset, index, row) in rows {
         let batch = &batches[index];
-        let time_column = column::<TimestampMillisecondArray>(batch, TIME_COLUMN)?;
+        let time_column = times_of[index];
         if time_column.is_null(row) {
             result.without_time.push((partition, offset));
             continue;
