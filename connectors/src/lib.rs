@@ -6,4 +6,10 @@
 //! - [`weblog`]: web-server log formats (nginx/apache combined, apache common, JSON lines, raw)
 //!   parsed into typed columns; bad lines are errors with a reason and a column.
 
+pub mod error;
+pub mod file;
+pub mod source;
 pub mod weblog;
+
+pub use error::ConnectorError;
+pub use source::{PositionUpdate, Source, SourceRecord};

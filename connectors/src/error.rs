@@ -1,0 +1,36 @@
+//! Errors of sources and sinks, carrying what went wrong and where.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectorError {
+    #[error("{operation} {path}: {source}")]
+    Io {
+        operation: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("stored position {key} is unreadable: {reason}")]
+    Position { key: String, reason: String },
+    #[error("{0}")]
+    Sink(String),
+    #[error("{0}")]
+    Source(String),
+}
+
+impl ConnectorError {
+    /// An I/O error with the operation and path it happened on.
+    pub fn io(
+        operation: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| ConnectorError::Io {
+            operation,
+            path,
+            source,
+        }
+    }
+}
