@@ -8,6 +8,8 @@
 
 pub mod error;
 pub mod file;
+pub mod parquet;
+pub mod sink;
 pub mod source;
 pub mod weblog;
 
