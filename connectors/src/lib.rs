@@ -9,6 +9,7 @@
 pub mod error;
 pub mod file;
 pub mod parquet;
+pub mod postgres;
 pub mod sink;
 pub mod source;
 pub mod weblog;

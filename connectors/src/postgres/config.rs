@@ -1,0 +1,102 @@
+//! The `postgres` sink's YAML settings.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresSinkConfig {
+    /// A libpq connection URL or key=value string, e.g.
+    /// `postgres://weir@db.example:5432/analytics` (use `${PGPASSWORD}` or `password_file`
+    /// rather than a password in the file).
+    pub url: String,
+    /// A file whose content (trailing newline removed) is the password.
+    #[serde(default)]
+    pub password_file: Option<String>,
+    /// `table` or `schema.table`.
+    pub table: String,
+    /// Create the table from the rows' columns when it does not exist.
+    #[serde(default = "default_true")]
+    pub create_table: bool,
+    /// A commit once this many rows are waiting…
+    #[serde(default = "default_batch_rows")]
+    pub batch_rows: usize,
+    /// …or this long after the last one.
+    #[serde(default = "default_commit_interval_ms")]
+    pub commit_interval_ms: u64,
+    /// First wait before retrying after the database went away; doubles up to the maximum.
+    #[serde(default = "default_retry_backoff_ms")]
+    pub retry_backoff_ms: u64,
+    #[serde(default = "default_retry_backoff_max_ms")]
+    pub retry_backoff_max_ms: u64,
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_batch_rows() -> usize {
+    50_000
+}
+fn default_commit_interval_ms() -> u64 {
+    1000
+}
+fn default_retry_backoff_ms() -> u64 {
+    200
+}
+fn default_retry_backoff_max_ms() -> u64 {
+    30_000
+}
+fn default_connect_timeout_ms() -> u64 {
+    10_000
+}
+
+impl PostgresSinkConfig {
+    pub fn new(url: &str, table: &str) -> Self {
+        PostgresSinkConfig {
+            url: url.into(),
+            password_file: None,
+            table: table.into(),
+            create_table: true,
+            batch_rows: default_batch_rows(),
+            commit_interval_ms: default_commit_interval_ms(),
+            retry_backoff_ms: default_retry_backoff_ms(),
+            retry_backoff_max_ms: default_retry_backoff_max_ms(),
+            connect_timeout_ms: default_connect_timeout_ms(),
+        }
+    }
+
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if let Err(error) = self.url.parse::<tokio_postgres::Config>() {
+            problems.push(format!("url: not a PostgreSQL connection string: {error}"));
+        }
+        if let Err(problem) = super::schema::quote_table(&self.table) {
+            problems.push(format!("table: {problem}"));
+        }
+        if self.batch_rows == 0 || self.commit_interval_ms == 0 || self.retry_backoff_ms == 0 {
+            problems.push(
+                "batch_rows, commit_interval_ms and retry_backoff_ms must be positive".into(),
+            );
+        }
+        problems
+    }
+
+    /// The connection settings, with the password from `password_file` when given.
+    pub fn connection(&self) -> Result<tokio_postgres::Config, String> {
+        let mut config: tokio_postgres::Config = self
+            .url
+            .parse()
+            .map_err(|e| format!("url: not a PostgreSQL connection string: {e}"))?;
+        if let Some(path) = &self.password_file {
+            let password =
+                std::fs::read_to_string(path).map_err(|e| format!("password_file {path}: {e}"))?;
+            config.password(password.trim_end_matches(['\n', '\r']));
+        }
+        config.connect_timeout(std::time::Duration::from_millis(self.connect_timeout_ms));
+        if config.get_application_name().is_none() {
+            config.application_name("weir");
+        }
+        Ok(config)
+    }
+}

@@ -1,0 +1,15 @@
+//! The `postgres` sink: rows copied into a table (binary COPY) in batches, with the input
+//! offsets they cover upserted into `weir_offsets` in the same database transaction. On open
+//! the sink reads its offsets back, so a replay after a crash starts exactly after the last
+//! committed row. The table is created from the rows' Arrow schema when absent, or checked
+//! against it (every column present with a type the values fit). A database that goes away
+//! is retried with backoff, the uncommitted batch kept in memory: nothing is lost, and a
+//! commit whose outcome was unknown is recognised by its offsets and not repeated.
+
+mod cell;
+mod config;
+mod schema;
+mod sink;
+
+pub use config::PostgresSinkConfig;
+pub use sink::PostgresSink;

@@ -1,0 +1,269 @@
+//! The PostgreSQL sink against a real server: `WEIR_TEST_POSTGRES_URL` (scripts/test.sh starts
+//! one with scripts/postgres/start.sh and sets it).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::{Int64Array, StringArray, TimestampMillisecondArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow::record_batch::RecordBatch;
+use tokio::net::{TcpListener, TcpStream};
+use weir_connectors::postgres::{PostgresSink, PostgresSinkConfig};
+use weir_connectors::sink::{Sink, SinkOffsets};
+
+fn url() -> String {
+    std::env::var("WEIR_TEST_POSTGRES_URL").expect(
+        "WEIR_TEST_POSTGRES_URL is not set: these tests need a PostgreSQL server \
+         (scripts/postgres/start.sh starts one and prints its URL)",
+    )
+}
+
+async fn client() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// A table name no other test run uses.
+fn unique(prefix: &str) -> String {
+    format!("{prefix}_{}_{}", std::process::id(), rand_suffix())
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        % 1_000_000_007
+}
+
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new(
+            "timestamp",
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            true,
+        ),
+        Field::new("status", DataType::Int64, true),
+        Field::new("path", DataType::Utf8, true),
+    ]))
+}
+
+fn rows(from: i64, count: i64) -> RecordBatch {
+    RecordBatch::try_new(
+        schema(),
+        vec![
+            Arc::new(TimestampMillisecondArray::from_iter_values(
+                (from..from + count).map(|i| 1_795_957_200_000 + i * 1000),
+            )),
+            Arc::new(Int64Array::from_iter(
+                (from..from + count).map(|i| (i % 3 != 2).then_some(200 + i)),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                (from..from + count).map(|i| format!("/p/{i}\t\"quoted\"\n")),
+            )),
+        ],
+    )
+    .unwrap()
+}
+
+fn offsets(pairs: &[(i32, i64)]) -> SinkOffsets {
+    pairs.iter().copied().collect()
+}
+
+async fn count(table: &str) -> i64 {
+    client()
+        .await
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+async fn rows_and_offsets_commit_together_and_resume() {
+    let table = unique("requests");
+    let config = PostgresSinkConfig::new(&url(), &table);
+    let mut sink = PostgresSink::new(config.clone(), &table, "weblogs").unwrap();
+    assert_eq!(sink.open(schema()).await.unwrap(), SinkOffsets::new());
+    sink.write(&rows(0, 5)).await.unwrap();
+    assert_eq!(
+        count(&table).await,
+        0,
+        "the table exists, rows wait for the commit"
+    );
+    sink.commit(&offsets(&[(0, 3), (1, 2)])).await.unwrap();
+    assert_eq!(count(&table).await, 5);
+    let row = client()
+        .await
+        .query_one(
+            &format!("SELECT timestamp, status, path FROM {table} WHERE path LIKE '/p/2%'"),
+            &[],
+        )
+        .await
+        .unwrap();
+    let time: std::time::SystemTime = row.get(0);
+    assert_eq!(
+        time.duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+        1_795_957_202_000
+    );
+    assert_eq!(row.get::<_, Option<i64>>(1), None);
+    assert_eq!(row.get::<_, String>(2), "/p/2\t\"quoted\"\n");
+    let mut reopened = PostgresSink::new(config, &table, "weblogs").unwrap();
+    assert_eq!(
+        reopened.open(schema()).await.unwrap(),
+        offsets(&[(0, 3), (1, 2)])
+    );
+}
+
+#[tokio::test]
+async fn a_commit_whose_reply_was_lost_is_not_repeated_and_a_second_writer_is_refused() {
+    let table = unique("requests");
+    let config = PostgresSinkConfig::new(&url(), &table);
+    let mut first = PostgresSink::new(config.clone(), &table, "weblogs").unwrap();
+    let mut retry = PostgresSink::new(config.clone(), &table, "weblogs").unwrap();
+    let mut stranger = PostgresSink::new(config, &table, "weblogs").unwrap();
+    for sink in [&mut first, &mut retry, &mut stranger] {
+        sink.open(schema()).await.unwrap();
+    }
+    first.write(&rows(0, 3)).await.unwrap();
+    first.commit(&offsets(&[(0, 3)])).await.unwrap();
+    // The same commit again from a sink that never heard back: recognised, nothing doubled.
+    retry.write(&rows(0, 3)).await.unwrap();
+    retry.commit(&offsets(&[(0, 3)])).await.unwrap();
+    assert_eq!(count(&table).await, 3);
+    retry.write(&rows(3, 2)).await.unwrap();
+    retry.commit(&offsets(&[(0, 5)])).await.unwrap();
+    assert_eq!(count(&table).await, 5);
+    // A writer whose idea of the offsets is stale and differs: refused, not merged.
+    stranger.write(&rows(0, 4)).await.unwrap();
+    let error = stranger.commit(&offsets(&[(0, 4)])).await.unwrap_err();
+    assert!(error.to_string().contains("another copy"), "{error}");
+    assert_eq!(count(&table).await, 5);
+}
+
+#[tokio::test]
+async fn an_existing_table_is_checked() {
+    let table = unique("existing");
+    client()
+        .await
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (timestamp timestamptz, status text, extra int)"
+        ))
+        .await
+        .unwrap();
+    let mut sink = PostgresSink::new(PostgresSinkConfig::new(&url(), &table), &table, "t").unwrap();
+    let error = sink.open(schema()).await.unwrap_err().to_string();
+    assert!(error.contains("column \"path\" does not exist"), "{error}");
+    assert!(
+        error.contains("the table has timestamp, status, extra"),
+        "{error}"
+    );
+    client()
+        .await
+        .batch_execute(&format!("ALTER TABLE {table} ADD COLUMN path varchar(100)"))
+        .await
+        .unwrap();
+    let error = sink.open(schema()).await.unwrap_err().to_string();
+    assert!(
+        error.contains("status is text in the table but Int64 in the rows"),
+        "{error}"
+    );
+    let mut config = PostgresSinkConfig::new(&url(), &unique("absent"));
+    config.create_table = false;
+    let error = PostgresSink::new(config, "s", "t")
+        .unwrap()
+        .open(schema())
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("does not exist (and create_table is false)"),
+        "{error}"
+    );
+}
+
+/// A TCP proxy to the database that can refuse and cut connections.
+struct Proxy {
+    port: u16,
+    up: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    async fn start(target: String) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let up = Arc::new(AtomicBool::new(false));
+        let accepting = Arc::clone(&up);
+        tokio::spawn(async move {
+            loop {
+                let (mut client, _) = listener.accept().await.unwrap();
+                if !accepting.load(Ordering::SeqCst) {
+                    continue; // dropped: the database is "down"
+                }
+                let mut server = TcpStream::connect(&target).await.unwrap();
+                let alive = Arc::clone(&accepting);
+                tokio::spawn(async move {
+                    let copy = tokio::io::copy_bidirectional(&mut client, &mut server);
+                    tokio::pin!(copy);
+                    loop {
+                        tokio::select! {
+                            _ = &mut copy => return,
+                            _ = tokio::time::sleep(Duration::from_millis(20)) => {
+                                if !alive.load(Ordering::SeqCst) { return; }
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        Proxy { port, up }
+    }
+}
+
+#[tokio::test]
+async fn the_database_going_away_is_retried_without_loss() {
+    let target_config: tokio_postgres::Config = url().parse().unwrap();
+    let host = match &target_config.get_hosts()[0] {
+        tokio_postgres::config::Host::Tcp(host) => host.clone(),
+        other => panic!("the test database must be reached over TCP, not {other:?}"),
+    };
+    let port = target_config.get_ports().first().copied().unwrap_or(5432);
+    let proxy = Proxy::start(format!("{host}:{port}")).await;
+    let proxied = format!("postgres://postgres@127.0.0.1:{}/postgres", proxy.port);
+    let table = unique("flaky");
+    let mut config = PostgresSinkConfig::new(&proxied, &table);
+    config.retry_backoff_ms = 50;
+    config.retry_backoff_max_ms = 200;
+    config.connect_timeout_ms = 500;
+    let mut sink = PostgresSink::new(config, &table, "weblogs").unwrap();
+    // Down at the start: open waits for it.
+    let up = Arc::clone(&proxy.up);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        up.store(true, Ordering::SeqCst);
+    });
+    sink.open(schema()).await.unwrap();
+    // Down at a commit: the batch is kept and committed once it is back.
+    sink.write(&rows(0, 1000)).await.unwrap();
+    proxy.up.store(false, Ordering::SeqCst);
+    let up = Arc::clone(&proxy.up);
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        up.store(true, Ordering::SeqCst);
+    });
+    sink.commit(&offsets(&[(0, 1000)])).await.unwrap();
+    assert_eq!(count(&table).await, 1000);
+    let mut reopened =
+        PostgresSink::new(PostgresSinkConfig::new(&url(), &table), &table, "weblogs").unwrap();
+    assert_eq!(
+        reopened.open(schema()).await.unwrap(),
+        offsets(&[(0, 1000)])
+    );
+}
