@@ -121,7 +121,8 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
     });
     let metrics = Arc::new(JobMetrics::new(&config.name, &config.instance_id));
     if let Some(addr) = run.metrics_listen {
-        serve_metrics(addr, Arc::clone(&metrics)).await?;
+        let metrics = Arc::clone(&metrics);
+        serve_metrics(addr, "job", move || metrics.render()).await?;
     }
     let stats =
         tokio::task::spawn_blocking(move || job::run_with_metrics(&config, &stop, &metrics))
@@ -141,30 +142,34 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `/metrics` (Prometheus text) for the job, until the process ends.
-async fn serve_metrics(addr: std::net::SocketAddr, metrics: Arc<JobMetrics>) -> anyhow::Result<()> {
+/// `/metrics` (Prometheus text) of `render`, until the process ends.
+pub async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    what: &'static str,
+    render: impl Fn() -> String + Clone + Send + Sync + 'static,
+) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen for metrics on {addr}"))?;
-    tracing::info!(addr = %listener.local_addr()?, "job metrics on /metrics");
+    tracing::info!(addr = %listener.local_addr()?, "{what} metrics on /metrics");
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {
-            let metrics = Arc::clone(&metrics);
+            let render = render.clone();
             async move {
                 (
                     [(
                         axum::http::header::CONTENT_TYPE,
                         "text/plain; version=0.0.4",
                     )],
-                    metrics.render(),
+                    render(),
                 )
             }
         }),
     );
     tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, app).await {
-            tracing::error!(%error, "job metrics endpoint failed");
+            tracing::error!(%error, "metrics endpoint failed");
         }
     });
     Ok(())

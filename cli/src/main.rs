@@ -5,6 +5,7 @@
 //!   (rdkafka), so they work against Weir or any Kafka cluster (`-b host:port`).
 //! - `weir job run`: a SQL stream job (the streams crate), also against any Kafka cluster.
 //! - `weir sql`: ad-hoc SQL over topics.
+//! - `weir pipeline run|validate`: YAML pipelines (the pipelines crate).
 
 mod broker_command;
 mod client;
@@ -12,11 +13,13 @@ mod consume;
 mod group;
 mod group_seek;
 mod job;
+mod pipeline;
 mod produce;
 mod protocol_client;
 mod sql;
 mod topic;
 mod txn;
+mod weblog;
 
 use clap::{Parser, Subcommand};
 
@@ -49,6 +52,10 @@ enum Command {
     Txn(txn::TxnArgs),
     /// Run stream jobs: SQL over a topic into another, exactly once.
     Job(job::JobArgs),
+    /// Run and validate YAML pipelines: sources → topic → SQL → sinks, exactly once.
+    Pipeline(pipeline::PipelineArgs),
+    /// Web-server logs: generate realistic access-log lines.
+    Weblog(weblog::WeblogArgs),
     /// Ad-hoc SQL over topics (each topic a table); a prompt when no query is given.
     Sql(sql::SqlArgs),
 }
@@ -56,7 +63,10 @@ enum Command {
 fn main() -> std::process::ExitCode {
     restore_default_sigpipe();
     let cli = Cli::parse();
-    init_tracing(matches!(cli.command, Command::Broker(_)));
+    init_tracing(matches!(
+        cli.command,
+        Command::Broker(_) | Command::Pipeline(_)
+    ));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -77,6 +87,8 @@ fn main() -> std::process::ExitCode {
             Command::Group(args) => group::run(args).await,
             Command::Txn(args) => txn::run(args).await,
             Command::Job(args) => job::run(args).await,
+            Command::Pipeline(args) => pipeline::run(args).await,
+            Command::Weblog(args) => weblog::run(args),
             Command::Sql(args) => sql::run(args).await,
         }
     });

@@ -9,6 +9,8 @@ use datafusion::arrow::record_batch::RecordBatch;
 use weir_streams::adhoc::{self, AdhocOptions};
 use weir_streams::record::ValueFormat;
 
+use weir_connectors::parquet::read_published;
+
 use crate::client::ConnectArgs;
 
 #[derive(Args)]
@@ -25,6 +27,10 @@ pub struct SqlArgs {
     /// The most records read from one topic; a larger topic fails the query.
     #[arg(long, default_value_t = 1_000_000)]
     max_records: usize,
+    /// A table read from Parquet files a pipeline published: NAME=DIRECTORY (repeatable; at
+    /// most --max-records rows each).
+    #[arg(long, value_name = "NAME=DIRECTORY")]
+    parquet: Vec<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -49,6 +55,13 @@ pub async fn run(args: SqlArgs) -> anyhow::Result<()> {
     };
     options.max_records = args.max_records;
     options.client_properties = args.connect.property_pairs()?;
+    for table in &args.parquet {
+        let Some((name, directory)) = table.split_once('=') else {
+            anyhow::bail!("--parquet {table}: expected NAME=DIRECTORY");
+        };
+        let (schema, batches) = read_published(std::path::Path::new(directory), args.max_records)?;
+        options.tables.push((name.to_string(), schema, batches));
+    }
     if let Some(query) = &args.query {
         return run_one(&options, query, args.format).await;
     }

@@ -5,13 +5,27 @@
 //! ## Module map
 //! - [`weblog`]: web-server log formats (nginx/apache combined, apache common, JSON lines, raw)
 //!   parsed into typed columns; bad lines are errors with a reason and a column.
+//! - [`source`]: the pull-source trait — records polled, positions taken for the pipeline to
+//!   commit in the same transaction. Sources: [`file`] (tailing with rotation),
+//!   [`generator`] (made-up access logs).
+//! - [`sink`]: the sink trait — rows written, then committed atomically with the input
+//!   offsets they cover, which the sink itself keeps. Sinks: [`parquet`] (manifest-published
+//!   files), [`postgres`] (COPY + `weir_offsets` in one transaction), [`stdout`].
+//!
+//! Every connector folder has the same shape: `config.rs` (serde, unknown fields refused,
+//! `problems()` listing what is wrong), the source or sink, tests beside them.
+//!
+//! Invariant: a sink's commit publishes rows and offsets together or not at all, and a
+//! replay of rows it already holds (same offsets) never adds them twice.
 
 pub mod error;
 pub mod file;
+pub mod generator;
 pub mod parquet;
 pub mod postgres;
 pub mod sink;
 pub mod source;
+pub mod stdout;
 pub mod weblog;
 
 pub use error::ConnectorError;

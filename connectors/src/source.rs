@@ -64,4 +64,9 @@ pub trait Source: Send {
     fn finished(&self) -> bool {
         false
     }
+
+    /// True when the last poll found nothing new (for runs that end once the input is read).
+    fn caught_up(&self) -> bool {
+        self.finished()
+    }
 }

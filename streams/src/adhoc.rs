@@ -10,7 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::MemTable;
 use datafusion::common::TableReference;
 use datafusion::prelude::SessionContext;
 
@@ -30,6 +32,9 @@ pub struct AdhocOptions {
     /// Records the JSON schema is inferred from.
     pub schema_sample_records: usize,
     pub timeout: Duration,
+    /// Tables given as data rather than topics (e.g. Parquet files), by name; a query's
+    /// reference to one of these names is not read from the cluster.
+    pub tables: Vec<(String, SchemaRef, Vec<RecordBatch>)>,
 }
 
 impl AdhocOptions {
@@ -41,6 +46,7 @@ impl AdhocOptions {
             max_records: 1_000_000,
             schema_sample_records: 1000,
             timeout: Duration::from_secs(30),
+            tables: Vec::new(),
         }
     }
 }
@@ -52,7 +58,18 @@ pub async fn query(options: &AdhocOptions, query: &str) -> Result<Vec<RecordBatc
     let state = context.state();
     let dialect = state.config().options().sql_parser.dialect;
     let statement = state.sql_to_statement(query, &dialect)?;
+    for (name, schema, batches) in &options.tables {
+        let table = MemTable::try_new(Arc::clone(schema), vec![batches.clone()])?;
+        context.register_table(TableReference::bare(name.as_str()), Arc::new(table))?;
+    }
     for table in state.resolve_table_references(&statement)? {
+        if options
+            .tables
+            .iter()
+            .any(|(name, _, _)| name == table.table())
+        {
+            continue;
+        }
         let topic = table.table().to_string();
         let options = options.clone();
         let opened = tokio::task::spawn_blocking(move || TopicTable::open(&options, &topic))

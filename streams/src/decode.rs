@@ -94,6 +94,11 @@ impl RecordDecoder {
         Ok(schema)
     }
 
+    /// The value columns alone (the table schema without the metadata columns).
+    pub fn value_schema(&self) -> SchemaRef {
+        Arc::clone(&self.value_schema)
+    }
+
     /// The table schema: value columns, then the metadata columns.
     pub fn schema(&self) -> SchemaRef {
         Arc::clone(&self.schema)

@@ -109,6 +109,14 @@ impl SqlTransform {
         Ok(SqlTransform { session, transform })
     }
 
+    /// The columns of the query's result.
+    pub fn output_schema(&self) -> datafusion::arrow::datatypes::SchemaRef {
+        match &self.transform {
+            Transform::Stateless(plan) => std::sync::Arc::new(plan.schema().as_arrow().clone()),
+            Transform::Windowed(windowed) => windowed.output_schema(),
+        }
+    }
+
     pub fn session(&self) -> &Session {
         &self.session
     }

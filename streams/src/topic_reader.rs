@@ -4,8 +4,9 @@
 
 use std::time::{Duration, Instant};
 
+use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
@@ -22,8 +23,25 @@ pub enum Limit {
     StopAt(usize),
 }
 
+/// A reader's client context: reaching a partition's end is how a read ends, not an error
+/// worth logging (librdkafka reports it as a "global error" when no one polls the partition).
+pub struct ReaderContext;
+
+impl ClientContext for ReaderContext {
+    fn error(&self, error: KafkaError, reason: &str) {
+        if !matches!(error, KafkaError::PartitionEOF(_)) {
+            tracing::error!(%error, reason, "librdkafka error");
+        }
+    }
+}
+
+impl ConsumerContext for ReaderContext {}
+
+/// A consumer that reads partitions to their end.
+pub type Reader = BaseConsumer<ReaderContext>;
+
 /// A read_committed consumer outside any group.
-pub fn consumer(bootstrap: &str, properties: &[(String, String)]) -> Result<BaseConsumer> {
+pub fn consumer(bootstrap: &str, properties: &[(String, String)]) -> Result<Reader> {
     let mut client = ClientConfig::new();
     client
         .set("bootstrap.servers", bootstrap)
@@ -35,12 +53,12 @@ pub fn consumer(bootstrap: &str, properties: &[(String, String)]) -> Result<Base
         client.set(name, value);
     }
     client
-        .create()
+        .create_with_context(ReaderContext)
         .map_err(StreamsError::kafka("creating the consumer"))
 }
 
 /// The partitions of `topic`.
-pub fn partitions(consumer: &BaseConsumer, topic: &str, timeout: Duration) -> Result<Vec<i32>> {
+pub fn partitions(consumer: &Reader, topic: &str, timeout: Duration) -> Result<Vec<i32>> {
     let metadata = consumer
         .fetch_metadata(Some(topic), timeout)
         .map_err(StreamsError::kafka("reading metadata"))?;
@@ -55,7 +73,7 @@ pub fn partitions(consumer: &BaseConsumer, topic: &str, timeout: Duration) -> Re
 /// Every committed record of `partitions` of `topic`, from the beginning up to the end each had
 /// when reading began (an open transaction is waited for), within `limit`.
 pub fn read(
-    consumer: &BaseConsumer,
+    consumer: &Reader,
     topic: &str,
     partitions: &[i32],
     limit: Limit,
@@ -86,7 +104,7 @@ impl Range {
 /// The committed records of `ranges` of `topic` (each end capped at the partition's end when
 /// reading began), within `limit`.
 pub fn read_ranges(
-    consumer: &BaseConsumer,
+    consumer: &Reader,
     topic: &str,
     ranges: &[Range],
     limit: Limit,

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::weblog::LogFormat;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum StartAt {
@@ -18,6 +20,8 @@ pub enum StartAt {
 pub struct FileSourceConfig {
     /// Glob patterns, e.g. `/var/log/nginx/access.log*`.
     pub paths: Vec<String>,
+    /// How lines are parsed: `nginx_combined`, `apache_combined`, `apache_common`, `json`, `raw`.
+    pub format: LogFormat,
     /// File names (not paths) never read, e.g. rotated logs compressed by logrotate.
     #[serde(default = "default_exclude")]
     pub exclude: Vec<String>,
@@ -57,9 +61,10 @@ fn default_max_open_files() -> usize {
 }
 
 impl FileSourceConfig {
-    pub fn new(paths: &[&str]) -> Self {
+    pub fn new(paths: &[&str], format: LogFormat) -> Self {
         FileSourceConfig {
             paths: paths.iter().map(|p| p.to_string()).collect(),
+            format,
             exclude: default_exclude(),
             start_at: StartAt::Beginning,
             scan_interval_ms: default_scan_interval_ms(),

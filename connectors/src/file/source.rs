@@ -26,6 +26,8 @@ pub struct FileSource {
     last_scan: Option<Instant>,
     /// Round-robin start, so one busy file does not starve the others.
     next_file: usize,
+    /// The last poll found no new line.
+    idle: bool,
 }
 
 impl FileSource {
@@ -47,6 +49,7 @@ impl FileSource {
             closed: Vec::new(),
             last_scan: None,
             next_file: 0,
+            idle: false,
         })
     }
 
@@ -282,10 +285,15 @@ impl Source for FileSource {
             self.read(target, out)?;
             let produced = out.len() > initial || !self.closed.is_empty();
             if produced || started.elapsed() >= wait {
+                self.idle = !produced;
                 return Ok(());
             }
             std::thread::sleep(IDLE_SLEEP.min(wait.saturating_sub(started.elapsed())));
         }
+    }
+
+    fn caught_up(&self) -> bool {
+        self.idle
     }
 
     fn take_positions(&mut self) -> Result<Vec<PositionUpdate>, ConnectorError> {

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::source::{Source, SourceRecord};
+use crate::weblog::LogFormat;
 
 fn config(pattern: &Path) -> FileSourceConfig {
-    let mut config = FileSourceConfig::new(&[pattern.to_str().unwrap()]);
+    let mut config = FileSourceConfig::new(&[pattern.to_str().unwrap()], LogFormat::Raw);
     config.scan_interval_ms = 1;
     config.rotate_wait_ms = 0;
     config
@@ -205,5 +206,5 @@ fn globs_match_several_files_and_exclude_compressed_ones() {
     let mut got = lines(&drain(&mut source));
     got.sort();
     assert_eq!(got, ["a", "b"]);
-    assert!(FileSource::new(FileSourceConfig::new(&["[unclosed"])).is_err());
+    assert!(FileSource::new(FileSourceConfig::new(&["[unclosed"], LogFormat::Raw)).is_err());
 }

@@ -137,7 +137,7 @@ impl ParquetSink {
                 )));
             }
             let staging = format!(
-                "_weir/staging/{:010}-{:05}.parquet",
+                "_weir/staging/{:010}-{:05}.parquet.inprogress",
                 self.sequence, self.files_this_sequence
             );
             self.files_this_sequence += 1;
@@ -314,6 +314,45 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
+}
+
+/// Every row of the published Parquet files under `root`, at most `max_rows` (beyond: an
+/// error, not a silent part).
+pub fn read_published(
+    root: &Path,
+    max_rows: usize,
+) -> Result<(SchemaRef, Vec<RecordBatch>), ConnectorError> {
+    let files = published_files(root);
+    if files.is_empty() {
+        return Err(ConnectorError::Sink(format!(
+            "no published Parquet files under {}",
+            root.display()
+        )));
+    }
+    let mut schema = None;
+    let mut batches = Vec::new();
+    let mut rows = 0;
+    for path in files {
+        let file = File::open(&path).map_err(ConnectorError::io("opening", &path))?;
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .and_then(|builder| builder.build())
+            .map_err(|e| ConnectorError::Sink(format!("reading {}: {e}", path.display())))?;
+        for batch in reader {
+            let batch = batch
+                .map_err(|e| ConnectorError::Sink(format!("reading {}: {e}", path.display())))?;
+            rows += batch.num_rows();
+            if rows > max_rows {
+                return Err(ConnectorError::Sink(format!(
+                    "{} holds more than {max_rows} rows",
+                    root.display()
+                )));
+            }
+            schema.get_or_insert_with(|| batch.schema());
+            batches.push(batch);
+        }
+    }
+    let schema = schema.unwrap_or_else(|| Arc::new(Schema::empty()));
+    Ok((schema, batches))
 }
 
 /// The published Parquet files under `root` (for tests and summaries).

@@ -64,7 +64,7 @@ pub fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> Result<i
 }
 
 /// The partition count of a topic just created (metadata may lag for a moment).
-fn wait_for(reader: &rdkafka::consumer::BaseConsumer, topic: &str) -> Result<i32> {
+fn wait_for(reader: &topic_reader::Reader, topic: &str) -> Result<i32> {
     let mut attempts = 0;
     loop {
         match topic_reader::partitions(reader, topic, CLUSTER_TIMEOUT) {

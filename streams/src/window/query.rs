@@ -59,6 +59,11 @@ pub struct WindowRow {
 }
 
 impl WindowedQuery {
+    /// The columns of the query's result (what the part above the aggregate makes of it).
+    pub fn output_schema(&self) -> SchemaRef {
+        Arc::new(self.post_aggregate.schema().as_arrow().clone())
+    }
+
     /// Takes `plan` apart; `None` when it has no aggregate (a stateless query).
     pub fn from_plan(session: &Session, plan: &LogicalPlan) -> Result<Option<Self>> {
         let mut aggregates = Vec::new();

@@ -1,0 +1,95 @@
+//! The Kafka cluster a run uses: an embedded Weir broker (data in a local directory, on a free
+//! loopback port) when a pipeline names no `bootstrap`, else the one it names. Topics the
+//! pipelines need are created when missing.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::types::RDKafkaErrorCode;
+use weir_broker::{Broker, BrokerConfig};
+
+use crate::config::PipelineConfig;
+use crate::error::{PipelineError, Result};
+
+/// Starts the embedded broker; its address is `broker.local_addr()`.
+pub async fn start_embedded(data_dir: &Path) -> Result<Broker> {
+    let listen: SocketAddr = ([127, 0, 0, 1], 0).into();
+    let config = BrokerConfig::new(listen, data_dir.to_path_buf());
+    let broker = Broker::start(config).await?;
+    tracing::info!(address = %broker.local_addr(), data_dir = %data_dir.display(), "embedded broker started");
+    Ok(broker)
+}
+
+/// A topic a pipeline needs.
+struct TopicSpec {
+    name: String,
+    partitions: i32,
+    replication_factor: i32,
+    compacted: bool,
+}
+
+fn topics_of(config: &PipelineConfig) -> Vec<TopicSpec> {
+    let replication_factor = config.topic.replication_factor.unwrap_or(-1);
+    let spec = |name: String, partitions: i32, compacted: bool| TopicSpec {
+        name,
+        partitions,
+        replication_factor,
+        compacted,
+    };
+    vec![
+        spec(config.topic_name(), config.topic_partitions(), false),
+        spec(config.dead_letter_topic(), 1, false),
+        spec(config.positions_topic(), 1, true),
+    ]
+}
+
+/// Creates the pipeline's topics that do not exist yet (existing ones are kept as they are).
+pub async fn ensure_topics(config: &PipelineConfig, bootstrap: &str) -> Result<()> {
+    let name = &config.name;
+    let mut client = ClientConfig::new();
+    client.set("bootstrap.servers", bootstrap);
+    for (key, value) in config.client_properties() {
+        client.set(key, value);
+    }
+    let admin: AdminClient<DefaultClientContext> = client
+        .create()
+        .map_err(PipelineError::kafka(name, "creating the admin client"))?;
+    let specs = topics_of(config);
+    let topics: Vec<NewTopic> = specs
+        .iter()
+        .map(|spec| {
+            let topic = NewTopic::new(
+                &spec.name,
+                spec.partitions,
+                TopicReplication::Fixed(spec.replication_factor),
+            );
+            if spec.compacted {
+                topic.set("cleanup.policy", "compact")
+            } else {
+                topic
+            }
+        })
+        .collect();
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let results = admin
+        .create_topics(&topics, &options)
+        .await
+        .map_err(PipelineError::kafka(name, "creating topics"))?;
+    for result in results {
+        match result {
+            Ok(topic) => tracing::info!(pipeline = %name, %topic, "topic created"),
+            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                return Err(PipelineError::Stage {
+                    pipeline: name.clone(),
+                    message: format!("cannot create topic {topic}: {code}"),
+                })
+            }
+        }
+    }
+    Ok(())
+}

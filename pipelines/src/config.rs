@@ -1,0 +1,193 @@
+//! A pipeline as its YAML declares it. Unknown fields are errors everywhere.
+//!
+//! ```yaml
+//! name: weblogs
+//! source: { kind: file, paths: [/var/log/nginx/access.log*], format: nginx_combined }
+//! topic: { name: weblogs-raw, partitions: 3 }
+//! transform:
+//!   table: requests
+//!   sql: SELECT timestamp, status, path FROM requests WHERE status >= 400
+//! sinks:
+//!   - { kind: parquet, path: ./warehouse/errors, partition_by: ["date(timestamp)"] }
+//!   - { kind: postgres, url: "postgres://weir@localhost/analytics", table: errors }
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use weir_connectors::file::FileSourceConfig;
+use weir_connectors::generator::GeneratorSourceConfig;
+use weir_connectors::parquet::ParquetSinkConfig;
+use weir_connectors::postgres::PostgresSinkConfig;
+use weir_connectors::stdout::StdoutSinkConfig;
+
+/// A file holds one pipeline, or several under `pipelines:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelinesFile {
+    pub pipelines: Vec<PipelineConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// Records, positions and sink offsets move together: nothing lost, nothing repeated.
+    #[default]
+    ExactlyOnce,
+    /// No transactions: after a crash some records may be delivered again.
+    AtLeastOnce,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// Names the pipeline's topics, transactional ids and offsets: keep it stable.
+    pub name: String,
+    /// The Kafka cluster (Weir or any Kafka); without it an embedded broker is started.
+    #[serde(default)]
+    pub bootstrap: Option<String>,
+    /// librdkafka properties for every client of the pipeline (security settings, …).
+    #[serde(default)]
+    pub client_properties: BTreeMap<String, String>,
+    pub source: SourceConfig,
+    /// The topic the source's records land in.
+    #[serde(default)]
+    pub topic: TopicConfig,
+    /// Where lines that do not parse go, with the reason in a header (default `<topic>-dead-letters`).
+    #[serde(default)]
+    pub dead_letter_topic: Option<String>,
+    /// The columns of `json` records (`name:type,…`, types string, int, float, bool,
+    /// timestamp); access-log formats have their columns already, `raw` has one, `value`.
+    #[serde(default)]
+    pub schema: Option<String>,
+    #[serde(default)]
+    pub transform: Option<TransformConfig>,
+    #[serde(default)]
+    pub sinks: Vec<SinkConfig>,
+    #[serde(default)]
+    pub delivery: Delivery,
+    /// How often the source commits (a transaction with its records and positions).
+    #[serde(default = "default_checkpoint_interval_ms")]
+    pub checkpoint_interval_ms: u64,
+    /// The most records per source checkpoint (bounds memory).
+    #[serde(default = "default_checkpoint_max_records")]
+    pub checkpoint_max_records: usize,
+    /// Partitions of the topic, and sink workers reading them.
+    #[serde(default = "default_parallelism")]
+    pub parallelism: usize,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopicConfig {
+    /// Default `<pipeline>-raw`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Default: the pipeline's parallelism.
+    #[serde(default)]
+    pub partitions: Option<i32>,
+    /// Default: the cluster's `default.replication.factor`.
+    #[serde(default)]
+    pub replication_factor: Option<i32>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformConfig {
+    pub sql: String,
+    /// The topic's table name in the query (default `input`).
+    #[serde(default = "default_table")]
+    pub table: String,
+    /// Windowed queries: how late a record may be (event time behind its partition's largest).
+    #[serde(default)]
+    pub allowed_lateness_ms: i64,
+    /// Windowed queries: the most groups the open windows may hold.
+    #[serde(default = "default_max_state_entries")]
+    pub max_state_entries: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SourceConfig {
+    File(FileSourceConfig),
+    Generator(GeneratorSourceConfig),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SinkConfig {
+    Parquet(ParquetSinkConfig),
+    Postgres(PostgresSinkConfig),
+    Stdout(StdoutSinkConfig),
+}
+
+fn default_checkpoint_interval_ms() -> u64 {
+    1000
+}
+fn default_checkpoint_max_records() -> usize {
+    100_000
+}
+fn default_parallelism() -> usize {
+    1
+}
+fn default_table() -> String {
+    "input".into()
+}
+fn default_max_state_entries() -> usize {
+    1_000_000
+}
+
+impl SourceConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SourceConfig::File(_) => "file",
+            SourceConfig::Generator(_) => "generator",
+        }
+    }
+}
+
+impl SinkConfig {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SinkConfig::Parquet(_) => "parquet",
+            SinkConfig::Postgres(_) => "postgres",
+            SinkConfig::Stdout(_) => "stdout",
+        }
+    }
+}
+
+impl PipelineConfig {
+    pub fn topic_name(&self) -> String {
+        self.topic
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{}-raw", self.name))
+    }
+
+    pub fn topic_partitions(&self) -> i32 {
+        self.topic.partitions.unwrap_or(self.parallelism as i32)
+    }
+
+    pub fn dead_letter_topic(&self) -> String {
+        self.dead_letter_topic
+            .clone()
+            .unwrap_or_else(|| format!("{}-dead-letters", self.topic_name()))
+    }
+
+    /// The compacted topic of the source's positions (file offsets, a bridge's input offsets).
+    pub fn positions_topic(&self) -> String {
+        format!("weir-{}-source-positions", self.name)
+    }
+
+    /// The topic a windowed transform writes to and the sinks read (the raw topic otherwise).
+    pub fn windowed_output_topic(&self) -> String {
+        format!("weir-{}-windows", self.name)
+    }
+
+    pub fn client_properties(&self) -> Vec<(String, String)> {
+        self.client_properties
+            .iter()
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect()
+    }
+}

@@ -1,0 +1,326 @@
+//! A sink stage: the pipeline's topic read (read_committed) from the offsets the sink holds,
+//! decoded into Arrow batches, run through the stateless SQL transform, written to the sink,
+//! and committed — rows and offsets together, in the sink — whenever the sink asks to. A crash
+//! anywhere resumes from what the sink committed: nothing lost, nothing twice.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::error::KafkaError;
+use rdkafka::{Offset, TopicPartitionList};
+use weir_connectors::parquet::ParquetSink;
+use weir_connectors::postgres::PostgresSink;
+use weir_connectors::sink::{Sink, SinkOffsets, SinkStats};
+use weir_connectors::stdout::StdoutSink;
+use weir_streams::decode::RecordDecoder;
+use weir_streams::record::InputRecord;
+use weir_streams::sql::SqlTransform;
+
+use crate::config::{PipelineConfig, SinkConfig};
+use crate::error::{PipelineError, Result};
+use crate::metrics::PipelineMetrics;
+use crate::schema::topic_decoder;
+use crate::writer::CLUSTER_TIMEOUT;
+
+/// The most records decoded and transformed at once.
+const MAX_BATCH_RECORDS: usize = 20_000;
+/// How long a batch waits for more records.
+const BATCH_WAIT: Duration = Duration::from_millis(100);
+
+pub struct DeliverStage {
+    pub config: PipelineConfig,
+    pub sink_index: usize,
+    pub bootstrap: String,
+    pub metrics: Arc<PipelineMetrics>,
+    pub stop: Arc<AtomicBool>,
+    /// Set when the source stage ended (a bounded run): the sink ends once it read everything.
+    pub source_done: Arc<AtomicBool>,
+}
+
+/// What was not committed yet.
+#[derive(Default)]
+struct Uncommitted {
+    records_in: u64,
+    rows_out: u64,
+    rejected: u64,
+}
+
+/// A sink as its config declares it; `topic` is what it reads.
+pub fn make_sink(pipeline: &str, config: &SinkConfig, topic: &str) -> Result<Box<dyn Sink>> {
+    let connector = PipelineError::connector(pipeline);
+    Ok(match config {
+        SinkConfig::Parquet(parquet) => {
+            Box::new(ParquetSink::new(parquet.clone()).map_err(connector)?)
+        }
+        SinkConfig::Postgres(postgres) => {
+            let sink_id = format!("{pipeline}/{}", postgres.table);
+            Box::new(PostgresSink::new(postgres.clone(), &sink_id, topic).map_err(connector)?)
+        }
+        SinkConfig::Stdout(stdout) => Box::new(StdoutSink::new(stdout.clone())),
+    })
+}
+
+impl DeliverStage {
+    fn label(&self) -> String {
+        format!(
+            "{}-{}",
+            self.config.sinks[self.sink_index].kind(),
+            self.sink_index
+        )
+    }
+
+    pub async fn run(&self) -> Result<SinkStats> {
+        let name = self.config.name.clone();
+        let topic = self.config.topic_name();
+        let decoder = topic_decoder(&self.config)?;
+        let transform = match &self.config.transform {
+            Some(transform) => Some(
+                SqlTransform::new(
+                    &[(transform.table.as_str(), decoder.schema())],
+                    &transform.sql,
+                )
+                .await
+                .map_err(PipelineError::streams(&name))?,
+            ),
+            None => None,
+        };
+        let value_columns = decoder.value_schema().fields().len();
+        let output_schema: SchemaRef = match &transform {
+            Some(transform) => transform.output_schema(),
+            None => decoder.value_schema(),
+        };
+        let mut sink = make_sink(&name, &self.config.sinks[self.sink_index], &topic)?;
+        let committed = sink
+            .open(output_schema)
+            .await
+            .map_err(PipelineError::connector(&name))?;
+        let consumer = self.consumer(&topic, &committed)?;
+        tracing::info!(pipeline = %name, sink = %self.label(), ?committed, "sink stage started");
+        let labels = [name.as_str(), &self.label()];
+        let mut next = committed;
+        let mut uncommitted = Uncommitted::default();
+        let mut last_commit = Instant::now();
+        loop {
+            let records = self.poll_batch(&consumer).await?;
+            if !records.is_empty() {
+                for record in &records {
+                    next.insert(record.partition, record.offset + 1);
+                }
+                let rows = self
+                    .transform(
+                        &decoder,
+                        transform.as_ref(),
+                        value_columns,
+                        &records,
+                        &mut uncommitted,
+                    )
+                    .await?;
+                for batch in &rows {
+                    sink.write(batch)
+                        .await
+                        .map_err(PipelineError::connector(&name))?;
+                }
+            }
+            let stopping = self.stop.load(Ordering::SeqCst)
+                || (self.source_done.load(Ordering::SeqCst)
+                    && records.is_empty()
+                    && self.caught_up(&consumer, &topic)?);
+            if stopping || sink.should_commit(last_commit.elapsed()) {
+                let started = Instant::now();
+                let target = self.positions(&consumer, &topic, &next)?;
+                sink.commit(&target)
+                    .await
+                    .map_err(PipelineError::connector(&name))?;
+                next = target;
+                self.count(&labels, std::mem::take(&mut uncommitted), started);
+                last_commit = Instant::now();
+                self.update_lag(&consumer, &topic, &labels);
+            }
+            if stopping {
+                tracing::info!(pipeline = %name, sink = %self.label(), stats = ?sink.stats(), "sink stage ended");
+                return Ok(sink.stats());
+            }
+        }
+    }
+
+    fn consumer(&self, topic: &str, committed: &SinkOffsets) -> Result<StreamConsumer> {
+        let name = &self.config.name;
+        let mut client = ClientConfig::new();
+        client
+            .set("bootstrap.servers", &self.bootstrap)
+            .set("group.id", format!("weir-pipeline-{name}-{}", self.label()))
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("isolation.level", "read_committed")
+            .set("auto.offset.reset", "earliest")
+            .set("fetch.queue.backoff.ms", "20");
+        for (key, value) in self.config.client_properties() {
+            client.set(key, value);
+        }
+        let consumer: StreamConsumer = client
+            .create()
+            .map_err(PipelineError::kafka(name, "creating the consumer"))?;
+        let metadata = consumer
+            .fetch_metadata(Some(topic), CLUSTER_TIMEOUT)
+            .map_err(PipelineError::kafka(name, "reading metadata"))?;
+        let partitions: Vec<i32> = metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == topic)
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect();
+        if partitions.is_empty() {
+            return Err(PipelineError::Stage {
+                pipeline: name.clone(),
+                message: format!("topic {topic} has no partitions"),
+            });
+        }
+        let mut assignment = TopicPartitionList::new();
+        for partition in partitions {
+            let offset = committed
+                .get(&partition)
+                .map_or(Offset::Beginning, |o| Offset::Offset(*o));
+            assignment
+                .add_partition_offset(topic, partition, offset)
+                .map_err(PipelineError::kafka(name, "assigning partitions"))?;
+        }
+        consumer
+            .assign(&assignment)
+            .map_err(PipelineError::kafka(name, "assigning partitions"))?;
+        Ok(consumer)
+    }
+
+    async fn poll_batch(&self, consumer: &StreamConsumer) -> Result<Vec<InputRecord>> {
+        let deadline = tokio::time::Instant::now() + BATCH_WAIT;
+        let mut records = Vec::new();
+        while records.len() < MAX_BATCH_RECORDS {
+            match tokio::time::timeout_at(deadline, consumer.recv()).await {
+                Err(_) => break,
+                Ok(Ok(message)) => records.push(InputRecord::from_message(&message)),
+                Ok(Err(KafkaError::PartitionEOF(_))) => continue,
+                Ok(Err(error)) => {
+                    return Err(PipelineError::kafka(&self.config.name, "consuming")(error))
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    async fn transform(
+        &self,
+        decoder: &RecordDecoder,
+        transform: Option<&SqlTransform>,
+        value_columns: usize,
+        records: &[InputRecord],
+        uncommitted: &mut Uncommitted,
+    ) -> Result<Vec<RecordBatch>> {
+        let name = &self.config.name;
+        let decoded = decoder
+            .decode(records)
+            .map_err(PipelineError::streams(name))?;
+        for rejected in &decoded.rejected {
+            tracing::warn!(pipeline = %name, sink = %self.label(), partition = rejected.partition, offset = rejected.offset, reason = %rejected.reason, "record left out: it does not decode");
+        }
+        uncommitted.records_in += records.len() as u64;
+        uncommitted.rejected += decoded.rejected.len() as u64;
+        let rows = match transform {
+            Some(transform) => transform
+                .apply(vec![decoded.batch])
+                .await
+                .map_err(PipelineError::streams(name))?,
+            None => vec![decoded
+                .batch
+                .project(&(0..value_columns).collect::<Vec<_>>())
+                .map_err(|e| PipelineError::Stage {
+                    pipeline: name.clone(),
+                    message: e.to_string(),
+                })?],
+        };
+        uncommitted.rows_out += rows.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        Ok(rows)
+    }
+
+    /// The offsets to commit: past every record handed out, and past the transaction markers
+    /// that follow them (the consumer's position), so a resumed read starts at new data.
+    fn positions(
+        &self,
+        consumer: &StreamConsumer,
+        topic: &str,
+        next: &SinkOffsets,
+    ) -> Result<SinkOffsets> {
+        let mut target = next.clone();
+        let positions = consumer
+            .position()
+            .map_err(PipelineError::kafka(&self.config.name, "reading positions"))?;
+        for element in positions.elements_for_topic(topic) {
+            if let (Offset::Offset(position), Some(seen)) =
+                (element.offset(), next.get(&element.partition()))
+            {
+                if position > *seen {
+                    target.insert(element.partition(), position);
+                }
+            }
+        }
+        Ok(target)
+    }
+
+    /// Every partition read up to its end.
+    fn caught_up(&self, consumer: &StreamConsumer, topic: &str) -> Result<bool> {
+        Ok(self.lag(consumer, topic)? == 0)
+    }
+
+    fn lag(&self, consumer: &StreamConsumer, topic: &str) -> Result<i64> {
+        let name = &self.config.name;
+        let positions = consumer
+            .position()
+            .map_err(PipelineError::kafka(name, "reading positions"))?;
+        let mut lag = 0;
+        for element in positions.elements_for_topic(topic) {
+            let (low, high) = tokio::task::block_in_place(|| {
+                consumer.fetch_watermarks(topic, element.partition(), CLUSTER_TIMEOUT)
+            })
+            .map_err(PipelineError::kafka(name, "reading end offsets"))?;
+            let position = match element.offset() {
+                Offset::Offset(position) => position,
+                _ => low,
+            };
+            lag += (high - position).max(0);
+        }
+        Ok(lag)
+    }
+
+    fn update_lag(&self, consumer: &StreamConsumer, topic: &str, labels: &[&str]) {
+        if let Ok(lag) = self.lag(consumer, topic) {
+            self.metrics
+                .sink_lag_records
+                .with_label_values(labels)
+                .set(lag);
+        }
+    }
+
+    fn count(&self, labels: &[&str], uncommitted: Uncommitted, started: Instant) {
+        let metrics = &self.metrics;
+        metrics
+            .sink_records_in
+            .with_label_values(labels)
+            .inc_by(uncommitted.records_in);
+        metrics
+            .sink_rows_out
+            .with_label_values(labels)
+            .inc_by(uncommitted.rows_out);
+        metrics
+            .sink_records_rejected
+            .with_label_values(labels)
+            .inc_by(uncommitted.rejected);
+        metrics.sink_commits.with_label_values(labels).inc();
+        metrics
+            .sink_commit_seconds
+            .with_label_values(labels)
+            .observe(started.elapsed().as_secs_f64());
+    }
+}

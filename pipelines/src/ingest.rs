@@ -1,0 +1,265 @@
+//! The source stage: records polled from the source, parsed by the source's format, and
+//! produced to the pipeline's topic (lines that do not parse to the dead-letter topic, with the
+//! reason in a header), together with the source's position records — one transaction per
+//! checkpoint. A failed checkpoint is aborted and the source restored to the last committed
+//! positions, so every line lands exactly once.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use weir_connectors::file::FileSource;
+use weir_connectors::generator::GeneratorSource;
+use weir_connectors::weblog::LogFormat;
+use weir_connectors::{PositionUpdate, Source, SourceRecord};
+
+use crate::config::{Delivery, PipelineConfig, SourceConfig};
+use crate::error::{PipelineError, Result};
+use crate::metrics::PipelineMetrics;
+use crate::writer::{CheckpointProducer, Outgoing};
+
+/// The longest a single poll waits, so a stop request is seen promptly.
+const POLL_SLICE: Duration = Duration::from_millis(100);
+/// The pause after an aborted checkpoint before trying again.
+const RETRY_PAUSE: Duration = Duration::from_secs(1);
+/// Header of a dead letter: why the line was refused.
+pub const ERROR_HEADER: &str = "weir.error";
+
+pub struct IngestStage {
+    pub config: PipelineConfig,
+    pub bootstrap: String,
+    pub metrics: Arc<PipelineMetrics>,
+    pub stop: Arc<AtomicBool>,
+    /// End once the source has nothing more (a bounded run), after committing everything.
+    pub until_caught_up: bool,
+}
+
+/// The source a pipeline's config declares, and the format of its records.
+pub fn make_source(
+    config: &SourceConfig,
+) -> Result<(Box<dyn Source>, LogFormat), weir_connectors::ConnectorError> {
+    Ok(match config {
+        SourceConfig::File(file) => (Box::new(FileSource::new(file.clone())?), file.format),
+        SourceConfig::Generator(generator) => (
+            Box::new(GeneratorSource::new(generator.clone())?),
+            generator.format,
+        ),
+    })
+}
+
+struct Checkpoint {
+    started: Instant,
+    records: u64,
+    produced: u64,
+    dead_letters: u64,
+}
+
+impl IngestStage {
+    pub fn run(&self) -> Result<()> {
+        let name = self.config.name.as_str();
+        let transactional_id = format!("weir-pipeline-{name}-source");
+        let exactly_once = self.config.delivery == Delivery::ExactlyOnce;
+        let properties = self.config.client_properties();
+        let mut producer = CheckpointProducer::create(
+            name,
+            &self.bootstrap,
+            exactly_once.then_some(transactional_id.as_str()),
+            &properties,
+        )?;
+        let mut committed = crate::positions::read(
+            name,
+            &self.bootstrap,
+            &self.config.positions_topic(),
+            &properties,
+        )?;
+        let mut source = self.restored_source(&committed)?;
+        tracing::info!(
+            pipeline = name,
+            positions = committed.len(),
+            "source stage started"
+        );
+        loop {
+            if self.stop.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            match self.checkpoint(&mut producer, source.0.as_mut(), source.1) {
+                Ok(Some(updates)) => apply(&mut committed, updates),
+                Ok(None) => {
+                    if self.until_caught_up && source.0.caught_up() {
+                        tracing::info!(pipeline = name, "source caught up");
+                        return Ok(());
+                    }
+                }
+                Err(error @ PipelineError::Fenced { .. }) => return Err(error),
+                Err(error) => {
+                    tracing::warn!(pipeline = name, %error, "source checkpoint failed; aborting it and resuming from the committed positions");
+                    self.metrics
+                        .source_checkpoints_aborted
+                        .with_label_values(&[name])
+                        .inc();
+                    producer.abort()?;
+                    std::thread::sleep(RETRY_PAUSE);
+                    source = self.restored_source(&committed)?;
+                }
+            }
+        }
+    }
+
+    fn restored_source(
+        &self,
+        committed: &HashMap<String, Vec<u8>>,
+    ) -> Result<(Box<dyn Source>, LogFormat)> {
+        let (mut source, format) = make_source(&self.config.source)
+            .map_err(PipelineError::connector(&self.config.name))?;
+        source
+            .restore(committed)
+            .map_err(PipelineError::connector(&self.config.name))?;
+        Ok((source, format))
+    }
+
+    /// One checkpoint: poll for up to the interval, produce as records come, then commit them
+    /// with the positions. `None` when there was nothing to commit.
+    fn checkpoint(
+        &self,
+        producer: &mut CheckpointProducer,
+        source: &mut dyn Source,
+        format: LogFormat,
+    ) -> Result<Option<Vec<PositionUpdate>>> {
+        let name = self.config.name.as_str();
+        let interval = Duration::from_millis(self.config.checkpoint_interval_ms);
+        let max_records = self.config.checkpoint_max_records;
+        let mut checkpoint = Checkpoint {
+            started: Instant::now(),
+            records: 0,
+            produced: 0,
+            dead_letters: 0,
+        };
+        let mut polled: Vec<SourceRecord> = Vec::new();
+        let mut value = Vec::new();
+        let mut begun = false;
+        while checkpoint.started.elapsed() < interval && (checkpoint.records as usize) < max_records
+        {
+            if self.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let wait = interval
+                .saturating_sub(checkpoint.started.elapsed())
+                .min(POLL_SLICE);
+            polled.clear();
+            source
+                .poll(max_records - checkpoint.records as usize, wait, &mut polled)
+                .map_err(PipelineError::connector(name))?;
+            if polled.is_empty() {
+                if source.caught_up() && self.until_caught_up {
+                    break;
+                }
+                continue;
+            }
+            if !begun {
+                producer.begin()?;
+                begun = true;
+            }
+            for record in &polled {
+                self.send(producer, record, format, &mut value, &mut checkpoint)?;
+            }
+        }
+        let updates = source
+            .take_positions()
+            .map_err(PipelineError::connector(name))?;
+        if !begun && updates.is_empty() {
+            return Ok(None);
+        }
+        if !begun {
+            producer.begin()?;
+        }
+        let positions_topic = self.config.positions_topic();
+        for update in &updates {
+            producer.send(&Outgoing {
+                topic: &positions_topic,
+                key: Some(update.key.as_bytes()),
+                value: update.value.as_deref(),
+                headers: &[],
+            })?;
+        }
+        producer.commit()?;
+        self.count(&checkpoint);
+        Ok(Some(updates))
+    }
+
+    fn send(
+        &self,
+        producer: &CheckpointProducer,
+        record: &SourceRecord,
+        format: LogFormat,
+        value: &mut Vec<u8>,
+        checkpoint: &mut Checkpoint,
+    ) -> Result<()> {
+        checkpoint.records += 1;
+        let problem = match &record.problem {
+            Some(problem) => Some(problem.clone()),
+            None => {
+                value.clear();
+                let line = String::from_utf8_lossy(&record.value);
+                parse(format, &line, value).err()
+            }
+        };
+        let topic = self.config.topic_name();
+        let dead_letter_topic = self.config.dead_letter_topic();
+        match problem {
+            None => {
+                checkpoint.produced += 1;
+                producer.send(&Outgoing {
+                    topic: &topic,
+                    key: record.key.as_deref(),
+                    value: Some(value),
+                    headers: &[],
+                })
+            }
+            Some(reason) => {
+                checkpoint.dead_letters += 1;
+                producer.send(&Outgoing {
+                    topic: &dead_letter_topic,
+                    key: record.key.as_deref(),
+                    value: Some(&record.value),
+                    headers: &[(ERROR_HEADER, reason.as_bytes())],
+                })
+            }
+        }
+    }
+
+    fn count(&self, checkpoint: &Checkpoint) {
+        let labels = [self.config.name.as_str()];
+        let metrics = &self.metrics;
+        metrics
+            .source_records
+            .with_label_values(&labels)
+            .inc_by(checkpoint.records);
+        metrics
+            .records_produced
+            .with_label_values(&labels)
+            .inc_by(checkpoint.produced);
+        metrics
+            .parse_errors
+            .with_label_values(&labels)
+            .inc_by(checkpoint.dead_letters);
+        metrics.source_checkpoints.with_label_values(&labels).inc();
+        metrics
+            .source_checkpoint_seconds
+            .with_label_values(&labels)
+            .observe(checkpoint.started.elapsed().as_secs_f64());
+    }
+}
+
+fn parse(format: LogFormat, line: &str, value: &mut Vec<u8>) -> Result<(), String> {
+    format.parse_into(line, value).map_err(|e| e.to_string())
+}
+
+fn apply(committed: &mut HashMap<String, Vec<u8>>, updates: Vec<PositionUpdate>) {
+    for update in updates {
+        match update.value {
+            Some(value) => committed.insert(update.key, value),
+            None => committed.remove(&update.key),
+        };
+    }
+}

@@ -1,0 +1,43 @@
+//! # weir-pipelines
+//!
+//! A pipeline, declared in YAML: a source (tailed files, a generator), the topic its records
+//! land in, an optional SQL transform, and sinks (Parquet, PostgreSQL, stdout) — run exactly
+//! once by the `weir` binary (`weir pipeline run|validate`), on an embedded broker or any
+//! Kafka cluster.
+//!
+//! ## Module map
+//! - [`config`]: the YAML model (unknown fields refused). [`load`]: files and directories,
+//!   `${VAR}` / `${file:PATH}` ([`interpolate`]), parse errors with line and column
+//!   ([`locate`], [`diagnostic`]). [`validate`]: names, topics, connector settings, the SQL
+//!   planned against the topic's columns, reachability of cluster and databases.
+//! - [`cluster`]: the embedded broker, topic creation.
+//! - [`ingest`]: the source stage — poll, parse (bad lines to the dead-letter topic), produce,
+//!   and commit records and source positions in one Kafka transaction ([`writer`],
+//!   [`positions`]).
+//! - [`deliver`]: a sink stage — read the topic from the offsets the sink holds, decode, SQL,
+//!   write, and commit rows with offsets in the sink.
+//! - [`run`]: stages started, watched and stopped together. [`metrics`]: Prometheus.
+//!
+//! ## Data flow and invariants
+//! source → (one transaction: records + dead letters + positions) → topic → (read_committed)
+//! → decode → SQL → sink (one commit: rows + offsets). Each arrow commits atomically, and each
+//! resume point (positions topic, sink offsets) is written in the same commit as the data it
+//! covers, so a `kill -9` anywhere loses and repeats nothing.
+
+pub mod cluster;
+pub mod config;
+pub mod deliver;
+pub mod diagnostic;
+pub mod error;
+pub mod ingest;
+pub mod interpolate;
+pub mod load;
+pub mod locate;
+pub mod metrics;
+pub mod positions;
+pub mod run;
+pub mod schema;
+pub mod validate;
+pub mod writer;
+
+pub use error::{PipelineError, Result};

@@ -1,0 +1,196 @@
+//! Where each key and value of a YAML document is (line, column), by path
+//! (`pipelines[0].source.paths[1]`), so that every problem found after parsing — an unknown
+//! field inside a tagged connector, a bad SQL query, an unreachable database — can point at
+//! its place in the file.
+
+use std::collections::HashMap;
+
+use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::Marker;
+
+/// 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    pub line: usize,
+    pub column: usize,
+}
+
+#[derive(Debug, Default)]
+pub struct Locations {
+    keys: HashMap<String, Location>,
+    values: HashMap<String, Location>,
+}
+
+impl Locations {
+    /// The locations of `text` (a document that does not parse has none).
+    pub fn of(text: &str) -> Self {
+        let mut receiver = Receiver::default();
+        let mut parser = Parser::new_from_str(text);
+        let _ = parser.load(&mut receiver, false);
+        receiver.locations
+    }
+
+    /// Where the value at `path` is; else its key; else the nearest enclosing value.
+    pub fn value(&self, path: &str) -> Option<Location> {
+        let mut path = path;
+        loop {
+            if let Some(location) = self.values.get(path).or_else(|| self.keys.get(path)) {
+                return Some(*location);
+            }
+            path = parent(path)?;
+        }
+    }
+
+    /// Where the key `name` is, directly under `path` or deeper (serde names unknown fields
+    /// without their path inside tagged enums).
+    pub fn key_under(&self, path: &str, name: &str) -> Option<Location> {
+        let direct = join(path, name);
+        if let Some(location) = self.keys.get(&direct) {
+            return Some(*location);
+        }
+        let suffix = format!(".{name}");
+        self.keys
+            .iter()
+            .filter(|(key, _)| {
+                key.starts_with(path) && (key.ends_with(&suffix) || key.as_str() == name)
+            })
+            .map(|(_, location)| *location)
+            .min_by_key(|location| (location.line, location.column))
+    }
+}
+
+fn parent(path: &str) -> Option<&str> {
+    if path.is_empty() {
+        return None;
+    }
+    let cut = path.rfind(['.', '[']).unwrap_or(0);
+    Some(&path[..cut])
+}
+
+fn join(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+enum Frame {
+    Mapping { path: String, key: Option<String> },
+    Sequence { path: String, index: usize },
+}
+
+#[derive(Default)]
+struct Receiver {
+    stack: Vec<Frame>,
+    locations: Locations,
+}
+
+impl Receiver {
+    /// The path of the value that comes next, or None when a mapping expects a key.
+    fn next_value_path(&self) -> Option<String> {
+        match self.stack.last() {
+            None => Some(String::new()),
+            Some(Frame::Mapping { key: None, .. }) => None,
+            Some(Frame::Mapping {
+                path,
+                key: Some(key),
+            }) => Some(join(path, key)),
+            Some(Frame::Sequence { path, index }) => Some(format!("{path}[{index}]")),
+        }
+    }
+
+    /// A value was completed: the parent moves on.
+    fn advance(&mut self) {
+        match self.stack.last_mut() {
+            Some(Frame::Mapping { key, .. }) => *key = None,
+            Some(Frame::Sequence { index, .. }) => *index += 1,
+            None => {}
+        }
+    }
+}
+
+fn location(mark: Marker) -> Location {
+    Location {
+        line: mark.line(),
+        column: mark.col() + 1,
+    }
+}
+
+impl MarkedEventReceiver for Receiver {
+    fn on_event(&mut self, event: Event, mark: Marker) {
+        match event {
+            Event::Scalar(text, ..) => match self.next_value_path() {
+                None => {
+                    if let Some(Frame::Mapping { path, key }) = self.stack.last_mut() {
+                        self.locations
+                            .keys
+                            .insert(join(path, &text), location(mark));
+                        *key = Some(text);
+                    }
+                }
+                Some(path) => {
+                    self.locations.values.insert(path, location(mark));
+                    self.advance();
+                }
+            },
+            Event::MappingStart(..) | Event::SequenceStart(..) => {
+                let Some(path) = self.next_value_path() else {
+                    return;
+                };
+                self.locations.values.insert(path.clone(), location(mark));
+                self.stack
+                    .push(if matches!(event, Event::MappingStart(..)) {
+                        Frame::Mapping { path, key: None }
+                    } else {
+                        Frame::Sequence { path, index: 0 }
+                    });
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                self.stack.pop();
+                self.advance();
+            }
+            Event::Alias(_) => self.advance(),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_values_by_path() {
+        let text = "name: weblogs\nsource:\n  kind: file\n  paths:\n    - a.log\n    - b.log\nsinks:\n  - kind: parquet\n    path: out\n";
+        let locations = Locations::of(text);
+        assert_eq!(
+            locations.value("name"),
+            Some(Location { line: 1, column: 7 })
+        );
+        assert_eq!(
+            locations.value("source.paths[1]"),
+            Some(Location { line: 6, column: 7 })
+        );
+        assert_eq!(
+            locations.value("sinks[0].path"),
+            Some(Location {
+                line: 9,
+                column: 11
+            })
+        );
+        assert_eq!(
+            locations.key_under("sinks[0]", "path"),
+            Some(Location { line: 9, column: 5 })
+        );
+        assert_eq!(
+            locations.key_under("source", "kind"),
+            Some(Location { line: 3, column: 3 })
+        );
+        // A path that is not there points at the nearest thing that is.
+        assert_eq!(
+            locations.value("sinks[0].table"),
+            Some(Location { line: 8, column: 5 })
+        );
+    }
+}

@@ -1,0 +1,133 @@
+//! Running pipelines: the cluster (embedded or named), each pipeline's topics, its source stage
+//! on a thread of its own and a sink stage per sink. The first stage to fail stops the others
+//! (each commits what it can) and its error is the run's; a stop request ends the run with a
+//! last commit everywhere.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use weir_connectors::sink::SinkStats;
+
+use crate::cluster::{ensure_topics, start_embedded};
+use crate::deliver::DeliverStage;
+use crate::error::{PipelineError, Result};
+use crate::ingest::IngestStage;
+use crate::load::LoadedPipeline;
+use crate::metrics::PipelineMetrics;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Where the embedded broker keeps its data.
+    pub data_dir: PathBuf,
+    /// End once every source has nothing more and every sink committed all of it.
+    pub until_caught_up: bool,
+}
+
+/// What each sink committed during the run.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    pub sinks: Vec<SinkSummary>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SinkSummary {
+    pub pipeline: String,
+    pub sink: String,
+    pub stats: SinkStats,
+}
+
+enum Finished {
+    Source { pipeline: String },
+    Sink(SinkSummary),
+}
+
+pub async fn run(
+    pipelines: Vec<LoadedPipeline>,
+    options: RunOptions,
+    metrics: Arc<PipelineMetrics>,
+    stop: Arc<AtomicBool>,
+) -> Result<RunSummary> {
+    let embedded = if pipelines.iter().any(|p| p.config.bootstrap.is_none()) {
+        Some(start_embedded(&options.data_dir).await?)
+    } else {
+        None
+    };
+    let embedded_address = embedded.as_ref().map(|b| b.local_addr().to_string());
+    let mut stages = FuturesUnordered::new();
+    for pipeline in pipelines {
+        let config = pipeline.config;
+        let bootstrap = config
+            .bootstrap
+            .clone()
+            .or_else(|| embedded_address.clone())
+            .unwrap_or_default();
+        ensure_topics(&config, &bootstrap).await?;
+        let source_done = Arc::new(AtomicBool::new(false));
+        let ingest = IngestStage {
+            config: config.clone(),
+            bootstrap: bootstrap.clone(),
+            metrics: Arc::clone(&metrics),
+            stop: Arc::clone(&stop),
+            until_caught_up: options.until_caught_up,
+        };
+        let done = Arc::clone(&source_done);
+        stages.push(tokio::spawn(async move {
+            let pipeline = ingest.config.name.clone();
+            let result = tokio::task::spawn_blocking(move || ingest.run()).await;
+            let result = result.unwrap_or_else(|e| {
+                Err(PipelineError::Stage {
+                    pipeline: pipeline.clone(),
+                    message: format!("source stage panicked: {e}"),
+                })
+            });
+            done.store(true, Ordering::SeqCst);
+            result.map(|()| Finished::Source { pipeline })
+        }));
+        for sink_index in 0..config.sinks.len() {
+            let stage = DeliverStage {
+                config: config.clone(),
+                sink_index,
+                bootstrap: bootstrap.clone(),
+                metrics: Arc::clone(&metrics),
+                stop: Arc::clone(&stop),
+                source_done: Arc::clone(&source_done),
+            };
+            stages.push(tokio::spawn(async move {
+                let stats = stage.run().await?;
+                Ok(Finished::Sink(SinkSummary {
+                    pipeline: stage.config.name.clone(),
+                    sink: format!("{}-{sink_index}", stage.config.sinks[sink_index].kind()),
+                    stats,
+                }))
+            }));
+        }
+    }
+    let mut summary = RunSummary::default();
+    let mut first_error = None;
+    while let Some(joined) = stages.next().await {
+        let result = joined.unwrap_or_else(|e| {
+            Err(PipelineError::Stage {
+                pipeline: "?".into(),
+                message: format!("a stage panicked: {e}"),
+            })
+        });
+        match result {
+            Ok(Finished::Source { pipeline }) => tracing::debug!(%pipeline, "source stage ended"),
+            Ok(Finished::Sink(sink)) => summary.sinks.push(sink),
+            Err(error) => {
+                tracing::error!(%error, "stage failed; stopping the run");
+                stop.store(true, Ordering::SeqCst);
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    if let Some(broker) = embedded {
+        broker.shutdown().await?;
+    }
+    match first_error {
+        Some(error) => Err(error),
+        None => Ok(summary),
+    }
+}

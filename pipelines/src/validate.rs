@@ -1,0 +1,233 @@
+//! Checking pipelines before they run: names, topics, connector settings, the SQL (planned
+//! against the topic's columns), and — unless offline — that the cluster and databases answer.
+//! Every problem is a diagnostic pointing at its field.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use weir_streams::sql::SqlTransform;
+
+use crate::config::{SinkConfig, SourceConfig};
+use crate::diagnostic::Diagnostic;
+use crate::load::LoadedPipeline;
+use crate::schema::topic_decoder;
+
+const REACH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Everything wrong with `pipelines`; `offline` skips the network checks.
+pub async fn validate(pipelines: &[LoadedPipeline], offline: bool) -> Vec<Diagnostic> {
+    let mut problems = Vec::new();
+    let mut names = HashSet::new();
+    for pipeline in pipelines {
+        if !names.insert(pipeline.config.name.clone()) {
+            problems.push(pipeline.diagnostic(
+                "name",
+                format!("a second pipeline is named {}", pipeline.config.name),
+                Some("names key topics and offsets; each pipeline needs its own".into()),
+            ));
+        }
+        problems.extend(static_problems(pipeline));
+    }
+    if !problems.is_empty() {
+        return problems;
+    }
+    for pipeline in pipelines {
+        problems.extend(sql_problems(pipeline).await);
+        if !offline {
+            problems.extend(reachability_problems(pipeline).await);
+        }
+    }
+    problems
+}
+
+fn is_topic_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+/// `field: message` problems of a connector, pointed at `base.field`.
+fn connector_problems(
+    pipeline: &LoadedPipeline,
+    base: &str,
+    problems: Vec<String>,
+) -> Vec<Diagnostic> {
+    problems
+        .into_iter()
+        .map(|problem| match problem.split_once(": ") {
+            Some((field, message)) if field.chars().all(|c| c.is_ascii_lowercase() || c == '_') => {
+                pipeline.diagnostic(&format!("{base}.{field}"), message, None)
+            }
+            _ => pipeline.diagnostic(base, problem, None),
+        })
+        .collect()
+}
+
+fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
+    let config = &pipeline.config;
+    let mut problems = Vec::new();
+    if !is_topic_name(&config.name) {
+        problems.push(pipeline.diagnostic(
+            "name",
+            format!("'{}' is not a pipeline name", config.name),
+            Some("letters, digits, '.', '_' and '-' (it names topics)".into()),
+        ));
+    }
+    for (field, topic) in [
+        ("topic.name", config.topic_name()),
+        ("dead_letter_topic", config.dead_letter_topic()),
+    ] {
+        if !is_topic_name(&topic) {
+            problems.push(pipeline.diagnostic(
+                field,
+                format!("'{topic}' is not a valid topic name"),
+                Some("letters, digits, '.', '_' and '-', at most 249".into()),
+            ));
+        }
+    }
+    if config.parallelism == 0 || config.parallelism > 1024 {
+        problems.push(pipeline.diagnostic("parallelism", "must be between 1 and 1024", None));
+    }
+    if config.topic.partitions.is_some_and(|p| p < 1) {
+        problems.push(pipeline.diagnostic("topic.partitions", "must be at least 1", None));
+    }
+    if config.checkpoint_interval_ms == 0 || config.checkpoint_max_records == 0 {
+        problems.push(pipeline.diagnostic(
+            "checkpoint_interval_ms",
+            "checkpoint interval and size must be positive",
+            None,
+        ));
+    }
+    let source_problems = match &config.source {
+        SourceConfig::File(file) => file.problems(),
+        SourceConfig::Generator(generator) => generator.problems(),
+    };
+    problems.extend(connector_problems(pipeline, "source", source_problems));
+    if config.sinks.is_empty() {
+        problems.push(pipeline.diagnostic(
+            "",
+            "the pipeline has no sinks",
+            Some("add `sinks:` with at least one of parquet, postgres, stdout".into()),
+        ));
+    }
+    for (index, sink) in config.sinks.iter().enumerate() {
+        let sink_problems = match sink {
+            SinkConfig::Parquet(parquet) => parquet.problems(),
+            SinkConfig::Postgres(postgres) => postgres.problems(),
+            SinkConfig::Stdout(_) => Vec::new(),
+        };
+        problems.extend(connector_problems(
+            pipeline,
+            &format!("sinks[{index}]"),
+            sink_problems,
+        ));
+    }
+    if let Err(error) = topic_decoder(config) {
+        problems.push(pipeline.diagnostic(
+            "schema",
+            error.to_string(),
+            Some("e.g. `schema: \"time:timestamp,user:string,amount:float\"`".into()),
+        ));
+    }
+    problems
+}
+
+/// The transform planned against the topic's columns: unknown columns, bad syntax, a windowed
+/// query where one is not possible yet.
+async fn sql_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
+    let Some(transform) = &pipeline.config.transform else {
+        return Vec::new();
+    };
+    let Ok(decoder) = topic_decoder(&pipeline.config) else {
+        return Vec::new();
+    };
+    let schema = decoder.schema();
+    let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    match SqlTransform::new(
+        &[(transform.table.as_str(), decoder.schema())],
+        &transform.sql,
+    )
+    .await
+    {
+        Ok(planned) if planned.windowed().is_some() => vec![pipeline.diagnostic(
+            "transform.sql",
+            "windowed aggregations are not supported in pipelines yet",
+            Some("run the windowed query as `weir job run` over the pipeline's topic".into()),
+        )],
+        Ok(_) => Vec::new(),
+        Err(error) => vec![pipeline.diagnostic(
+            "transform.sql",
+            error.to_string(),
+            Some(format!(
+                "table `{}` has columns {}",
+                transform.table,
+                columns.join(", ")
+            )),
+        )],
+    }
+}
+
+async fn reachability_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
+    let config = &pipeline.config;
+    let mut problems = Vec::new();
+    if let Some(bootstrap) = &config.bootstrap {
+        if let Err(error) = reach_cluster(bootstrap, &config.client_properties()) {
+            problems.push(pipeline.diagnostic(
+                "bootstrap",
+                format!("cluster {bootstrap} does not answer: {error}"),
+                Some("leave `bootstrap` out to run on an embedded broker".into()),
+            ));
+        }
+    }
+    for (index, sink) in config.sinks.iter().enumerate() {
+        if let SinkConfig::Postgres(postgres) = sink {
+            if let Err(error) = reach_postgres(postgres).await {
+                problems.push(pipeline.diagnostic(
+                    &format!("sinks[{index}].url"),
+                    format!("PostgreSQL does not answer: {error}"),
+                    None,
+                ));
+            }
+        }
+    }
+    problems
+}
+
+fn reach_cluster(bootstrap: &str, properties: &[(String, String)]) -> Result<(), String> {
+    let mut client = ClientConfig::new();
+    client.set("bootstrap.servers", bootstrap);
+    for (key, value) in properties {
+        client.set(key, value);
+    }
+    let consumer: BaseConsumer = client.create().map_err(|e| e.to_string())?;
+    tokio::task::block_in_place(|| consumer.fetch_metadata(None, REACH_TIMEOUT))
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+async fn reach_postgres(
+    config: &weir_connectors::postgres::PostgresSinkConfig,
+) -> Result<(), String> {
+    let mut connection = config.connection()?;
+    connection.connect_timeout(REACH_TIMEOUT);
+    let connect = connection.connect(tokio_postgres::NoTls);
+    match tokio::time::timeout(REACH_TIMEOUT, connect).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(match error.as_db_error() {
+            Some(db) => db.message().to_string(),
+            None => {
+                use std::error::Error;
+                error
+                    .source()
+                    .map_or(error.to_string(), |s| format!("{error}: {s}"))
+            }
+        }),
+        Err(_) => Err(format!("no answer within {} s", REACH_TIMEOUT.as_secs())),
+    }
+}
