@@ -3,7 +3,8 @@
 # unit, integration and property tests, then real-client smoke sessions (kcat, kafka-python 3 and
 # Debian's 2.0.2, confluent-kafka, kafkajs) against the weir binary from the same build, then the compatibility
 # yardsticks against a real Apache Kafka 4.x (differential test, Java client session, Kafka's
-# tools, franz-go's kgo tests).
+# tools, franz-go's kgo tests). A private PostgreSQL server runs for the postgres sink's tests and
+# the pipeline crash test.
 #
 # Caches live outside the clone so repeated runs are fast: CARGO_TARGET_DIR (default
 # ~/.cache/weir/target), the Python venv, node modules and Kafka's jars in ~/.cache/weir,
@@ -26,6 +27,8 @@ command -v go >/dev/null || missing+=(golang-go)
 command -v npm >/dev/null || missing+=(nodejs npm)
 # Debian's kafka-python 2.0.2: an older client (JoinGroup v2) run with the system python.
 dpkg -s python3-kafka >/dev/null 2>&1 || missing+=(python3-kafka)
+# A real PostgreSQL for the postgres sink's tests (a private server, started below).
+ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   apt-get update -qq
@@ -41,6 +44,9 @@ if ! cmp -s scripts/smoke/package.json "$node_dir/package.json" || [ ! -d "$node
   cp scripts/smoke/package.json "$node_dir/package.json"
   (cd "$node_dir" && npm install --silent --no-audit --no-fund)
 fi
+
+export WEIR_TEST_POSTGRES_URL=${WEIR_TEST_POSTGRES_URL:-$(scripts/postgres/start.sh)}
+trap 'scripts/postgres/stop.sh' EXIT
 
 # One build for binaries and tests: building them together unifies the dev-dependencies'
 # features, so `cargo test` reuses every artifact (DataFusion is compiled once, not twice).

@@ -129,7 +129,7 @@ impl DeliverStage {
             let stopping = self.stop.load(Ordering::SeqCst)
                 || (self.source_done.load(Ordering::SeqCst)
                     && records.is_empty()
-                    && self.caught_up(&consumer, &topic)?);
+                    && self.lag(&consumer, &topic, &next)? == 0);
             if stopping || sink.should_commit(last_commit.elapsed()) {
                 let started = Instant::now();
                 let target = self.positions(&consumer, &topic, &next)?;
@@ -139,7 +139,7 @@ impl DeliverStage {
                 next = target;
                 self.count(&labels, std::mem::take(&mut uncommitted), started);
                 last_commit = Instant::now();
-                self.update_lag(&consumer, &topic, &labels);
+                self.update_lag(&consumer, &topic, &next, &labels);
             }
             if stopping {
                 tracing::info!(pipeline = %name, sink = %self.label(), stats = ?sink.stats(), "sink stage ended");
@@ -269,12 +269,9 @@ impl DeliverStage {
         Ok(target)
     }
 
-    /// Every partition read up to its end.
-    fn caught_up(&self, consumer: &StreamConsumer, topic: &str) -> Result<bool> {
-        Ok(self.lag(consumer, topic)? == 0)
-    }
-
-    fn lag(&self, consumer: &StreamConsumer, topic: &str) -> Result<i64> {
+    /// Records not read yet: each partition's end minus the consumer's position (or, before
+    /// the first record, where reading started).
+    fn lag(&self, consumer: &StreamConsumer, topic: &str, next: &SinkOffsets) -> Result<i64> {
         let name = &self.config.name;
         let positions = consumer
             .position()
@@ -287,15 +284,21 @@ impl DeliverStage {
             .map_err(PipelineError::kafka(name, "reading end offsets"))?;
             let position = match element.offset() {
                 Offset::Offset(position) => position,
-                _ => low,
+                _ => next.get(&element.partition()).copied().unwrap_or(low),
             };
             lag += (high - position).max(0);
         }
         Ok(lag)
     }
 
-    fn update_lag(&self, consumer: &StreamConsumer, topic: &str, labels: &[&str]) {
-        if let Ok(lag) = self.lag(consumer, topic) {
+    fn update_lag(
+        &self,
+        consumer: &StreamConsumer,
+        topic: &str,
+        next: &SinkOffsets,
+        labels: &[&str],
+    ) {
+        if let Ok(lag) = self.lag(consumer, topic, next) {
             self.metrics
                 .sink_lag_records
                 .with_label_values(labels)

@@ -149,8 +149,17 @@ fn parse<T: DeserializeOwned>(
         let path = if path == "." { String::new() } else { path };
         let inner = error.into_inner();
         let message = strip_location(&inner.to_string());
-        let location = yaml_location(&inner)
-            .or_else(|| unknown_field(&message).and_then(|name| locations.key_under(&path, name)))
+        // serde_yaml names the path itself in some messages; the diagnostic shows it once.
+        let message = message
+            .strip_prefix(&format!("{path}: "))
+            .map(str::to_string)
+            .unwrap_or(message);
+        // Inside a tagged connector serde_yaml has no real place (it reports 1:1): find it.
+        let reliable =
+            yaml_location(&inner).filter(|l| path.is_empty() || (l.line, l.column) != (1, 1));
+        let location = unknown_field(&message)
+            .and_then(|name| locations.key_under(&path, name))
+            .or(reliable)
             .or_else(|| locations.value(&path));
         let hint = hint_for(&message);
         Diagnostics(vec![Diagnostic {

@@ -9,6 +9,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
 use crate::error::{Result, StreamsError};
@@ -29,7 +30,11 @@ pub struct ReaderContext;
 
 impl ClientContext for ReaderContext {
     fn error(&self, error: KafkaError, reason: &str) {
-        if !matches!(error, KafkaError::PartitionEOF(_)) {
+        let end_of_partition = matches!(
+            error,
+            KafkaError::PartitionEOF(_) | KafkaError::Global(RDKafkaErrorCode::PartitionEOF)
+        );
+        if !end_of_partition {
             tracing::error!(%error, reason, "librdkafka error");
         }
     }

@@ -1,0 +1,194 @@
+//! Pipeline files with mistakes: each is reported with its file, line, column and a hint.
+
+use std::path::PathBuf;
+
+use weir_pipelines::load::load;
+use weir_pipelines::validate::validate;
+
+fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+const GOOD: &str = "name: weblogs
+source:
+  kind: file
+  paths: [/var/log/nginx/access.log*]
+  format: nginx_combined
+transform:
+  table: requests
+  sql: SELECT status, path FROM requests WHERE status >= 500
+sinks:
+  - kind: parquet
+    path: /tmp/warehouse
+";
+
+/// The problems of `text` as printed, loading and validating offline.
+async fn problems(text: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(&dir, "pipeline.yaml", text);
+    match load(&path) {
+        Err(diagnostics) => diagnostics
+            .to_string()
+            .replace(&dir.path().display().to_string(), "DIR"),
+        Ok(pipelines) => validate(&pipelines, true)
+            .await
+            .iter()
+            .map(|d| {
+                d.to_string()
+                    .replace(&dir.path().display().to_string(), "DIR")
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+#[tokio::test]
+async fn a_good_pipeline_has_no_problems() {
+    assert_eq!(problems(GOOD).await, "");
+}
+
+#[tokio::test]
+async fn unknown_fields_are_pointed_at_even_inside_a_connector() {
+    let text = GOOD.replace(
+        "  format: nginx_combined\n",
+        "  format: nginx_combined\n  pathz: [x]\n",
+    );
+    let found = problems(&text).await;
+    assert!(
+        found.starts_with("DIR/pipeline.yaml:6:3: source: unknown field `pathz`"),
+        "{found}"
+    );
+    let text = GOOD.replace("transform:", "transfrom:");
+    let found = problems(&text).await;
+    assert!(found.starts_with("DIR/pipeline.yaml:6:1"), "{found}");
+    assert!(
+        found.contains("unknown field `transfrom`, expected one of"),
+        "{found}"
+    );
+}
+
+#[tokio::test]
+async fn wrong_types_and_unknown_kinds() {
+    let found = problems(&GOOD.replace(
+        "sinks:\n  - kind: parquet",
+        "parallelism: many\nsinks:\n  - kind: parquet",
+    ))
+    .await;
+    assert!(
+        found.starts_with("DIR/pipeline.yaml:9:14: parallelism: invalid type: string \"many\""),
+        "{found}"
+    );
+    let found = problems(&GOOD.replace("kind: parquet", "kind: s3")).await;
+    assert!(
+        found.contains(
+            "pipeline.yaml:10:11: sinks[0].kind: unknown variant `s3`, expected one of `parquet`"
+        ),
+        "{found}"
+    );
+    assert!(found.contains("hint: `kind` names a connector"), "{found}");
+}
+
+#[tokio::test]
+async fn sql_errors_name_the_columns() {
+    let found = problems(&GOOD.replace("WHERE status >= 500", "WHERE staus >= 500")).await;
+    assert!(
+        found.starts_with("DIR/pipeline.yaml:8:8: transform.sql: SQL:"),
+        "{found}"
+    );
+    assert!(found.contains("staus"), "{found}");
+    assert!(
+        found.contains("hint: table `requests` has columns timestamp, remote_addr"),
+        "{found}"
+    );
+}
+
+#[tokio::test]
+async fn connector_settings_are_checked_where_they_are() {
+    let text = GOOD.replace(
+        "    path: /tmp/warehouse\n",
+        "    path: /tmp/warehouse\n    partition_by: [\"hour(\"]\n",
+    );
+    let found = problems(&text).await;
+    assert!(
+        found.starts_with("DIR/pipeline.yaml:12:19: sinks[0].partition_by:"),
+        "{found}"
+    );
+    let found = problems(&GOOD.replace(
+        "  - kind: parquet\n    path: /tmp/warehouse\n",
+        "  - kind: postgres\n    url: \"nonsense=\"\n    table: a.b.c\n",
+    ))
+    .await;
+    assert!(
+        found.contains("sinks[0].url: not a PostgreSQL connection string"),
+        "{found}"
+    );
+    assert!(
+        found.contains("sinks[0].table: 'a.b.c' is not `table` or `schema.table`"),
+        "{found}"
+    );
+}
+
+#[tokio::test]
+async fn missing_variables_and_bad_yaml() {
+    let found = problems(&GOOD.replace("/tmp/warehouse", "${WEIR_TEST_SURELY_UNSET}")).await;
+    assert!(
+        found.starts_with(
+            "DIR/pipeline.yaml:11:11: environment variable WEIR_TEST_SURELY_UNSET is not set"
+        ),
+        "{found}"
+    );
+    let found = problems("name: [unclosed\n").await;
+    assert!(found.starts_with("DIR/pipeline.yaml:2:1:"), "{found}");
+}
+
+#[tokio::test]
+async fn several_pipelines_in_a_file_and_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let indented = GOOD.replace('\n', "\n    ");
+    let two = format!(
+        "pipelines:\n  - {}\n  - {}\n",
+        indented.trim_end(),
+        indented.trim_end().replace("weblogs", "other")
+    );
+    write(&dir, "a.yaml", &two);
+    write(&dir, "b.yml", &GOOD.replace("weblogs", "third"));
+    write(&dir, "notes.txt", "not a pipeline");
+    let pipelines = load(dir.path()).unwrap();
+    let names: Vec<&str> = pipelines.iter().map(|p| p.config.name.as_str()).collect();
+    assert_eq!(names, ["weblogs", "other", "third"]);
+    write(&dir, "c.yaml", GOOD);
+    let pipelines = load(dir.path()).unwrap();
+    let found: Vec<String> = validate(&pipelines, true)
+        .await
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("c.yaml:1:7: name: a second pipeline is named weblogs"),
+        "{found:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unreachable_databases_are_reported_unless_offline() {
+    let text = GOOD.replace(
+        "  - kind: parquet\n    path: /tmp/warehouse\n",
+        "  - kind: postgres\n    url: \"postgres://weir@127.0.0.1:1/db\"\n    table: requests\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let pipelines = load(&write(&dir, "p.yaml", &text)).unwrap();
+    assert!(validate(&pipelines, true).await.is_empty());
+    let found: Vec<String> = validate(&pipelines, false)
+        .await
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("p.yaml:11:10: sinks[0].url: PostgreSQL does not answer"),
+        "{found:?}"
+    );
+}
