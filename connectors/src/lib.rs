@@ -7,7 +7,8 @@
 //!   parsed into typed columns; bad lines are errors with a reason and a column.
 //! - [`source`]: the pull-source trait — records polled, positions taken for the pipeline to
 //!   commit in the same transaction. Sources: [`file`] (tailing with rotation),
-//!   [`generator`] (made-up access logs).
+//!   [`generator`] (made-up access logs); [`http`] is pushed to, not polled (an endpoint that
+//!   answers once the lines are durable).
 //! - [`sink`]: the sink trait — rows written, then committed atomically with the input
 //!   offsets they cover, which the sink itself keeps. Sinks: [`parquet`] (manifest-published
 //!   files), [`postgres`] (COPY + `weir_offsets` in one transaction), [`stdout`].
@@ -21,6 +22,7 @@
 pub mod error;
 pub mod file;
 pub mod generator;
+pub mod http;
 pub mod parquet;
 pub mod postgres;
 pub mod sink;

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use weir_connectors::file::FileSourceConfig;
 use weir_connectors::generator::GeneratorSourceConfig;
+use weir_connectors::http::HttpSourceConfig;
 use weir_connectors::parquet::ParquetSinkConfig;
 use weir_connectors::postgres::PostgresSinkConfig;
 use weir_connectors::stdout::StdoutSinkConfig;
@@ -111,6 +112,7 @@ pub struct TransformConfig {
 pub enum SourceConfig {
     File(FileSourceConfig),
     Generator(GeneratorSourceConfig),
+    Http(HttpSourceConfig),
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -142,6 +144,7 @@ impl SourceConfig {
         match self {
             SourceConfig::File(_) => "file",
             SourceConfig::Generator(_) => "generator",
+            SourceConfig::Http(_) => "http",
         }
     }
 }

@@ -45,6 +45,11 @@ pub fn make_source(
             Box::new(GeneratorSource::new(generator.clone())?),
             generator.format,
         ),
+        SourceConfig::Http(_) => {
+            return Err(weir_connectors::ConnectorError::Config(
+                "the http source is served, not polled".into(),
+            ))
+        }
     })
 }
 

@@ -14,6 +14,8 @@
 //! - [`ingest`]: the source stage — poll, parse (bad lines to the dead-letter topic), produce,
 //!   and commit records and source positions in one Kafka transaction ([`writer`],
 //!   [`positions`]).
+//! - [`http_ingest`]: the `http` source's endpoint — lines parsed and produced (acks=all),
+//!   answered once durable.
 //! - [`deliver`]: a sink stage — read the topic from the offsets the sink holds, decode, SQL,
 //!   write, and commit rows with offsets in the sink.
 //! - [`run`]: stages started, watched and stopped together. [`metrics`]: Prometheus.
@@ -29,6 +31,7 @@ pub mod config;
 pub mod deliver;
 pub mod diagnostic;
 pub mod error;
+pub mod http_ingest;
 pub mod ingest;
 pub mod interpolate;
 pub mod load;

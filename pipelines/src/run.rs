@@ -11,8 +11,10 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use weir_connectors::sink::SinkStats;
 
 use crate::cluster::{ensure_topics, start_embedded};
+use crate::config::SourceConfig;
 use crate::deliver::DeliverStage;
 use crate::error::{PipelineError, Result};
+use crate::http_ingest::serve;
 use crate::ingest::IngestStage;
 use crate::load::LoadedPipeline;
 use crate::metrics::PipelineMetrics;
@@ -73,18 +75,34 @@ pub async fn run(
             until_caught_up: options.until_caught_up,
         };
         let done = Arc::clone(&source_done);
-        stages.push(tokio::spawn(async move {
-            let pipeline = ingest.config.name.clone();
-            let result = tokio::task::spawn_blocking(move || ingest.run()).await;
-            let result = result.unwrap_or_else(|e| {
-                Err(PipelineError::Stage {
-                    pipeline: pipeline.clone(),
-                    message: format!("source stage panicked: {e}"),
-                })
-            });
-            done.store(true, Ordering::SeqCst);
-            result.map(|()| Finished::Source { pipeline })
-        }));
+        if let SourceConfig::Http(http) = &config.source {
+            let served = serve(
+                config.clone(),
+                http.clone(),
+                bootstrap.clone(),
+                Arc::clone(&metrics),
+                Arc::clone(&stop),
+            );
+            let pipeline = config.name.clone();
+            stages.push(tokio::spawn(async move {
+                served.await?;
+                done.store(true, Ordering::SeqCst);
+                Ok(Finished::Source { pipeline })
+            }));
+        } else {
+            stages.push(tokio::spawn(async move {
+                let pipeline = ingest.config.name.clone();
+                let result = tokio::task::spawn_blocking(move || ingest.run()).await;
+                let result = result.unwrap_or_else(|e| {
+                    Err(PipelineError::Stage {
+                        pipeline: pipeline.clone(),
+                        message: format!("source stage panicked: {e}"),
+                    })
+                });
+                done.store(true, Ordering::SeqCst);
+                result.map(|()| Finished::Source { pipeline })
+            }));
+        }
         for sink_index in 0..config.sinks.len() {
             let stage = DeliverStage {
                 config: config.clone(),

@@ -11,6 +11,7 @@ pub fn source_format(config: &PipelineConfig) -> LogFormat {
     match &config.source {
         SourceConfig::File(file) => file.format,
         SourceConfig::Generator(generator) => generator.format,
+        SourceConfig::Http(http) => http.format,
     }
 }
 

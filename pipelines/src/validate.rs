@@ -107,6 +107,7 @@ fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
     let source_problems = match &config.source {
         SourceConfig::File(file) => file.problems(),
         SourceConfig::Generator(generator) => generator.problems(),
+        SourceConfig::Http(http) => http.problems(),
     };
     problems.extend(connector_problems(pipeline, "source", source_problems));
     if config.sinks.is_empty() {

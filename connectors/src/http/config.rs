@@ -1,0 +1,61 @@
+//! The `http` source's YAML settings.
+
+use serde::{Deserialize, Serialize};
+
+use crate::weblog::LogFormat;
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSourceConfig {
+    /// Address to listen on, e.g. `0.0.0.0:8080`.
+    pub listen: String,
+    /// How each line of a body is parsed (`json` for NDJSON).
+    pub format: LogFormat,
+    /// Larger bodies are refused with 413.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// Bodies being written at once, in bytes; beyond it requests get 429.
+    #[serde(default = "default_max_pending_bytes")]
+    pub max_pending_bytes: usize,
+    /// The `Retry-After` of 429 and 503 answers.
+    #[serde(default = "default_retry_after_seconds")]
+    pub retry_after_seconds: u64,
+}
+
+fn default_max_body_bytes() -> usize {
+    10 << 20
+}
+fn default_max_pending_bytes() -> usize {
+    64 << 20
+}
+fn default_retry_after_seconds() -> u64 {
+    1
+}
+
+impl HttpSourceConfig {
+    pub fn new(listen: &str, format: LogFormat) -> Self {
+        HttpSourceConfig {
+            listen: listen.into(),
+            format,
+            max_body_bytes: default_max_body_bytes(),
+            max_pending_bytes: default_max_pending_bytes(),
+            retry_after_seconds: default_retry_after_seconds(),
+        }
+    }
+
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.listen.parse::<std::net::SocketAddr>().is_err() {
+            problems.push(format!(
+                "listen: '{}' is not HOST:PORT (an IP address and a port)",
+                self.listen
+            ));
+        }
+        if self.max_body_bytes == 0 || self.max_pending_bytes < self.max_body_bytes {
+            problems.push(
+                "max_pending_bytes: must be at least max_body_bytes (and both positive)".into(),
+            );
+        }
+        problems
+    }
+}

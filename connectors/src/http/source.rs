@@ -1,0 +1,155 @@
+//! The HTTP endpoint: limits, line splitting, JSON checks, and the answer once the target has
+//! durably written the lines.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+
+use super::config::HttpSourceConfig;
+use crate::weblog::LogFormat;
+
+/// What became of a request's lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct IngestReport {
+    pub accepted: usize,
+    pub dead_letters: usize,
+}
+
+/// Where the lines go (the pipeline's topic): `ingest` returns once every record is durably
+/// acknowledged, or an error when the cluster did not acknowledge them.
+#[async_trait::async_trait]
+pub trait IngestTarget: Send + Sync + 'static {
+    async fn ingest(&self, lines: Vec<&[u8]>) -> Result<IngestReport, String>;
+}
+
+struct Endpoint {
+    pipeline: String,
+    config: HttpSourceConfig,
+    pending_bytes: AtomicUsize,
+    target: Arc<dyn IngestTarget>,
+}
+
+/// The routes of one pipeline's endpoint.
+pub fn router(pipeline: &str, config: &HttpSourceConfig, target: Arc<dyn IngestTarget>) -> Router {
+    let endpoint = Arc::new(Endpoint {
+        pipeline: pipeline.to_string(),
+        config: config.clone(),
+        pending_bytes: AtomicUsize::new(0),
+        target,
+    });
+    Router::new()
+        .route("/ingest/{pipeline}", post(ingest))
+        .layer(DefaultBodyLimit::max(config.max_body_bytes))
+        .with_state(endpoint)
+}
+
+fn answer(status: StatusCode, body: serde_json::Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn retry_later(status: StatusCode, seconds: u64, reason: String) -> Response {
+    let mut response = answer(status, serde_json::json!({ "error": reason }));
+    if let Ok(value) = seconds.to_string().parse() {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+/// Gives the reserved bytes back however the request ends.
+struct Reservation<'a> {
+    pending: &'a AtomicUsize,
+    bytes: usize,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        self.pending.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
+
+async fn ingest(
+    State(endpoint): State<Arc<Endpoint>>,
+    Path(pipeline): Path<String>,
+    body: Bytes,
+) -> Response {
+    if pipeline != endpoint.pipeline {
+        let reason = format!(
+            "no pipeline {pipeline} here (this endpoint is /ingest/{})",
+            endpoint.pipeline
+        );
+        return answer(
+            StatusCode::NOT_FOUND,
+            serde_json::json!({ "error": reason }),
+        );
+    }
+    let config = &endpoint.config;
+    let reserved = endpoint
+        .pending_bytes
+        .fetch_add(body.len(), Ordering::SeqCst)
+        + body.len();
+    let _reservation = Reservation {
+        pending: &endpoint.pending_bytes,
+        bytes: body.len(),
+    };
+    if reserved > config.max_pending_bytes {
+        let reason = format!(
+            "busy: more than {} bytes are being written",
+            config.max_pending_bytes
+        );
+        return retry_later(
+            StatusCode::TOO_MANY_REQUESTS,
+            config.retry_after_seconds,
+            reason,
+        );
+    }
+    let lines: Vec<&[u8]> = body
+        .split(|b| *b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .collect();
+    if config.format == LogFormat::Json {
+        if let Some(problem) = first_bad_json_line(&lines) {
+            return answer(
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({ "error": problem }),
+            );
+        }
+    }
+    let lines: Vec<&[u8]> = lines
+        .into_iter()
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .collect();
+    match endpoint.target.ingest(lines).await {
+        Ok(report) => answer(StatusCode::OK, serde_json::json!(report)),
+        Err(error) => retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            config.retry_after_seconds,
+            format!("not written: {error}"),
+        ),
+    }
+}
+
+/// `line N: …` for the first line that is not a JSON object (blank lines are skipped).
+fn first_bad_json_line(lines: &[&[u8]]) -> Option<String> {
+    for (index, line) in lines.iter().enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(line);
+        let mut out = Vec::new();
+        if let Err(error) = LogFormat::Json.parse_into(&text, &mut out) {
+            return Some(format!("line {}: {error}", index + 1));
+        }
+    }
+    None
+}

@@ -1,0 +1,159 @@
+//! The HTTP endpoint's answers, with a target the test controls: 200 after the write, 400 with
+//! the line number, 413, 404, 429 and 503 with Retry-After.
+
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+use weir_connectors::http::{router, HttpSourceConfig, IngestReport, IngestTarget};
+use weir_connectors::weblog::LogFormat;
+
+/// Writes nothing; waits for a permit per request; fails when told to.
+struct Target {
+    permits: Arc<Semaphore>,
+    fail: bool,
+}
+
+#[async_trait::async_trait]
+impl IngestTarget for Target {
+    async fn ingest(&self, lines: Vec<&[u8]>) -> Result<IngestReport, String> {
+        let _permit = self.permits.acquire().await.map_err(|e| e.to_string())?;
+        if self.fail {
+            return Err("all brokers are down".into());
+        }
+        Ok(IngestReport {
+            accepted: lines.len(),
+            dead_letters: 0,
+        })
+    }
+}
+
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+async fn post(port: u16, path: &str, body: &[u8]) -> Answer {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    Answer {
+        status: head[9..12].parse().unwrap(),
+        head: head.to_string(),
+        body: body.to_string(),
+    }
+}
+
+async fn serve(config: HttpSourceConfig, target: Target) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = router("events", &config, Arc::new(target));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    port
+}
+
+fn config(max_body_bytes: usize, max_pending_bytes: usize) -> HttpSourceConfig {
+    let mut config = HttpSourceConfig::new("127.0.0.1:0", LogFormat::Json);
+    config.max_body_bytes = max_body_bytes;
+    config.max_pending_bytes = max_pending_bytes;
+    config.retry_after_seconds = 2;
+    config
+}
+
+#[tokio::test]
+async fn answers_say_what_happened() {
+    let port = serve(
+        config(1000, 1000),
+        Target {
+            permits: Arc::new(Semaphore::new(100)),
+            fail: false,
+        },
+    )
+    .await;
+    let ok = post(port, "/ingest/events", b"{\"a\": 1}\r\n\n{\"a\": 2}\n").await;
+    assert_eq!(
+        (ok.status, ok.body.as_str()),
+        (200, r#"{"accepted":2,"dead_letters":0}"#)
+    );
+    let bad = post(port, "/ingest/events", b"{\"a\": 1}\n\n{\"a\": }\n").await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("line 3: invalid JSON"), "{}", bad.body);
+    let not_object = post(port, "/ingest/events", b"[1, 2]\n").await;
+    assert!(
+        not_object.body.contains("line 1: not a JSON object"),
+        "{}",
+        not_object.body
+    );
+    assert_eq!(
+        post(port, "/ingest/events", &vec![b' '; 1001]).await.status,
+        413
+    );
+    assert_eq!(post(port, "/ingest/other", b"{}").await.status, 404);
+}
+
+#[tokio::test]
+async fn backpressure_is_429_with_retry_after() {
+    let permits = Arc::new(Semaphore::new(0));
+    let port = serve(
+        config(1000, 1500),
+        Target {
+            permits: Arc::clone(&permits),
+            fail: false,
+        },
+    )
+    .await;
+    let body = format!("{{\"pad\": \"{}\"}}", "x".repeat(900));
+    let held = {
+        let body = body.clone();
+        tokio::spawn(async move { post(port, "/ingest/events", body.as_bytes()).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let refused = post(port, "/ingest/events", body.as_bytes()).await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(
+        refused.head.to_lowercase().contains("retry-after: 2"),
+        "{}",
+        refused.head
+    );
+    permits.add_permits(10);
+    assert_eq!(held.await.unwrap().status, 200);
+    // The held request's bytes were given back: the same request now goes through.
+    assert_eq!(
+        post(port, "/ingest/events", body.as_bytes()).await.status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn an_unacknowledged_write_is_503_with_retry_after() {
+    let port = serve(
+        config(1000, 1000),
+        Target {
+            permits: Arc::new(Semaphore::new(10)),
+            fail: true,
+        },
+    )
+    .await;
+    let answer = post(port, "/ingest/events", b"{\"a\": 1}\n").await;
+    assert_eq!(answer.status, 503);
+    assert!(
+        answer.head.to_lowercase().contains("retry-after: 2"),
+        "{}",
+        answer.head
+    );
+    assert!(
+        answer.body.contains("all brokers are down"),
+        "{}",
+        answer.body
+    );
+}
