@@ -46,12 +46,16 @@ if ! cmp -s scripts/smoke/package.json "$node_dir/package.json" || [ ! -d "$node
 fi
 
 export WEIR_TEST_POSTGRES_URL=${WEIR_TEST_POSTGRES_URL:-$(scripts/postgres/start.sh)}
-trap 'scripts/postgres/stop.sh' EXIT
+# The reference Kafka (jars from Maven) for the pipeline bridge test; compat/run.sh reuses it.
+export WEIR_TEST_KAFKA_BOOTSTRAP=${WEIR_TEST_KAFKA_BOOTSTRAP:-$(KAFKA_PORT=29192 compat/kafka/start.sh)}
+trap 'scripts/postgres/stop.sh; KAFKA_PORT=29192 compat/kafka/stop.sh' EXIT
 
 # One build for binaries and tests: building them together unifies the dev-dependencies'
 # features, so `cargo test` reuses every artifact (DataFusion is compiled once, not twice).
 cargo build --release --workspace --all-targets
 cargo test --release --workspace
+# The yardsticks compare against a fresh Kafka (no topics left by the bridge test).
+KAFKA_PORT=29192 compat/kafka/stop.sh
 status=0
 scripts/smoke/run.sh "$CARGO_TARGET_DIR/release/weir" "$venv/bin/python" "$node_dir/node_modules" || status=1
 compat/run.sh "$CARGO_TARGET_DIR/release/weir" "$CARGO_TARGET_DIR/release/weir-compat-scenario" || status=1

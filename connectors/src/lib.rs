@@ -12,6 +12,7 @@
 //! - [`sink`]: the sink trait — rows written, then committed atomically with the input
 //!   offsets they cover, which the sink itself keeps. Sinks: [`parquet`] (manifest-published
 //!   files), [`postgres`] (COPY + `weir_offsets` in one transaction), [`stdout`].
+//!   [`kafka`] bridges to other Kafka clusters both ways (source and sink).
 //!
 //! Every connector folder has the same shape: `config.rs` (serde, unknown fields refused,
 //! `problems()` listing what is wrong), the source or sink, tests beside them.
@@ -23,6 +24,7 @@ pub mod error;
 pub mod file;
 pub mod generator;
 pub mod http;
+pub mod kafka;
 pub mod parquet;
 pub mod postgres;
 pub mod sink;

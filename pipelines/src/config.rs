@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use weir_connectors::file::FileSourceConfig;
 use weir_connectors::generator::GeneratorSourceConfig;
 use weir_connectors::http::HttpSourceConfig;
+use weir_connectors::kafka::{KafkaSinkConfig, KafkaSourceConfig};
 use weir_connectors::parquet::ParquetSinkConfig;
 use weir_connectors::postgres::PostgresSinkConfig;
 use weir_connectors::stdout::StdoutSinkConfig;
@@ -113,6 +114,7 @@ pub enum SourceConfig {
     File(FileSourceConfig),
     Generator(GeneratorSourceConfig),
     Http(HttpSourceConfig),
+    Kafka(KafkaSourceConfig),
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -120,6 +122,7 @@ pub enum SourceConfig {
 pub enum SinkConfig {
     Parquet(ParquetSinkConfig),
     Postgres(PostgresSinkConfig),
+    Kafka(KafkaSinkConfig),
     Stdout(StdoutSinkConfig),
 }
 
@@ -145,6 +148,7 @@ impl SourceConfig {
             SourceConfig::File(_) => "file",
             SourceConfig::Generator(_) => "generator",
             SourceConfig::Http(_) => "http",
+            SourceConfig::Kafka(_) => "kafka",
         }
     }
 }
@@ -154,6 +158,7 @@ impl SinkConfig {
         match self {
             SinkConfig::Parquet(_) => "parquet",
             SinkConfig::Postgres(_) => "postgres",
+            SinkConfig::Kafka(_) => "kafka",
             SinkConfig::Stdout(_) => "stdout",
         }
     }

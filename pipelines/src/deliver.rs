@@ -13,6 +13,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
+use weir_connectors::kafka::KafkaSink;
 use weir_connectors::parquet::ParquetSink;
 use weir_connectors::postgres::PostgresSink;
 use weir_connectors::sink::{Sink, SinkOffsets, SinkStats};
@@ -60,6 +61,9 @@ pub fn make_sink(pipeline: &str, config: &SinkConfig, topic: &str) -> Result<Box
         SinkConfig::Postgres(postgres) => {
             let sink_id = format!("{pipeline}/{}", postgres.table);
             Box::new(PostgresSink::new(postgres.clone(), &sink_id, topic).map_err(connector)?)
+        }
+        SinkConfig::Kafka(kafka) => {
+            Box::new(KafkaSink::new(kafka.clone(), pipeline, topic).map_err(connector)?)
         }
         SinkConfig::Stdout(stdout) => Box::new(StdoutSink::new(stdout.clone())),
     })

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use weir_connectors::file::FileSource;
 use weir_connectors::generator::GeneratorSource;
+use weir_connectors::kafka::KafkaSource;
 use weir_connectors::weblog::LogFormat;
 use weir_connectors::{PositionUpdate, Source, SourceRecord};
 
@@ -45,6 +46,7 @@ pub fn make_source(
             Box::new(GeneratorSource::new(generator.clone())?),
             generator.format,
         ),
+        SourceConfig::Kafka(kafka) => (Box::new(KafkaSource::new(kafka.clone())?), kafka.format),
         SourceConfig::Http(_) => {
             return Err(weir_connectors::ConnectorError::Config(
                 "the http source is served, not polled".into(),

@@ -12,6 +12,7 @@ pub fn source_format(config: &PipelineConfig) -> LogFormat {
         SourceConfig::File(file) => file.format,
         SourceConfig::Generator(generator) => generator.format,
         SourceConfig::Http(http) => http.format,
+        SourceConfig::Kafka(kafka) => kafka.format,
     }
 }
 

@@ -108,6 +108,7 @@ fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
         SourceConfig::File(file) => file.problems(),
         SourceConfig::Generator(generator) => generator.problems(),
         SourceConfig::Http(http) => http.problems(),
+        SourceConfig::Kafka(kafka) => kafka.problems(),
     };
     problems.extend(connector_problems(pipeline, "source", source_problems));
     if config.sinks.is_empty() {
@@ -121,6 +122,7 @@ fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
         let sink_problems = match sink {
             SinkConfig::Parquet(parquet) => parquet.problems(),
             SinkConfig::Postgres(postgres) => postgres.problems(),
+            SinkConfig::Kafka(kafka) => kafka.problems(),
             SinkConfig::Stdout(_) => Vec::new(),
         };
         problems.extend(connector_problems(

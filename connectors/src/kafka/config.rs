@@ -1,0 +1,110 @@
+//! The `kafka` source's and sink's YAML settings.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::weblog::LogFormat;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum StartAt {
+    /// Partitions without a stored position start at their first record.
+    #[default]
+    Earliest,
+    /// …at their end (only new records).
+    Latest,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaSourceConfig {
+    /// The far cluster, e.g. `kafka-1:9092,kafka-2:9092`.
+    pub bootstrap: String,
+    pub topic: String,
+    /// How values are parsed (`json`, `raw`, or an access-log format for topics of log lines).
+    pub format: LogFormat,
+    #[serde(default)]
+    pub start_at: StartAt,
+    /// librdkafka properties for the far cluster (`security.protocol`, `sasl.*`, `ssl.*`, …).
+    #[serde(default)]
+    pub client_properties: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaSinkConfig {
+    /// The far cluster.
+    pub bootstrap: String,
+    pub topic: String,
+    /// A column whose value (as text) becomes the record key.
+    #[serde(default)]
+    pub key_column: Option<String>,
+    /// Partitions of the topic when the sink creates it.
+    #[serde(default = "default_partitions")]
+    pub partitions: i32,
+    /// A commit (one transaction on the far cluster) once this many rows are waiting…
+    #[serde(default = "default_batch_rows")]
+    pub batch_rows: usize,
+    /// …or this long after the last one.
+    #[serde(default = "default_commit_interval_ms")]
+    pub commit_interval_ms: u64,
+    #[serde(default)]
+    pub client_properties: BTreeMap<String, String>,
+}
+
+fn default_partitions() -> i32 {
+    1
+}
+fn default_batch_rows() -> usize {
+    50_000
+}
+fn default_commit_interval_ms() -> u64 {
+    1000
+}
+
+impl KafkaSourceConfig {
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.bootstrap.trim().is_empty() {
+            problems.push("bootstrap: the far cluster's address is needed".into());
+        }
+        if self.topic.trim().is_empty() {
+            problems.push("topic: a topic is needed".into());
+        }
+        problems
+    }
+
+    /// The position key of a far partition.
+    pub fn position_key(&self, partition: i32) -> String {
+        format!("kafka:{}:{partition}", self.topic)
+    }
+}
+
+impl KafkaSinkConfig {
+    pub fn new(bootstrap: &str, topic: &str) -> Self {
+        KafkaSinkConfig {
+            bootstrap: bootstrap.into(),
+            topic: topic.into(),
+            key_column: None,
+            partitions: default_partitions(),
+            batch_rows: default_batch_rows(),
+            commit_interval_ms: default_commit_interval_ms(),
+            client_properties: BTreeMap::new(),
+        }
+    }
+
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.bootstrap.trim().is_empty() {
+            problems.push("bootstrap: the far cluster's address is needed".into());
+        }
+        if self.topic.trim().is_empty() {
+            problems.push("topic: a topic is needed".into());
+        }
+        if self.partitions < 1 || self.batch_rows == 0 || self.commit_interval_ms == 0 {
+            problems.push("partitions, batch_rows and commit_interval_ms must be positive".into());
+        }
+        problems
+    }
+}

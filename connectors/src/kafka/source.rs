@@ -1,0 +1,187 @@
+//! The `kafka` source: a far topic's partitions, assigned (no group) from the stored positions.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::config::{KafkaSourceConfig, StartAt};
+use crate::error::ConnectorError;
+use crate::source::{PositionUpdate, Source, SourceRecord};
+
+const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct KafkaSource {
+    config: KafkaSourceConfig,
+    consumer: BaseConsumer,
+    assigned: bool,
+    restored: HashMap<i32, i64>,
+    /// The next offset of every partition read from.
+    next: BTreeMap<i32, i64>,
+    moved: BTreeSet<i32>,
+    /// The last poll found nothing.
+    idle: bool,
+}
+
+fn kafka_error(
+    what: &str,
+    topic: &str,
+) -> impl FnOnce(rdkafka::error::KafkaError) -> ConnectorError {
+    let context = format!("{what} (far topic {topic})");
+    move |error| ConnectorError::Source(format!("{context}: {error}"))
+}
+
+impl KafkaSource {
+    pub fn new(config: KafkaSourceConfig) -> Result<Self, ConnectorError> {
+        let problems = config.problems();
+        if !problems.is_empty() {
+            return Err(ConnectorError::Config(problems.join("; ")));
+        }
+        let mut client = ClientConfig::new();
+        client
+            .set("bootstrap.servers", &config.bootstrap)
+            .set("group.id", "weir-bridge")
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .set("fetch.queue.backoff.ms", "20");
+        for (key, value) in &config.client_properties {
+            client.set(key, value);
+        }
+        let consumer: BaseConsumer = client
+            .create()
+            .map_err(kafka_error("creating the consumer", &config.topic))?;
+        Ok(KafkaSource {
+            config,
+            consumer,
+            assigned: false,
+            restored: HashMap::new(),
+            next: BTreeMap::new(),
+            moved: BTreeSet::new(),
+            idle: false,
+        })
+    }
+
+    fn assign(&mut self) -> Result<(), ConnectorError> {
+        let topic = self.config.topic.clone();
+        let metadata = self
+            .consumer
+            .fetch_metadata(Some(&topic), METADATA_TIMEOUT)
+            .map_err(kafka_error("reading metadata", &topic))?;
+        let partitions: Vec<i32> = metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == topic && t.error().is_none())
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect();
+        if partitions.is_empty() {
+            return Err(ConnectorError::Source(format!(
+                "far topic {topic} does not exist or has no partitions"
+            )));
+        }
+        let mut assignment = TopicPartitionList::new();
+        for partition in partitions {
+            let offset = match (self.restored.get(&partition), self.config.start_at) {
+                (Some(next), _) => Offset::Offset(*next),
+                (None, StartAt::Earliest) => Offset::Beginning,
+                (None, StartAt::Latest) => Offset::End,
+            };
+            assignment
+                .add_partition_offset(&topic, partition, offset)
+                .map_err(kafka_error("assigning", &topic))?;
+        }
+        self.consumer
+            .assign(&assignment)
+            .map_err(kafka_error("assigning", &topic))?;
+        tracing::info!(topic = %topic, restored = self.restored.len(), "reading far topic");
+        self.assigned = true;
+        Ok(())
+    }
+}
+
+impl Source for KafkaSource {
+    fn restore(&mut self, positions: &HashMap<String, Vec<u8>>) -> Result<(), ConnectorError> {
+        let prefix = format!("kafka:{}:", self.config.topic);
+        for (key, value) in positions {
+            let Some(partition) = key
+                .strip_prefix(&prefix)
+                .and_then(|p| p.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(value);
+            let next = text
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| ConnectorError::Position {
+                    key: key.clone(),
+                    reason: format!("'{text}' is not an offset"),
+                })?;
+            self.restored.insert(partition, next);
+        }
+        Ok(())
+    }
+
+    fn poll(
+        &mut self,
+        max_records: usize,
+        wait: Duration,
+        out: &mut Vec<SourceRecord>,
+    ) -> Result<(), ConnectorError> {
+        if !self.assigned {
+            self.assign()?;
+        }
+        let deadline = Instant::now() + wait;
+        let mut taken = 0;
+        while taken < max_records {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let Some(result) = self.consumer.poll(if taken == 0 {
+                remaining
+            } else {
+                Duration::ZERO
+            }) else {
+                break;
+            };
+            let message = result.map_err(kafka_error("consuming", &self.config.topic))?;
+            let headers = message
+                .headers()
+                .map(|headers| {
+                    headers
+                        .iter()
+                        .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mut record = SourceRecord::value(message.payload().unwrap_or_default().to_vec());
+            record.key = message.key().map(<[u8]>::to_vec);
+            record.timestamp_ms = message.timestamp().to_millis();
+            record.headers = headers;
+            if message.payload().is_none() {
+                record.problem = Some("a tombstone (no value)".into());
+            }
+            out.push(record);
+            self.next.insert(message.partition(), message.offset() + 1);
+            self.moved.insert(message.partition());
+            taken += 1;
+        }
+        self.idle = taken == 0;
+        Ok(())
+    }
+
+    fn caught_up(&self) -> bool {
+        self.idle
+    }
+
+    fn take_positions(&mut self) -> Result<Vec<PositionUpdate>, ConnectorError> {
+        let moved = std::mem::take(&mut self.moved);
+        Ok(moved
+            .into_iter()
+            .map(|partition| PositionUpdate {
+                key: self.config.position_key(partition),
+                value: Some(self.next[&partition].to_string().into_bytes()),
+            })
+            .collect())
+    }
+}
