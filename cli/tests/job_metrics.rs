@@ -4,9 +4,10 @@
 #[path = "crash/broker.rs"]
 #[allow(dead_code)]
 mod broker;
+#[path = "crash/scrape.rs"]
+mod scrape;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -14,20 +15,11 @@ use std::time::{Duration, Instant};
 use broker::BrokerProcess;
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use scrape::get_metrics;
 
-fn get_metrics(addr: &str) -> Option<String> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: test\r\n\r\n")
-        .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    Some(response)
-}
-
+/// An integer sample of the job's metrics.
 fn metric(text: &str, name: &str) -> Option<i64> {
-    let line = text.lines().find(|l| l.starts_with(name))?;
-    line.rsplit(' ').next()?.parse().ok()
+    scrape::metric(text, name).map(|value| value as i64)
 }
 
 #[test]

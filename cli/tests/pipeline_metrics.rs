@@ -2,27 +2,15 @@
 //! what it did — records in and out per stage, parse errors, checkpoints, sink commits and
 //! their latency, and a lag that reaches zero.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+#[path = "crash/scrape.rs"]
+mod scrape;
+
+use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-fn get_metrics(addr: &str) -> Option<String> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: test\r\n\r\n")
-        .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    Some(response)
-}
-
-/// The value of the sample whose line starts with `prefix` (name and labels).
-fn metric(text: &str, prefix: &str) -> Option<f64> {
-    let line = text.lines().find(|l| l.starts_with(prefix))?;
-    line.rsplit(' ').next()?.parse().ok()
-}
+use scrape::{get_metrics, metric};
 
 #[test]
 fn a_pipeline_serves_its_metrics() {

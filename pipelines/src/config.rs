@@ -74,7 +74,8 @@ pub struct PipelineConfig {
     /// The most records per source checkpoint (bounds memory).
     #[serde(default = "default_checkpoint_max_records")]
     pub checkpoint_max_records: usize,
-    /// Partitions of the topic, and sink workers reading them.
+    /// The default number of the topic's partitions (`topic.partitions` wins). Each sink reads
+    /// all of them in one stage per process.
     #[serde(default = "default_parallelism")]
     pub parallelism: usize,
 }
