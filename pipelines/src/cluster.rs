@@ -32,7 +32,7 @@ struct TopicSpec {
     compacted: bool,
 }
 
-fn topics_of(config: &PipelineConfig) -> Vec<TopicSpec> {
+fn topics_of(config: &PipelineConfig, windowed: bool) -> Vec<TopicSpec> {
     let replication_factor = config.topic.replication_factor.unwrap_or(-1);
     let spec = |name: String, partitions: i32, compacted: bool| TopicSpec {
         name,
@@ -40,15 +40,24 @@ fn topics_of(config: &PipelineConfig) -> Vec<TopicSpec> {
         replication_factor,
         compacted,
     };
-    vec![
+    let mut topics = vec![
         spec(config.topic_name(), config.topic_partitions(), false),
         spec(config.dead_letter_topic(), 1, false),
         spec(config.positions_topic(), 1, true),
-    ]
+    ];
+    if windowed {
+        topics.push(spec(
+            config.windowed_output_topic(),
+            config.topic_partitions(),
+            false,
+        ));
+        topics.push(spec(config.late_topic(), 1, false));
+    }
+    topics
 }
 
 /// Creates the pipeline's topics that do not exist yet (existing ones are kept as they are).
-pub async fn ensure_topics(config: &PipelineConfig, bootstrap: &str) -> Result<()> {
+pub async fn ensure_topics(config: &PipelineConfig, bootstrap: &str, windowed: bool) -> Result<()> {
     let name = &config.name;
     let mut client = ClientConfig::new();
     client.set("bootstrap.servers", bootstrap);
@@ -58,7 +67,7 @@ pub async fn ensure_topics(config: &PipelineConfig, bootstrap: &str) -> Result<(
     let admin: AdminClient<DefaultClientContext> = client
         .create()
         .map_err(PipelineError::kafka(name, "creating the admin client"))?;
-    let specs = topics_of(config);
+    let specs = topics_of(config, windowed);
     let topics: Vec<NewTopic> = specs
         .iter()
         .map(|spec| {

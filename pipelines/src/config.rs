@@ -188,6 +188,11 @@ impl PipelineConfig {
         format!("weir-{}-source-positions", self.name)
     }
 
+    /// Where a windowed transform sends records too late for their window.
+    pub fn late_topic(&self) -> String {
+        format!("{}-late", self.topic_name())
+    }
+
     /// The topic a windowed transform writes to and the sinks read (the raw topic otherwise).
     pub fn windowed_output_topic(&self) -> String {
         format!("weir-{}-windows", self.name)

@@ -19,13 +19,13 @@ use weir_connectors::postgres::PostgresSink;
 use weir_connectors::sink::{Sink, SinkOffsets, SinkStats};
 use weir_connectors::stdout::StdoutSink;
 use weir_streams::decode::RecordDecoder;
-use weir_streams::record::InputRecord;
+use weir_streams::record::{InputRecord, ValueFormat};
 use weir_streams::sql::SqlTransform;
 
 use crate::config::{PipelineConfig, SinkConfig};
 use crate::error::{PipelineError, Result};
 use crate::metrics::PipelineMetrics;
-use crate::schema::topic_decoder;
+use crate::schema::{planned_transform, topic_decoder};
 use crate::writer::CLUSTER_TIMEOUT;
 
 /// The most records decoded and transformed at once.
@@ -39,7 +39,8 @@ pub struct DeliverStage {
     pub bootstrap: String,
     pub metrics: Arc<PipelineMetrics>,
     pub stop: Arc<AtomicBool>,
-    /// Set when the source stage ended (a bounded run): the sink ends once it read everything.
+    /// Set when what feeds the sink's topic ended (the source stage, or the windowed job after
+    /// it) in a bounded run: the sink ends once it read everything.
     pub source_done: Arc<AtomicBool>,
 }
 
@@ -80,18 +81,17 @@ impl DeliverStage {
 
     pub async fn run(&self) -> Result<SinkStats> {
         let name = self.config.name.clone();
-        let topic = self.config.topic_name();
         let decoder = topic_decoder(&self.config)?;
-        let transform = match &self.config.transform {
-            Some(transform) => Some(
-                SqlTransform::new(
-                    &[(transform.table.as_str(), decoder.schema())],
-                    &transform.sql,
-                )
-                .await
-                .map_err(PipelineError::streams(&name))?,
-            ),
-            None => None,
+        let planned = planned_transform(&self.config, &decoder).await?;
+        // A windowed transform runs as a job of its own; the sinks read the windows it emits.
+        let (topic, decoder, transform) = match planned {
+            Some(windowed) if windowed.windowed().is_some() => {
+                let schema = windowed.output_schema().as_ref().clone();
+                let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema))
+                    .map_err(PipelineError::streams(&name))?;
+                (self.config.windowed_output_topic(), decoder, None)
+            }
+            stateless => (self.config.topic_name(), decoder, stateless),
         };
         let value_columns = decoder.value_schema().fields().len();
         let output_schema: SchemaRef = match &transform {

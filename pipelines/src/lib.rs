@@ -18,6 +18,8 @@
 //!   answered once durable.
 //! - [`deliver`]: a sink stage — read the topic from the offsets the sink holds, decode, SQL,
 //!   write, and commit rows with offsets in the sink.
+//! - [`windows`]: a windowed transform, run as the streams engine's windowed job between the
+//!   topic and the sinks.
 //! - [`run`]: stages started, watched and stopped together. [`metrics`]: Prometheus.
 //!
 //! ## Data flow and invariants
@@ -41,6 +43,7 @@ pub mod positions;
 pub mod run;
 pub mod schema;
 pub mod validate;
+pub mod windows;
 pub mod writer;
 
 pub use error::{PipelineError, Result};

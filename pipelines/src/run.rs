@@ -18,6 +18,8 @@ use crate::http_ingest::serve;
 use crate::ingest::IngestStage;
 use crate::load::LoadedPipeline;
 use crate::metrics::PipelineMetrics;
+use crate::schema::{planned_transform, topic_decoder};
+use crate::windows;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -65,8 +67,40 @@ pub async fn run(
             .clone()
             .or_else(|| embedded_address.clone())
             .unwrap_or_default();
-        ensure_topics(&config, &bootstrap).await?;
+        let decoder = topic_decoder(&config)?;
+        let windowed = planned_transform(&config, &decoder)
+            .await?
+            .is_some_and(|t| t.windowed().is_some());
+        ensure_topics(&config, &bootstrap, windowed).await?;
         let source_done = Arc::new(AtomicBool::new(false));
+        // What the sinks wait for in a bounded run: the source, or the windowed job after it.
+        let upstream_done = if windowed {
+            Arc::new(AtomicBool::new(false))
+        } else {
+            Arc::clone(&source_done)
+        };
+        if let Some(job) = windows::job_config(&config, &bootstrap, &decoder).filter(|_| windowed) {
+            let (pipeline, stop, done) = (
+                config.name.clone(),
+                Arc::clone(&stop),
+                Arc::clone(&upstream_done),
+            );
+            let bounded = options.until_caught_up.then(|| Arc::clone(&source_done));
+            stages.push(tokio::spawn(async move {
+                let name = pipeline.clone();
+                let result =
+                    tokio::task::spawn_blocking(move || windows::run(job, &name, stop, bounded))
+                        .await;
+                let result = result.unwrap_or_else(|e| {
+                    Err(PipelineError::Stage {
+                        pipeline: pipeline.clone(),
+                        message: format!("windowed job panicked: {e}"),
+                    })
+                });
+                done.store(true, Ordering::SeqCst);
+                result.map(|()| Finished::Source { pipeline })
+            }));
+        }
         let ingest = IngestStage {
             config: config.clone(),
             bootstrap: bootstrap.clone(),
@@ -110,7 +144,7 @@ pub async fn run(
                 bootstrap: bootstrap.clone(),
                 metrics: Arc::clone(&metrics),
                 stop: Arc::clone(&stop),
-                source_done: Arc::clone(&source_done),
+                source_done: Arc::clone(&upstream_done),
             };
             stages.push(tokio::spawn(async move {
                 let stats = stage.run().await?;

@@ -3,6 +3,7 @@
 use weir_connectors::weblog::LogFormat;
 use weir_streams::decode::{parse_schema, RecordDecoder};
 use weir_streams::record::ValueFormat;
+use weir_streams::sql::SqlTransform;
 
 use crate::config::{PipelineConfig, SourceConfig};
 use crate::error::{PipelineError, Result};
@@ -42,4 +43,21 @@ pub fn topic_decoder(config: &PipelineConfig) -> Result<RecordDecoder> {
         ValueFormat::Raw
     };
     RecordDecoder::new(value_format, declared).map_err(streams)
+}
+
+/// The pipeline's transform planned against the topic's columns (None without one).
+pub async fn planned_transform(
+    config: &PipelineConfig,
+    decoder: &RecordDecoder,
+) -> Result<Option<SqlTransform>> {
+    let Some(transform) = &config.transform else {
+        return Ok(None);
+    };
+    SqlTransform::new(
+        &[(transform.table.as_str(), decoder.schema())],
+        &transform.sql,
+    )
+    .await
+    .map(Some)
+    .map_err(PipelineError::streams(&config.name))
 }

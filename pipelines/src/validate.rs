@@ -158,11 +158,6 @@ async fn sql_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
     )
     .await
     {
-        Ok(planned) if planned.windowed().is_some() => vec![pipeline.diagnostic(
-            "transform.sql",
-            "windowed aggregations are not supported in pipelines yet",
-            Some("run the windowed query as `weir job run` over the pipeline's topic".into()),
-        )],
         Ok(_) => Vec::new(),
         Err(error) => vec![pipeline.diagnostic(
             "transform.sql",

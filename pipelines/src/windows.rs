@@ -1,0 +1,137 @@
+//! A windowed transform: the streams engine's windowed job (`weir_streams::job`) runs beside
+//! the sinks, reading the pipeline's topic and writing each closed window once — exactly once,
+//! with its state in a changelog — to `weir-<pipeline>-windows`, which the sinks then read.
+//! Records later than `allowed_lateness_ms` go to `<topic>-late`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::{Offset, TopicPartitionList};
+use weir_streams::decode::RecordDecoder;
+use weir_streams::job::{self, JobConfig};
+use weir_streams::record::ValueFormat;
+use weir_streams::topic_reader::{self, Limit, Range};
+
+use crate::config::PipelineConfig;
+use crate::error::{PipelineError, Result};
+use crate::schema::source_format;
+use crate::writer::CLUSTER_TIMEOUT;
+
+/// The job of a pipeline's windowed transform.
+pub fn job_config(
+    config: &PipelineConfig,
+    bootstrap: &str,
+    decoder: &RecordDecoder,
+) -> Option<JobConfig> {
+    let transform = config.transform.as_ref()?;
+    let mut job = JobConfig::new(
+        &job_name(config),
+        bootstrap,
+        &config.topic_name(),
+        &config.windowed_output_topic(),
+        &transform.sql,
+    );
+    job.table = Some(transform.table.clone());
+    job.input_format = if source_format(config).is_json() {
+        ValueFormat::Json
+    } else {
+        ValueFormat::Raw
+    };
+    job.schema = Some(decoder.value_schema().as_ref().clone());
+    job.checkpoint_interval_ms = config.checkpoint_interval_ms;
+    job.dead_letter_topic = Some(config.dead_letter_topic());
+    job.allowed_lateness_ms = transform.allowed_lateness_ms;
+    job.late_topic = Some(config.late_topic());
+    job.max_state_entries = transform.max_state_entries;
+    job.client_properties = config.client_properties();
+    Some(job)
+}
+
+fn job_name(config: &PipelineConfig) -> String {
+    format!("{}-windows", config.name)
+}
+
+/// Runs the job until `stop`; with `source_done` given (a bounded run), stops it once the
+/// source ended and the job committed everything up to the topic's end.
+pub fn run(
+    job: JobConfig,
+    pipeline: &str,
+    stop: Arc<AtomicBool>,
+    source_done: Option<Arc<AtomicBool>>,
+) -> Result<()> {
+    let job_stop = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (job_stop, job) = (Arc::clone(&job_stop), job.clone());
+        std::thread::spawn(move || loop {
+            let finished = source_done.as_ref().is_some_and(|done| {
+                done.load(Ordering::SeqCst) && committed_to_end(&job).unwrap_or(false)
+            });
+            if stop.load(Ordering::SeqCst) || finished {
+                job_stop.store(true, Ordering::SeqCst);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        })
+    };
+    let result = job::run(&job, &job_stop)
+        .map(|_| ())
+        .map_err(PipelineError::streams(pipeline));
+    job_stop.store(true, Ordering::SeqCst);
+    let _ = watcher.join();
+    result
+}
+
+/// No committed record of the job's input, nor of its repartition topic (the partial
+/// aggregates it still has to merge), lies at or after the job's committed offsets.
+fn committed_to_end(job: &JobConfig) -> Result<bool> {
+    for topic in [job.input().to_string(), job.repartition_topic()] {
+        if !topic_committed_to_end(job, &topic)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn topic_committed_to_end(job: &JobConfig, topic: &str) -> Result<bool> {
+    let pipeline = job.name.as_str();
+    let mut client = ClientConfig::new();
+    client
+        .set("bootstrap.servers", &job.bootstrap)
+        .set("group.id", &job.name);
+    for (key, value) in &job.client_properties {
+        client.set(key, value);
+    }
+    let consumer: BaseConsumer = client
+        .create()
+        .map_err(PipelineError::kafka(pipeline, "creating a consumer"))?;
+    let reader = topic_reader::consumer(&job.bootstrap, &job.client_properties)
+        .map_err(PipelineError::streams(pipeline))?;
+    let mut partitions = TopicPartitionList::new();
+    for partition in topic_reader::partitions(&reader, topic, CLUSTER_TIMEOUT)
+        .map_err(PipelineError::streams(pipeline))?
+    {
+        partitions.add_partition(topic, partition);
+    }
+    let committed = consumer
+        .committed_offsets(partitions, CLUSTER_TIMEOUT)
+        .map_err(PipelineError::kafka(pipeline, "reading committed offsets"))?;
+    let ranges: Vec<Range> = committed
+        .elements()
+        .iter()
+        .map(|element| Range {
+            partition: element.partition(),
+            start: match element.offset() {
+                Offset::Offset(offset) => Some(offset),
+                _ => None,
+            },
+            end: None,
+        })
+        .collect();
+    let left =
+        topic_reader::read_ranges(&reader, topic, &ranges, Limit::StopAt(1), CLUSTER_TIMEOUT)
+            .map_err(PipelineError::streams(pipeline))?;
+    Ok(left.is_empty())
+}
