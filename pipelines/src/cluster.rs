@@ -18,7 +18,15 @@ use crate::error::{PipelineError, Result};
 /// Starts the embedded broker; its address is `broker.local_addr()`.
 pub async fn start_embedded(data_dir: &Path) -> Result<Broker> {
     let listen: SocketAddr = ([127, 0, 0, 1], 0).into();
-    let config = BrokerConfig::new(listen, data_dir.to_path_buf());
+    let mut config = BrokerConfig::new(listen, data_dir.to_path_buf());
+    // The only group members here are the run's own jobs, all started at once: Kafka's 3 s
+    // wait for more members to join would only delay a windowed transform's start.
+    config
+        .set("group.initial.rebalance.delay.ms", "0")
+        .map_err(|e| PipelineError::Stage {
+            pipeline: "embedded broker".into(),
+            message: e.to_string(),
+        })?;
     let broker = Broker::start(config).await?;
     tracing::info!(address = %broker.local_addr(), data_dir = %data_dir.display(), "embedded broker started");
     Ok(broker)
