@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
+use rdkafka::consumer::Consumer;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rng::Rng;
 
@@ -68,6 +69,7 @@ fn kafka_to_weir_to_kafka_exactly_once_across_kills() {
         format!("bridge-in-{suffix}"),
         format!("bridge-out-{suffix}"),
     );
+    let group = format!("bridge-group-{suffix}");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", &far)
@@ -109,7 +111,7 @@ fn kafka_to_weir_to_kafka_exactly_once_across_kills() {
         &config,
         format!(
             "name: bridge
-source: {{ kind: kafka, bootstrap: \"{far}\", topic: {input}, format: json }}
+source: {{ kind: kafka, bootstrap: \"{far}\", topic: {input}, format: json, group_id: {group} }}
 schema: \"id:int,status:int\"
 topic: {{ partitions: 2 }}
 transform: {{ sql: \"SELECT id, status, status >= 400 AS failed FROM input\" }}
@@ -173,4 +175,31 @@ checkpoint_interval_ms: 300
         seen.len()
     );
     assert_eq!(values.len() as u64, RECORDS);
+    // The far group was told how far the pipeline got: every partition's end.
+    let consumer: rdkafka::consumer::BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &far)
+        .set("group.id", &group)
+        .create()
+        .unwrap();
+    let mut partitions = rdkafka::TopicPartitionList::new();
+    for partition in 0..3 {
+        partitions.add_partition(&input, partition);
+    }
+    let committed = consumer
+        .committed_offsets(partitions, Duration::from_secs(30))
+        .unwrap();
+    let mut total = 0;
+    for element in committed.elements() {
+        let (_, high) = consumer
+            .fetch_watermarks(&input, element.partition(), Duration::from_secs(30))
+            .unwrap();
+        assert_eq!(
+            element.offset(),
+            rdkafka::Offset::Offset(high),
+            "far group offset of partition {}",
+            element.partition()
+        );
+        total += high;
+    }
+    assert_eq!(total as u64, RECORDS);
 }

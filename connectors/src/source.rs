@@ -65,6 +65,10 @@ pub trait Source: Send {
         false
     }
 
+    /// Called once the positions last taken are committed (e.g. to tell a far cluster's
+    /// consumer group how far the pipeline got, for its lag tools).
+    fn committed(&mut self) {}
+
     /// True when the last poll found nothing new (for runs that end once the input is read).
     fn caught_up(&self) -> bool {
         self.finished()

@@ -91,7 +91,10 @@ impl IngestStage {
                 return Ok(());
             }
             match self.checkpoint(&mut producer, source.0.as_mut(), source.1) {
-                Ok(Some(updates)) => apply(&mut committed, updates),
+                Ok(Some(updates)) => {
+                    apply(&mut committed, updates);
+                    source.0.committed();
+                }
                 Ok(None) => {
                     if self.until_caught_up && source.0.caught_up() {
                         tracing::info!(pipeline = name, "source caught up");

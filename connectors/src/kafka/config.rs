@@ -26,6 +26,12 @@ pub struct KafkaSourceConfig {
     pub format: LogFormat,
     #[serde(default)]
     pub start_at: StartAt,
+    /// A consumer group on the far cluster: partitions the pipeline has no position for yet
+    /// start at the group's committed offsets (taking over from an existing consumer), and the
+    /// pipeline's committed positions are committed to the group too, so the far cluster's
+    /// lag tools see its progress. The pipeline's own positions stay the source of truth.
+    #[serde(default)]
+    pub group_id: Option<String>,
     /// librdkafka properties for the far cluster (`security.protocol`, `sasl.*`, `ssl.*`, …).
     #[serde(default)]
     pub client_properties: BTreeMap<String, String>,

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -43,8 +43,18 @@ impl KafkaSource {
         let mut client = ClientConfig::new();
         client
             .set("bootstrap.servers", &config.bootstrap)
-            .set("group.id", "weir-bridge")
+            .set(
+                "group.id",
+                config.group_id.as_deref().unwrap_or("weir-bridge"),
+            )
             .set("enable.auto.commit", "false")
+            .set(
+                "auto.offset.reset",
+                match config.start_at {
+                    StartAt::Earliest => "earliest",
+                    StartAt::Latest => "latest",
+                },
+            )
             .set("isolation.level", "read_committed")
             .set("fetch.queue.backoff.ms", "20");
         for (key, value) in &config.client_properties {
@@ -85,6 +95,8 @@ impl KafkaSource {
         for partition in partitions {
             let offset = match (self.restored.get(&partition), self.config.start_at) {
                 (Some(next), _) => Offset::Offset(*next),
+                // The group's committed offset; `auto.offset.reset` when it has none.
+                (None, _) if self.config.group_id.is_some() => Offset::Stored,
                 (None, StartAt::Earliest) => Offset::Beginning,
                 (None, StartAt::Latest) => Offset::End,
             };
@@ -172,6 +184,21 @@ impl Source for KafkaSource {
 
     fn caught_up(&self) -> bool {
         self.idle
+    }
+
+    fn committed(&mut self) {
+        if self.config.group_id.is_none() || self.next.is_empty() {
+            return;
+        }
+        let mut offsets = TopicPartitionList::new();
+        for (partition, next) in &self.next {
+            let _ =
+                offsets.add_partition_offset(&self.config.topic, *partition, Offset::Offset(*next));
+        }
+        // Informational: a failure here loses nothing (the positions topic is the truth).
+        if let Err(error) = self.consumer.commit(&offsets, CommitMode::Async) {
+            tracing::debug!(%error, topic = %self.config.topic, "committing to the far group failed");
+        }
     }
 
     fn take_positions(&mut self) -> Result<Vec<PositionUpdate>, ConnectorError> {
