@@ -5,20 +5,19 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
-use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
+use rdkafka::error::KafkaError;
 use rdkafka::message::{DeliveryResult, Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
+use weir_connectors::kafka::produce::{send_when_room, wait_for_deliveries};
 
 use crate::error::{PipelineError, Result};
 
 /// How long cluster operations (init, commit) may take.
 pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(30);
-const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(2);
-const DELIVERY_PAUSE: Duration = Duration::from_millis(1);
 
 /// Counts failed deliveries (a non-transactional checkpoint must not write positions past them).
 #[derive(Default)]
@@ -128,16 +127,7 @@ impl CheckpointProducer {
                     });
             out = out.headers(headers);
         }
-        loop {
-            match self.producer.send(out) {
-                Ok(()) => return Ok(()),
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), returned)) => {
-                    out = returned;
-                    std::thread::sleep(QUEUE_FULL_PAUSE);
-                }
-                Err((error, _)) => return Err(classify(&self.pipeline, "producing", error)),
-            }
-        }
+        send_when_room(&self.producer, out).map_err(|e| classify(&self.pipeline, "producing", e))
     }
 
     /// Makes the checkpoint's records durable (and, transactional, visible) together.
@@ -181,21 +171,14 @@ impl CheckpointProducer {
         Ok(())
     }
 
-    /// rust-rdkafka's commit flushes in 100 ms polling steps; waiting here first keeps a
-    /// checkpoint from costing 100 ms.
     fn wait_for_deliveries(&self) -> Result<()> {
-        let deadline = Instant::now() + CLUSTER_TIMEOUT;
-        while self.producer.in_flight_count() > 0 {
-            if Instant::now() > deadline {
-                return Err(PipelineError::Kafka {
-                    pipeline: self.pipeline.clone(),
-                    operation: "waiting for deliveries",
-                    source: KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut),
-                });
+        wait_for_deliveries(&self.producer, CLUSTER_TIMEOUT).map_err(|source| {
+            PipelineError::Kafka {
+                pipeline: self.pipeline.clone(),
+                operation: "waiting for deliveries",
+                source,
             }
-            std::thread::sleep(DELIVERY_PAUSE);
-        }
-        Ok(())
+        })
     }
 }
 
@@ -213,5 +196,3 @@ fn classify(pipeline: &str, operation: &'static str, error: KafkaError) -> Pipel
         },
     }
 }
-
-pub type SendResult = KafkaResult<()>;

@@ -9,6 +9,7 @@
 //!   every row exactly once.
 
 mod config;
+pub mod produce;
 mod sink;
 mod source;
 

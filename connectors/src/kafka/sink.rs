@@ -18,6 +18,7 @@ use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedPr
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::config::KafkaSinkConfig;
+use super::produce::{send_when_room, wait_for_deliveries};
 use crate::error::ConnectorError;
 use crate::sink::{Sink, SinkOffsets, SinkStats};
 
@@ -187,21 +188,11 @@ impl KafkaSink {
     }
 
     fn send(&self, topic: &str, key: Option<&[u8]>, value: &[u8]) -> Result<(), ConnectorError> {
-        let producer = self.producer()?;
         let mut record = BaseRecord::<[u8], [u8]>::to(topic).payload(value);
         if let Some(key) = key {
             record = record.key(key);
         }
-        loop {
-            match producer.send(record) {
-                Ok(()) => return Ok(()),
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), returned)) => {
-                    record = returned;
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Err((error, _)) => return Err(failure("producing")(error)),
-            }
-        }
+        send_when_room(self.producer()?, record).map_err(failure("producing"))
     }
 
     fn finish_transaction(&mut self, offsets: &SinkOffsets) -> Result<(), ConnectorError> {
@@ -218,10 +209,8 @@ impl KafkaSink {
             }
         }
         let producer = self.producer()?;
-        let deadline = Instant::now() + CLUSTER_TIMEOUT;
-        while producer.in_flight_count() > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        // Records still unacknowledged after the wait are flushed (or failed) by the commit.
+        let _ = wait_for_deliveries(producer, CLUSTER_TIMEOUT);
         producer
             .commit_transaction(CLUSTER_TIMEOUT)
             .map_err(failure("committing"))?;
