@@ -55,6 +55,13 @@ pub fn make_source(
     })
 }
 
+/// Where a checkpoint's records go (named once, not per record).
+struct Topics {
+    records: String,
+    dead_letters: String,
+    positions: String,
+}
+
 struct Checkpoint {
     started: Instant,
     records: u64,
@@ -74,12 +81,13 @@ impl IngestStage {
             exactly_once.then_some(transactional_id.as_str()),
             &properties,
         )?;
-        let mut committed = crate::positions::read(
-            name,
-            &self.bootstrap,
-            &self.config.positions_topic(),
-            &properties,
-        )?;
+        let topics = Topics {
+            records: self.config.topic_name(),
+            dead_letters: self.config.dead_letter_topic(),
+            positions: self.config.positions_topic(),
+        };
+        let mut committed =
+            crate::positions::read(name, &self.bootstrap, &topics.positions, &properties)?;
         let mut source = self.restored_source(&committed)?;
         tracing::info!(
             pipeline = name,
@@ -90,7 +98,7 @@ impl IngestStage {
             if self.stop.load(Ordering::SeqCst) {
                 return Ok(());
             }
-            match self.checkpoint(&mut producer, source.0.as_mut(), source.1) {
+            match self.checkpoint(&mut producer, &topics, source.0.as_mut(), source.1) {
                 Ok(Some(updates)) => {
                     apply(&mut committed, updates);
                     source.0.committed();
@@ -133,6 +141,7 @@ impl IngestStage {
     fn checkpoint(
         &self,
         producer: &mut CheckpointProducer,
+        topics: &Topics,
         source: &mut dyn Source,
         format: LogFormat,
     ) -> Result<Option<Vec<PositionUpdate>>> {
@@ -171,7 +180,14 @@ impl IngestStage {
                 begun = true;
             }
             for record in &polled {
-                self.send(producer, record, format, &mut value, &mut checkpoint)?;
+                self.send(
+                    producer,
+                    topics,
+                    record,
+                    format,
+                    &mut value,
+                    &mut checkpoint,
+                )?;
             }
         }
         let updates = source
@@ -183,10 +199,9 @@ impl IngestStage {
         if !begun {
             producer.begin()?;
         }
-        let positions_topic = self.config.positions_topic();
         for update in &updates {
             producer.send(&Outgoing {
-                topic: &positions_topic,
+                topic: &topics.positions,
                 key: Some(update.key.as_bytes()),
                 value: update.value.as_deref(),
                 headers: &[],
@@ -200,6 +215,7 @@ impl IngestStage {
     fn send(
         &self,
         producer: &CheckpointProducer,
+        topics: &Topics,
         record: &SourceRecord,
         format: LogFormat,
         value: &mut Vec<u8>,
@@ -214,13 +230,11 @@ impl IngestStage {
                 parse(format, &line, value).err()
             }
         };
-        let topic = self.config.topic_name();
-        let dead_letter_topic = self.config.dead_letter_topic();
         match problem {
             None => {
                 checkpoint.produced += 1;
                 producer.send(&Outgoing {
-                    topic: &topic,
+                    topic: &topics.records,
                     key: record.key.as_deref(),
                     value: Some(value),
                     headers: &[],
@@ -229,7 +243,7 @@ impl IngestStage {
             Some(reason) => {
                 checkpoint.dead_letters += 1;
                 producer.send(&Outgoing {
-                    topic: &dead_letter_topic,
+                    topic: &topics.dead_letters,
                     key: record.key.as_deref(),
                     value: Some(&record.value),
                     headers: &[(ERROR_HEADER, reason.as_bytes())],
