@@ -65,15 +65,14 @@ pub fn run(
     let job_stop = Arc::new(AtomicBool::new(false));
     let watcher = {
         let (job_stop, job) = (Arc::clone(&job_stop), job.clone());
-        std::thread::spawn(move || loop {
-            let finished = source_done.as_ref().is_some_and(|done| {
-                done.load(Ordering::SeqCst) && committed_to_end(&job).unwrap_or(false)
-            });
-            if stop.load(Ordering::SeqCst) || finished {
-                job_stop.store(true, Ordering::SeqCst);
-                return;
+        std::thread::spawn(move || {
+            let mut watch = None;
+            while !stop.load(Ordering::SeqCst)
+                && !bounded_run_finished(source_done.as_deref(), &mut watch, &job)
+            {
+                std::thread::sleep(Duration::from_millis(200));
             }
-            std::thread::sleep(Duration::from_millis(200));
+            job_stop.store(true, Ordering::SeqCst);
         })
     };
     let result = job::run(&job, &job_stop)
@@ -84,54 +83,92 @@ pub fn run(
     result
 }
 
-/// No committed record of the job's input, nor of its repartition topic (the partial
-/// aggregates it still has to merge), lies at or after the job's committed offsets.
-fn committed_to_end(job: &JobConfig) -> Result<bool> {
-    for topic in [job.input().to_string(), job.repartition_topic()] {
-        if !topic_committed_to_end(job, &topic)? {
-            return Ok(false);
-        }
+/// A bounded run's source ended and the job committed everything (the watch's clients are
+/// made when first needed).
+fn bounded_run_finished(
+    source_done: Option<&AtomicBool>,
+    watch: &mut Option<CommitWatch>,
+    job: &JobConfig,
+) -> bool {
+    if !source_done.is_some_and(|done| done.load(Ordering::SeqCst)) {
+        return false;
     }
-    Ok(true)
+    if watch.is_none() {
+        *watch = CommitWatch::new(job).ok();
+    }
+    watch
+        .as_ref()
+        .is_some_and(|watch| watch.committed_to_end(job).unwrap_or(false))
 }
 
-fn topic_committed_to_end(job: &JobConfig, topic: &str) -> Result<bool> {
-    let pipeline = job.name.as_str();
-    let mut client = ClientConfig::new();
-    client
-        .set("bootstrap.servers", &job.bootstrap)
-        .set("group.id", &job.name);
-    for (key, value) in &job.client_properties {
-        client.set(key, value);
-    }
-    let consumer: BaseConsumer = client
-        .create()
-        .map_err(PipelineError::kafka(pipeline, "creating a consumer"))?;
-    let reader = topic_reader::consumer(&job.bootstrap, &job.client_properties)
-        .map_err(PipelineError::streams(pipeline))?;
-    let mut partitions = TopicPartitionList::new();
-    for partition in topic_reader::partitions(&reader, topic, CLUSTER_TIMEOUT)
-        .map_err(PipelineError::streams(pipeline))?
-    {
-        partitions.add_partition(topic, partition);
-    }
-    let committed = consumer
-        .committed_offsets(partitions, CLUSTER_TIMEOUT)
-        .map_err(PipelineError::kafka(pipeline, "reading committed offsets"))?;
-    let ranges: Vec<Range> = committed
-        .elements()
-        .iter()
-        .map(|element| Range {
-            partition: element.partition(),
-            start: match element.offset() {
-                Offset::Offset(offset) => Some(offset),
-                _ => None,
-            },
-            end: None,
-        })
-        .collect();
-    let left =
-        topic_reader::read_ranges(&reader, topic, &ranges, Limit::StopAt(1), CLUSTER_TIMEOUT)
+/// Tells whether the job has committed everything there is: the clients are made once and
+/// asked every time the watcher looks.
+struct CommitWatch {
+    /// A consumer in the job's group, to read its committed offsets.
+    group: BaseConsumer,
+    reader: topic_reader::Reader,
+}
+
+impl CommitWatch {
+    fn new(job: &JobConfig) -> Result<Self> {
+        let pipeline = job.name.as_str();
+        let mut client = ClientConfig::new();
+        client
+            .set("bootstrap.servers", &job.bootstrap)
+            .set("group.id", &job.name);
+        for (key, value) in &job.client_properties {
+            client.set(key, value);
+        }
+        let group = client
+            .create()
+            .map_err(PipelineError::kafka(pipeline, "creating a consumer"))?;
+        let reader = topic_reader::consumer(&job.bootstrap, &job.client_properties)
             .map_err(PipelineError::streams(pipeline))?;
-    Ok(left.is_empty())
+        Ok(CommitWatch { group, reader })
+    }
+
+    /// No committed record of the job's input, nor of its repartition topic (the partial
+    /// aggregates it still has to merge), lies at or after the job's committed offsets.
+    fn committed_to_end(&self, job: &JobConfig) -> Result<bool> {
+        for topic in [job.input().to_string(), job.repartition_topic()] {
+            if !self.topic_committed_to_end(&job.name, &topic)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn topic_committed_to_end(&self, pipeline: &str, topic: &str) -> Result<bool> {
+        let mut partitions = TopicPartitionList::new();
+        for partition in topic_reader::partitions(&self.reader, topic, CLUSTER_TIMEOUT)
+            .map_err(PipelineError::streams(pipeline))?
+        {
+            partitions.add_partition(topic, partition);
+        }
+        let committed = self
+            .group
+            .committed_offsets(partitions, CLUSTER_TIMEOUT)
+            .map_err(PipelineError::kafka(pipeline, "reading committed offsets"))?;
+        let ranges: Vec<Range> = committed
+            .elements()
+            .iter()
+            .map(|element| Range {
+                partition: element.partition(),
+                start: match element.offset() {
+                    Offset::Offset(offset) => Some(offset),
+                    _ => None,
+                },
+                end: None,
+            })
+            .collect();
+        let left = topic_reader::read_ranges(
+            &self.reader,
+            topic,
+            &ranges,
+            Limit::StopAt(1),
+            CLUSTER_TIMEOUT,
+        )
+        .map_err(PipelineError::streams(pipeline))?;
+        Ok(left.is_empty())
+    }
 }
