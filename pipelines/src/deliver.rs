@@ -103,7 +103,10 @@ impl DeliverStage {
             .open(output_schema)
             .await
             .map_err(PipelineError::connector(&name))?;
-        let consumer = self.consumer(&topic, &committed)?;
+        // Creating it reads metadata (blocking): off the runtime's workers, which an embedded
+        // broker on the same runtime needs to answer (two sink stages blocking both workers of
+        // a 2-core machine starved it).
+        let consumer = tokio::task::block_in_place(|| self.consumer(&topic, &committed))?;
         tracing::info!(pipeline = %name, sink = %self.label(), ?committed, "sink stage started");
         let labels = [name.as_str(), &self.label()];
         let mut next = committed;
