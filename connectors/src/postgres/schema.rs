@@ -83,6 +83,17 @@ pub fn create_table_sql(table: &str, schema: &Schema) -> Result<String, String> 
     ))
 }
 
+/// The advisory lock key that serializes Weir's DDL ("weir-ddl" in ASCII).
+const DDL_LOCK_KEY: i64 = 0x7765_6972_2d64_646c;
+
+/// `ddl` run under a transaction-scoped advisory lock: PostgreSQL's `CREATE TABLE IF NOT EXISTS`
+/// is not safe against a concurrent identical one (the loser fails with "already exists"), so
+/// sinks starting together on a fresh database take turns. Several statements in one simple
+/// query run as one implicit transaction, which holds the lock until it ends.
+pub fn serialized_ddl(ddl: &str) -> String {
+    format!("SELECT pg_advisory_xact_lock({DDL_LOCK_KEY}); {ddl}")
+}
+
 pub const OFFSETS_TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS weir_offsets (
     sink text NOT NULL,
     topic text NOT NULL,

@@ -118,7 +118,9 @@ impl PostgresSink {
         let table_name = self.config.table.clone();
         let (sink_id, topic) = (self.sink_id.clone(), self.topic.clone());
         let client = self.client().await?;
-        client.batch_execute(schema::OFFSETS_TABLE_SQL).await?;
+        client
+            .batch_execute(&schema::serialized_ddl(schema::OFFSETS_TABLE_SQL))
+            .await?;
         let exists: bool = client
             .query_one("SELECT to_regclass($1) IS NOT NULL", &[&table])
             .await?
@@ -130,7 +132,9 @@ impl PostgresSink {
                 )));
             }
             let create = schema::create_table_sql(&table_name, schema).map_err(Failure::Fatal)?;
-            client.batch_execute(&create).await?;
+            client
+                .batch_execute(&schema::serialized_ddl(&create))
+                .await?;
             tracing::info!(table = %table_name, "table created");
         }
         let types = column_types(client, &table, &table_name, schema).await?;
