@@ -4,7 +4,8 @@
 # Debian's 2.0.2, confluent-kafka, kafkajs) against the weir binary from the same build, then the compatibility
 # yardsticks against a real Apache Kafka 4.x (differential test, Java client session, Kafka's
 # tools, franz-go's kgo tests). A private PostgreSQL server runs for the postgres sink's tests and
-# the pipeline crash test.
+# the pipeline crash test, and a private S3-compatible server (gofakes3, built from the Go module
+# proxy) for the Parquet sink's object-store tests.
 #
 # Caches live outside the clone so repeated runs are fast: CARGO_TARGET_DIR (default
 # ~/.cache/weir/target), the Python venv, node modules and Kafka's jars in ~/.cache/weir,
@@ -46,9 +47,10 @@ if ! cmp -s scripts/smoke/package.json "$node_dir/package.json" || [ ! -d "$node
 fi
 
 export WEIR_TEST_POSTGRES_URL=${WEIR_TEST_POSTGRES_URL:-$(scripts/postgres/start.sh)}
+export WEIR_TEST_S3_ENDPOINT=${WEIR_TEST_S3_ENDPOINT:-$(scripts/s3/start.sh)}
 # The reference Kafka (jars from Maven) for the pipeline bridge test; compat/run.sh reuses it.
 export WEIR_TEST_KAFKA_BOOTSTRAP=${WEIR_TEST_KAFKA_BOOTSTRAP:-$(KAFKA_PORT=29192 compat/kafka/start.sh)}
-trap 'scripts/postgres/stop.sh; KAFKA_PORT=29192 compat/kafka/stop.sh' EXIT
+trap 'scripts/postgres/stop.sh; scripts/s3/stop.sh; KAFKA_PORT=29192 compat/kafka/stop.sh' EXIT
 
 # One build for binaries and tests: building them together unifies the dev-dependencies'
 # features, so `cargo test` reuses every artifact (DataFusion is compiled once, not twice).

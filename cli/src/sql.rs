@@ -9,7 +9,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use weir_streams::adhoc::{self, AdhocOptions};
 use weir_streams::record::ValueFormat;
 
-use weir_connectors::parquet::read_published;
+use weir_connectors::parquet::read_published_at;
 
 use crate::client::ConnectArgs;
 
@@ -27,9 +27,10 @@ pub struct SqlArgs {
     /// The most records read from one topic; a larger topic fails the query.
     #[arg(long, default_value_t = 1_000_000)]
     max_records: usize,
-    /// A table read from Parquet files a pipeline published: NAME=DIRECTORY (repeatable; at
-    /// most --max-records rows each).
-    #[arg(long, value_name = "NAME=DIRECTORY")]
+    /// A table read from Parquet files a pipeline published: NAME=DIRECTORY or
+    /// NAME=s3://BUCKET/PREFIX (endpoint and credentials from the AWS_* environment;
+    /// repeatable; at most --max-records rows each).
+    #[arg(long, value_name = "NAME=LOCATION")]
     parquet: Vec<String>,
 }
 
@@ -56,10 +57,12 @@ pub async fn run(args: SqlArgs) -> anyhow::Result<()> {
     options.max_records = args.max_records;
     options.client_properties = args.connect.property_pairs()?;
     for table in &args.parquet {
-        let Some((name, directory)) = table.split_once('=') else {
-            anyhow::bail!("--parquet {table}: expected NAME=DIRECTORY");
+        let Some((name, location)) = table.split_once('=') else {
+            anyhow::bail!("--parquet {table}: expected NAME=DIRECTORY or NAME=s3://BUCKET/PREFIX");
         };
-        let (schema, batches) = read_published(std::path::Path::new(directory), args.max_records)?;
+        // An object store's endpoint, region and credentials come from the AWS_* environment.
+        let (schema, batches) =
+            read_published_at(location, &Default::default(), args.max_records).await?;
         options.tables.push((name.to_string(), schema, batches));
     }
     if let Some(query) = &args.query {

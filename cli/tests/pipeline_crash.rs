@@ -1,11 +1,13 @@
 //! The main job, end to end, under kill -9: a generated nginx access log of 200,000 lines
 //! (some of them garbage, rotated by rename halfway) is appended to while a `weir pipeline run`
-//! process — file source → embedded broker → SQL → PostgreSQL and Parquet — is killed with -9
-//! again and again and restarted. At the end the PostgreSQL rows and the Parquet rows must each
-//! equal the parseable lines exactly (counts per status and per minute against the ground truth
-//! computed from the generator), and the dead-letter topic must hold exactly the bad lines.
+//! process — file source → embedded broker → SQL → PostgreSQL, Parquet in a directory and
+//! Parquet on an S3-compatible object store — is killed with -9 again and again and restarted.
+//! At the end the PostgreSQL rows and each sink's Parquet rows must equal the parseable lines
+//! exactly (counts per status and per minute against the ground truth computed from the
+//! generator), and the dead-letter topic must hold exactly the bad lines.
 //!
-//! Needs PostgreSQL: `WEIR_TEST_POSTGRES_URL` (scripts/test.sh starts one).
+//! Needs PostgreSQL (`WEIR_TEST_POSTGRES_URL`) and an S3-compatible server with the bucket
+//! `weir-test` (`WEIR_TEST_S3_ENDPOINT`); scripts/test.sh starts both.
 
 #[path = "crash/committed.rs"]
 mod committed;
@@ -26,7 +28,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit, TimestampMillisecondType};
 use rng::Rng;
 use weir_connectors::generator::AccessLogGenerator;
-use weir_connectors::parquet::read_published;
+use weir_connectors::parquet::read_published_at;
 use weir_connectors::weblog::{AccessLogEntry, LogFormat};
 
 const LINES: u64 = 200_000;
@@ -197,8 +199,30 @@ async fn postgres_counts(table: &str) -> Counts {
         .collect()
 }
 
-fn parquet_counts(dir: &Path) -> Counts {
-    let (_, batches) = read_published(dir, 10_000_000).unwrap();
+fn s3_endpoint() -> String {
+    std::env::var("WEIR_TEST_S3_ENDPOINT").expect(
+        "WEIR_TEST_S3_ENDPOINT is not set: this test needs an S3-compatible server (scripts/s3/start.sh)",
+    )
+}
+
+/// The object store's settings, as YAML (a flow mapping) and as a map.
+fn s3_options() -> BTreeMap<String, String> {
+    [
+        ("aws_endpoint", s3_endpoint()),
+        ("aws_allow_http", "true".into()),
+        ("aws_region", "us-east-1".into()),
+        ("aws_access_key_id", "weir".into()),
+        ("aws_secret_access_key", "weir-secret".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+async fn parquet_counts(location: &str) -> Counts {
+    let (_, batches) = read_published_at(location, &s3_options(), 10_000_000)
+        .await
+        .unwrap();
     let mut counts = Counts::new();
     for batch in batches {
         let status = batch
@@ -276,6 +300,16 @@ fn file_to_postgres_and_parquet_exactly_once_across_kills() {
     let dir = KeptDir(kept);
     let table = format!("requests_{}", std::process::id());
     let warehouse = dir.path().join("warehouse");
+    let bucket_warehouse = format!(
+        "s3://weir-test/pipeline-crash-{}-{}/warehouse",
+        std::process::id(),
+        seed
+    );
+    let storage_options = s3_options()
+        .iter()
+        .map(|(k, v)| format!("{k}: \"{v}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
     let config = dir.path().join("pipeline.yaml");
     std::fs::write(
         &config,
@@ -302,6 +336,11 @@ sinks:
     path: {warehouse}
     partition_by: ["hour(minute)"]
     max_file_age_ms: 700
+  - kind: parquet
+    path: {bucket_warehouse}
+    storage_options: {{ {storage_options} }}
+    partition_by: ["date(minute)"]
+    max_file_age_ms: 900
 "#,
             logs = dir.path().display(),
             postgres = postgres_url(),
@@ -342,13 +381,18 @@ sinks:
         in_postgres, truth,
         "PostgreSQL counts per status and minute"
     );
-    let in_parquet = parquet_counts(&warehouse);
-    assert_eq!(
-        total(&in_parquet),
-        total(&truth),
-        "Parquet rows vs parseable lines"
-    );
-    assert_eq!(in_parquet, truth, "Parquet counts per status and minute");
+    for location in [warehouse.display().to_string(), bucket_warehouse] {
+        let in_parquet = runtime.block_on(parquet_counts(&location));
+        assert_eq!(
+            total(&in_parquet),
+            total(&truth),
+            "Parquet rows vs parseable lines in {location}"
+        );
+        assert_eq!(
+            in_parquet, truth,
+            "Parquet counts per status and minute in {location}"
+        );
+    }
     let dead = dead_letters(&pipeline.data_dir, bad_lines.len());
     assert_eq!(dead.len(), bad_lines.len(), "dead letters vs bad lines");
     assert_eq!(dead, bad_lines);

@@ -184,14 +184,32 @@ async fn reachability_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
         }
     }
     for (index, sink) in config.sinks.iter().enumerate() {
-        if let SinkConfig::Postgres(postgres) = sink {
-            if let Err(error) = reach_postgres(postgres).await {
+        match sink {
+            SinkConfig::Postgres(postgres) => {
+                if let Err(error) = reach_postgres(postgres).await {
+                    problems.push(pipeline.diagnostic(
+                        &format!("sinks[{index}].url"),
+                        format!("PostgreSQL does not answer: {error}"),
+                        None,
+                    ));
+                }
+            }
+            SinkConfig::Parquet(parquet) => {
+                let reach =
+                    tokio::time::timeout(REACH_TIMEOUT, weir_connectors::parquet::reach(parquet))
+                        .await;
+                let error = match reach {
+                    Ok(Ok(())) => continue,
+                    Ok(Err(error)) => error.to_string(),
+                    Err(_) => format!("no answer within {} s", REACH_TIMEOUT.as_secs()),
+                };
                 problems.push(pipeline.diagnostic(
-                    &format!("sinks[{index}].url"),
-                    format!("PostgreSQL does not answer: {error}"),
-                    None,
+                    &format!("sinks[{index}].path"),
+                    format!("the object store does not answer: {error}"),
+                    Some("check storage_options (aws_endpoint, aws_region, credentials) and the AWS_* environment".into()),
                 ));
             }
+            _ => {}
         }
     }
     problems

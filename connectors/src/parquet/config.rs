@@ -1,5 +1,7 @@
 //! The `parquet` sink's YAML settings.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
@@ -14,8 +16,14 @@ pub enum ParquetCompression {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ParquetSinkConfig {
-    /// The directory the files are published in.
+    /// Where the files are published: a local directory, or `s3://bucket/prefix` on any
+    /// S3-compatible object store.
     pub path: String,
+    /// Settings of the object store (`object_store`'s S3 keys: `aws_endpoint`, `aws_region`,
+    /// `aws_access_key_id`, `aws_secret_access_key`, `aws_allow_http`, …), on top of the
+    /// `AWS_*` environment variables.
+    #[serde(default)]
+    pub storage_options: BTreeMap<String, String>,
     /// Hive-style directories, outermost first: `date(column)` (`date=YYYY-MM-DD`, UTC),
     /// `hour(column)` (`hour=HH`), or a column name (`column=value`; the column then lives in
     /// the directory name, not in the file, as Hive does).
@@ -60,6 +68,7 @@ impl ParquetSinkConfig {
     pub fn new(path: &str) -> Self {
         ParquetSinkConfig {
             path: path.into(),
+            storage_options: BTreeMap::new(),
             partition_by: Vec::new(),
             target_file_bytes: default_target_file_bytes(),
             max_file_age_ms: default_max_file_age_ms(),
@@ -75,6 +84,10 @@ impl ParquetSinkConfig {
         if self.path.is_empty() {
             problems.push("path: a directory is needed".to_string());
         }
+        problems.extend(super::store::object_store_problems(
+            &self.path,
+            &self.storage_options,
+        ));
         if self.target_file_bytes == 0 || self.max_file_age_ms == 0 || self.row_group_rows == 0 {
             problems.push(
                 "target_file_bytes, max_file_age_ms and row_group_rows must be positive".into(),

@@ -1,14 +1,18 @@
 //! Manifests: the commit record of the Parquet sink. The newest one is the truth about which
-//! files are published and which input offsets they cover.
+//! files are published and which input offsets they cover. They live under
+//! `_weir/manifests/<sequence>.json` in the sink's directory or object-store prefix.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::Write;
-use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::store::FileStore;
 use crate::error::ConnectorError;
+
+/// Where staged (not yet published) files are written, relative to the sink's root.
+pub const STAGING_DIR: &str = "_weir/staging";
+/// Where manifests are written, relative to the sink's root.
+pub const MANIFESTS_DIR: &str = "_weir/manifests";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -24,92 +28,53 @@ pub struct Manifest {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PublishedFile {
-    /// Where the file was written, relative to the sink's directory.
+    /// Where the file was written, relative to the sink's root.
     pub staging: String,
-    /// Where it is published, relative to the sink's directory.
+    /// Where it is published, relative to the sink's root.
     pub path: String,
     pub rows: u64,
     pub bytes: u64,
 }
 
-pub fn weir_dir(root: &Path) -> PathBuf {
-    root.join("_weir")
+/// The file name of a manifest.
+pub fn file_name(sequence: u64) -> String {
+    format!("{sequence:010}.json")
 }
 
-pub fn staging_dir(root: &Path) -> PathBuf {
-    weir_dir(root).join("staging")
+/// The sequence a manifest's file name stands for; `None` for anything else (a half-written
+/// `.json.tmp`, say).
+pub fn sequence_of(file_name: &str) -> Option<u64> {
+    file_name.strip_suffix(".json")?.parse().ok()
 }
 
-pub fn manifests_dir(root: &Path) -> PathBuf {
-    weir_dir(root).join("manifests")
+pub fn encode(manifest: &Manifest) -> Result<Vec<u8>, ConnectorError> {
+    serde_json::to_vec_pretty(manifest)
+        .map_err(|e| ConnectorError::Sink(format!("cannot encode the manifest: {e}")))
 }
 
-fn manifest_path(root: &Path, sequence: u64) -> PathBuf {
-    manifests_dir(root).join(format!("{sequence:010}.json"))
-}
-
-/// The sequences of the committed manifests, oldest first (half-written `.tmp` files are not
-/// manifests).
-fn sequences(root: &Path) -> Result<Vec<u64>, ConnectorError> {
-    let dir = manifests_dir(root);
-    let mut sequences = Vec::new();
-    for entry in fs::read_dir(&dir).map_err(ConnectorError::io("listing", &dir))? {
-        let entry = entry.map_err(ConnectorError::io("listing", &dir))?;
-        let name = entry.file_name();
-        let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
-            continue;
-        };
-        if let Ok(sequence) = stem.parse() {
-            sequences.push(sequence);
-        }
-    }
-    sequences.sort_unstable();
-    Ok(sequences)
+pub fn decode(bytes: &[u8], location: &str) -> Result<Manifest, ConnectorError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        ConnectorError::Sink(format!(
+            "manifest {location} is corrupt ({e}); it was written atomically, so the sink's \
+             directory was changed by something else"
+        ))
+    })
 }
 
 /// The newest manifest, if any commit happened.
-pub fn latest(root: &Path) -> Result<Option<Manifest>, ConnectorError> {
-    let Some(sequence) = sequences(root)?.pop() else {
-        return Ok(None);
-    };
-    let path = manifest_path(root, sequence);
-    let text = fs::read(&path).map_err(ConnectorError::io("reading", &path))?;
-    let manifest = serde_json::from_slice(&text).map_err(|e| {
-        ConnectorError::Sink(format!(
-            "manifest {} is corrupt ({e}); it was written atomically, so the directory was changed by something else",
-            path.display()
-        ))
-    })?;
-    Ok(Some(manifest))
-}
-
-/// Writes `manifest` atomically and durably: the commit point.
-pub fn write(root: &Path, manifest: &Manifest) -> Result<(), ConnectorError> {
-    let path = manifest_path(root, manifest.sequence);
-    let temporary = path.with_extension("json.tmp");
-    let text = serde_json::to_vec_pretty(manifest)
-        .map_err(|e| ConnectorError::Sink(format!("cannot encode the manifest: {e}")))?;
-    let mut file = File::create(&temporary).map_err(ConnectorError::io("creating", &temporary))?;
-    file.write_all(&text)
-        .and_then(|_| file.sync_all())
-        .map_err(ConnectorError::io("writing", &temporary))?;
-    fs::rename(&temporary, &path).map_err(ConnectorError::io("renaming", &temporary))?;
-    sync_dir(&manifests_dir(root))
+pub async fn latest(store: &dyn FileStore) -> Result<Option<Manifest>, ConnectorError> {
+    match store.manifest_sequences().await?.pop() {
+        Some(sequence) => Ok(Some(store.read_manifest(sequence).await?)),
+        None => Ok(None),
+    }
 }
 
 /// Deletes all but the newest `keep` manifests.
-pub fn prune(root: &Path, keep: usize) -> Result<(), ConnectorError> {
-    let sequences = sequences(root)?;
+pub async fn prune(store: &dyn FileStore, keep: usize) -> Result<(), ConnectorError> {
+    let sequences = store.manifest_sequences().await?;
     let excess = sequences.len().saturating_sub(keep);
     for sequence in &sequences[..excess] {
-        let path = manifest_path(root, *sequence);
-        fs::remove_file(&path).map_err(ConnectorError::io("deleting", &path))?;
+        store.delete_manifest(*sequence).await?;
     }
     Ok(())
-}
-
-pub fn sync_dir(dir: &Path) -> Result<(), ConnectorError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(ConnectorError::io("syncing", dir))
 }

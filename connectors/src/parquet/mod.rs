@@ -1,22 +1,43 @@
-//! The `parquet` sink: Parquet files in a local directory, Hive-style partitioned
-//! (`date=2026-11-29/hour=13/part-….parquet`), rolled by size and age, published exactly once.
+//! The `parquet` sink: Parquet files in a local directory or an S3-compatible object store,
+//! Hive-style partitioned (`date=2026-11-29/hour=13/part-….parquet`), rolled by size and age,
+//! published exactly once.
 //!
 //! Files are written under `_weir/staging/` (named `*.parquet.inprogress`, so readers that
-//! glob `*.parquet` never see them). A commit closes them, then writes
-//! `_weir/manifests/<sequence>.json` (the files, their final names, and the input offsets
-//! they cover) atomically (write, fsync, rename) — that is the commit point — then renames the
-//! files into place. On open, the newest manifest's files still in staging are moved into
-//! place (a crash between manifest and renames), every other staged file is deleted (never
-//! published), and reading resumes from the manifest's offsets.
+//! glob `*.parquet` or skip `_` directories never see them). A commit closes them durably, then
+//! writes `_weir/manifests/<sequence>.json` (the files, their final names, and the input offsets
+//! they cover) atomically — that is the commit point — then moves the files into place. On
+//! open, the newest manifest's files still in staging are moved into place (a crash between
+//! manifest and moves), every other staged file is deleted (never published), and reading
+//! resumes from the manifest's offsets.
+//!
+//! Module map: `config` (YAML settings), `sink` (open files, commits), `manifest` (the commit
+//! record), `store` (local directory or object store behind one trait), `partitioning` (Hive
+//! directories of rows), `read` (reading published files back).
 
 mod config;
 mod manifest;
 mod partitioning;
+mod read;
 mod sink;
+mod store;
 
 pub use config::{ParquetCompression, ParquetSinkConfig};
 pub use manifest::Manifest;
-pub use sink::{published_files, read_published, ParquetSink};
+pub use read::{published_files, read_published, read_published_at};
+pub use sink::ParquetSink;
+
+use crate::error::ConnectorError;
+
+/// Checks that an object-store sink's bucket answers with the given settings (a local
+/// directory needs no check: it is created on open).
+pub async fn reach(config: &ParquetSinkConfig) -> Result<(), ConnectorError> {
+    match store::is_object_store(&config.path) {
+        true => store::open(config)?.prepare().await,
+        false => Ok(()),
+    }
+}
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_s3;

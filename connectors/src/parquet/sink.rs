@@ -1,8 +1,6 @@
 //! The Parquet sink: open files per partition directory, publication by manifest.
 
-use std::collections::{BTreeSet, HashMap};
-use std::fs::{self, File};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,19 +8,21 @@ use arrow::array::UInt32Array;
 use arrow::compute::take_record_batch;
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::async_writer::AsyncFileWriter;
+use parquet::arrow::AsyncArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use super::config::{ParquetCompression, ParquetSinkConfig};
-use super::manifest::{self, Manifest, PublishedFile};
+use super::manifest::{self, Manifest, PublishedFile, STAGING_DIR};
 use super::partitioning::{row_directories, PartitionSpec};
+use super::store::{self, FileStore};
 use crate::error::ConnectorError;
 use crate::sink::{Sink, SinkOffsets, SinkStats};
 
 struct OpenFile {
-    writer: ArrowWriter<File>,
-    /// Relative to the sink's directory.
+    writer: AsyncArrowWriter<Box<dyn AsyncFileWriter>>,
+    /// Relative to the sink's root.
     staging: String,
     directory: String,
     rows: u64,
@@ -30,7 +30,7 @@ struct OpenFile {
 
 pub struct ParquetSink {
     config: ParquetSinkConfig,
-    root: PathBuf,
+    store: Box<dyn FileStore>,
     specs: Vec<PartitionSpec>,
     /// The input columns that go into the files (value-partition columns live in directory
     /// names instead).
@@ -57,7 +57,7 @@ impl ParquetSink {
             .map(|spec| PartitionSpec::parse(spec).map_err(ConnectorError::Config))
             .collect::<Result<_, _>>()?;
         Ok(ParquetSink {
-            root: PathBuf::from(&config.path),
+            store: store::open(&config)?,
             config,
             specs,
             file_columns: Vec::new(),
@@ -71,47 +71,16 @@ impl ParquetSink {
         })
     }
 
-    /// Finishes what a crash interrupted: the newest manifest's files are moved into place,
-    /// every other staged file is deleted.
-    fn recover(&mut self) -> Result<(), ConnectorError> {
-        let staging = manifest::staging_dir(&self.root);
-        for dir in [&staging, &manifest::manifests_dir(&self.root)] {
-            fs::create_dir_all(dir).map_err(ConnectorError::io("creating", dir))?;
-        }
-        if let Some(latest) = manifest::latest(&self.root)? {
-            self.publish(&latest.files)?;
+    /// Finishes what a crash interrupted: the newest manifest's files still staged are
+    /// published, every other staged file is deleted.
+    async fn recover(&mut self) -> Result<(), ConnectorError> {
+        self.store.prepare().await?;
+        if let Some(latest) = manifest::latest(self.store.as_ref()).await? {
+            self.store.publish(&latest.files).await?;
             self.sequence = latest.sequence + 1;
             self.committed = latest.offsets;
         }
-        for entry in fs::read_dir(&staging).map_err(ConnectorError::io("listing", &staging))? {
-            let path = entry
-                .map_err(ConnectorError::io("listing", &staging))?
-                .path();
-            tracing::info!(path = %path.display(), "deleting a file written after the last commit");
-            fs::remove_file(&path).map_err(ConnectorError::io("deleting", &path))?;
-        }
-        Ok(())
-    }
-
-    /// Moves staged files into place (those not there yet) and makes the renames durable.
-    fn publish(&self, files: &[PublishedFile]) -> Result<(), ConnectorError> {
-        let mut directories = BTreeSet::new();
-        for file in files {
-            let staged = self.root.join(&file.staging);
-            let published = self.root.join(&file.path);
-            if !staged.exists() {
-                continue;
-            }
-            let directory = published.parent().unwrap_or(&self.root).to_path_buf();
-            fs::create_dir_all(&directory).map_err(ConnectorError::io("creating", &directory))?;
-            fs::rename(&staged, &published).map_err(ConnectorError::io("publishing", &staged))?;
-            directories.insert(directory);
-        }
-        directories.insert(manifest::staging_dir(&self.root));
-        for directory in directories {
-            manifest::sync_dir(&directory)?;
-        }
-        Ok(())
+        self.store.discard_staged().await
     }
 
     fn properties(&self) -> WriterProperties {
@@ -127,7 +96,8 @@ impl ParquetSink {
             .build()
     }
 
-    fn file_for(&mut self, directory: &str) -> Result<&mut OpenFile, ConnectorError> {
+    /// Opens a file for `directory` unless one is open.
+    async fn open_file(&mut self, directory: &str) -> Result<(), ConnectorError> {
         if !self.files.contains_key(directory) {
             if self.files.len() >= self.config.max_open_partitions {
                 return Err(ConnectorError::Sink(format!(
@@ -137,17 +107,19 @@ impl ParquetSink {
                 )));
             }
             let staging = format!(
-                "_weir/staging/{:010}-{:05}.parquet.inprogress",
+                "{STAGING_DIR}/{:010}-{:05}.parquet.inprogress",
                 self.sequence, self.files_this_sequence
             );
             self.files_this_sequence += 1;
-            let path = self.root.join(&staging);
-            let file = File::create(&path).map_err(ConnectorError::io("creating", &path))?;
-            let writer =
-                ArrowWriter::try_new(file, Arc::clone(&self.file_schema), Some(self.properties()))
-                    .map_err(|e| {
-                        ConnectorError::Sink(format!("cannot start {}: {e}", path.display()))
-                    })?;
+            let file = self.store.create_staged(&staging).await?;
+            let writer = AsyncArrowWriter::try_new(
+                file,
+                Arc::clone(&self.file_schema),
+                Some(self.properties()),
+            )
+            .map_err(|e| {
+                ConnectorError::Sink(format!("cannot start {}: {e}", self.store.locate(&staging)))
+            })?;
             self.oldest_open.get_or_insert_with(Instant::now);
             self.files.insert(
                 directory.to_string(),
@@ -159,39 +131,38 @@ impl ParquetSink {
                 },
             );
         }
-        self.files
-            .get_mut(directory)
-            .ok_or_else(|| ConnectorError::Sink("open file vanished".into()))
+        Ok(())
     }
 
-    fn append(&mut self, directory: &str, rows: &RecordBatch) -> Result<(), ConnectorError> {
+    async fn append(&mut self, directory: &str, rows: &RecordBatch) -> Result<(), ConnectorError> {
         let rows = rows
             .project(&self.file_columns)
             .map_err(|e| ConnectorError::Sink(format!("projecting rows: {e}")))?;
-        let file = self.file_for(directory)?;
-        file.writer
-            .write(&rows)
-            .map_err(|e| ConnectorError::Sink(format!("writing {}: {e}", file.staging)))?;
+        self.open_file(directory).await?;
+        let Some(file) = self.files.get_mut(directory) else {
+            return Err(ConnectorError::Sink("open file vanished".into()));
+        };
+        if let Err(e) = file.writer.write(&rows).await {
+            let location = self.store.locate(&file.staging);
+            return Err(ConnectorError::Sink(format!("writing {location}: {e}")));
+        }
         file.rows += rows.num_rows() as u64;
         Ok(())
     }
 
     /// Closes every open file durably; returns what the manifest will publish.
-    pub(super) fn close_files(&mut self) -> Result<Vec<PublishedFile>, ConnectorError> {
+    pub(super) async fn close_files(&mut self) -> Result<Vec<PublishedFile>, ConnectorError> {
         let mut published = Vec::new();
         let mut files: Vec<OpenFile> = self.files.drain().map(|(_, file)| file).collect();
         files.sort_by(|a, b| a.staging.cmp(&b.staging));
-        for (index, open) in files.into_iter().enumerate() {
-            let staged = self.root.join(&open.staging);
-            let file = open.writer.into_inner().map_err(|e| {
-                ConnectorError::Sink(format!("finishing {}: {e}", staged.display()))
+        for (index, mut open) in files.into_iter().enumerate() {
+            open.writer.finish().await.map_err(|e| {
+                ConnectorError::Sink(format!(
+                    "finishing {}: {e}",
+                    self.store.locate(&open.staging)
+                ))
             })?;
-            file.sync_all()
-                .map_err(ConnectorError::io("syncing", &staged))?;
-            let bytes = file
-                .metadata()
-                .map_err(ConnectorError::io("reading", &staged))?
-                .len();
+            let bytes = self.store.seal_staged(&open.staging).await?;
             let name = format!("part-{:010}-{index:05}.parquet", self.sequence);
             let path = if open.directory.is_empty() {
                 name
@@ -237,7 +208,7 @@ impl Sink for ParquetSink {
                 .project(&self.file_columns)
                 .map_err(|e| ConnectorError::Sink(format!("file schema: {e}")))?,
         );
-        self.recover()?;
+        self.recover().await?;
         Ok(self.committed.clone())
     }
 
@@ -246,7 +217,7 @@ impl Sink for ParquetSink {
             return Ok(());
         }
         if self.specs.is_empty() {
-            return self.append("", batch);
+            return self.append("", batch).await;
         }
         let directories = row_directories(batch, &self.specs)?;
         let mut groups: Vec<(String, Vec<u32>)> = Vec::new();
@@ -261,7 +232,7 @@ impl Sink for ParquetSink {
         for (directory, rows) in groups {
             let rows = take_record_batch(batch, &UInt32Array::from(rows))
                 .map_err(|e| ConnectorError::Sink(format!("splitting rows by partition: {e}")))?;
-            self.append(&directory, &rows)?;
+            self.append(&directory, &rows).await?;
         }
         Ok(())
     }
@@ -280,16 +251,16 @@ impl Sink for ParquetSink {
         if self.files.is_empty() && *offsets == self.committed {
             return Ok(());
         }
-        let files = self.close_files()?;
+        let files = self.close_files().await?;
         let manifest = Manifest {
             sequence: self.sequence,
             offsets: offsets.clone(),
             files,
             committed_at_ms: now_ms(),
         };
-        manifest::write(&self.root, &manifest)?;
-        self.publish(&manifest.files)?;
-        manifest::prune(&self.root, self.config.manifests_kept)?;
+        self.store.write_manifest(&manifest).await?;
+        self.store.publish(&manifest.files).await?;
+        manifest::prune(self.store.as_ref(), self.config.manifests_kept).await?;
         self.stats.commits += 1;
         self.stats.files_published += manifest.files.len() as u64;
         self.stats.rows_committed += manifest.files.iter().map(|f| f.rows).sum::<u64>();
@@ -314,64 +285,4 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
-}
-
-/// Every row of the published Parquet files under `root`, at most `max_rows` (beyond: an
-/// error, not a silent part).
-pub fn read_published(
-    root: &Path,
-    max_rows: usize,
-) -> Result<(SchemaRef, Vec<RecordBatch>), ConnectorError> {
-    let files = published_files(root);
-    if files.is_empty() {
-        return Err(ConnectorError::Sink(format!(
-            "no published Parquet files under {}",
-            root.display()
-        )));
-    }
-    let mut schema = None;
-    let mut batches = Vec::new();
-    let mut rows = 0;
-    for path in files {
-        let file = File::open(&path).map_err(ConnectorError::io("opening", &path))?;
-        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-            .and_then(|builder| builder.build())
-            .map_err(|e| ConnectorError::Sink(format!("reading {}: {e}", path.display())))?;
-        for batch in reader {
-            let batch = batch
-                .map_err(|e| ConnectorError::Sink(format!("reading {}: {e}", path.display())))?;
-            rows += batch.num_rows();
-            if rows > max_rows {
-                return Err(ConnectorError::Sink(format!(
-                    "{} holds more than {max_rows} rows",
-                    root.display()
-                )));
-            }
-            schema.get_or_insert_with(|| batch.schema());
-            batches.push(batch);
-        }
-    }
-    let schema = schema.unwrap_or_else(|| Arc::new(Schema::empty()));
-    Ok((schema, batches))
-}
-
-/// The published Parquet files under `root` (for tests and summaries).
-pub fn published_files(root: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() && entry.file_name() != "_weir" {
-                pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "parquet") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
 }

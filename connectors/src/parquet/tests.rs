@@ -8,11 +8,12 @@ use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::manifest;
-use super::sink::published_files;
+use super::read::published_files;
+use super::store::{FileStore, LocalStore};
 use super::*;
 use crate::sink::{Sink, SinkOffsets};
 
-fn schema() -> SchemaRef {
+pub(super) fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new(
             "timestamp",
@@ -25,7 +26,7 @@ fn schema() -> SchemaRef {
 }
 
 /// Rows at `2026-11-29T13:00Z + minute` with the given statuses.
-fn rows(minutes: &[i64], statuses: &[i64]) -> RecordBatch {
+pub(super) fn rows(minutes: &[i64], statuses: &[i64]) -> RecordBatch {
     let base = 1_795_957_200_000i64; // 2026-11-29T13:00:00Z
     RecordBatch::try_new(
         schema(),
@@ -43,7 +44,7 @@ fn rows(minutes: &[i64], statuses: &[i64]) -> RecordBatch {
     .unwrap()
 }
 
-fn offsets(pairs: &[(i32, i64)]) -> SinkOffsets {
+pub(super) fn offsets(pairs: &[(i32, i64)]) -> SinkOffsets {
     pairs.iter().copied().collect()
 }
 
@@ -127,7 +128,7 @@ async fn uncommitted_files_are_discarded_after_a_crash() {
     );
     assert_eq!(read_rows(dir.path()), 2);
     assert_eq!(
-        std::fs::read_dir(manifest::staging_dir(dir.path()))
+        std::fs::read_dir(dir.path().join(manifest::STAGING_DIR))
             .unwrap()
             .count(),
         0
@@ -150,14 +151,17 @@ async fn a_crash_after_the_manifest_publishes_its_files_on_open() {
         .await
         .unwrap();
     // The commit's first half only: files closed and the manifest written, no renames.
-    let files = sink.close_files().unwrap();
+    let files = sink.close_files().await.unwrap();
     let manifest = Manifest {
         sequence: 1,
         offsets: offsets(&[(0, 3)]),
         files,
         committed_at_ms: 0,
     };
-    manifest::write(dir.path(), &manifest).unwrap();
+    LocalStore::new(dir.path())
+        .write_manifest(&manifest)
+        .await
+        .unwrap();
     drop(sink);
     assert_eq!(read_rows(dir.path()), 0);
     let mut sink = ParquetSink::new(config).unwrap();

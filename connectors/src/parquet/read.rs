@@ -1,0 +1,122 @@
+//! Reading what a Parquet sink published (for `weir sql --parquet`, summaries and tests).
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::datatypes::{Schema, SchemaRef};
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::reader::ChunkReader;
+
+use super::store;
+
+use crate::error::ConnectorError;
+
+/// Every row of the published Parquet files under `root`, a local directory, at most
+/// `max_rows` (beyond: an error, not a silent part).
+pub fn read_published(
+    root: &Path,
+    max_rows: usize,
+) -> Result<(SchemaRef, Vec<RecordBatch>), ConnectorError> {
+    let mut collected = Collected::new(root.display().to_string(), max_rows);
+    for path in published_files(root) {
+        let file = File::open(&path).map_err(ConnectorError::io("opening", &path))?;
+        collected.add(&path.display().to_string(), file)?;
+    }
+    collected.finish()
+}
+
+/// [`read_published`] for any place a sink publishes to: a local directory or `s3://bucket/prefix`
+/// (settings from the `AWS_*` environment and `storage_options`).
+pub async fn read_published_at(
+    location: &str,
+    storage_options: &BTreeMap<String, String>,
+    max_rows: usize,
+) -> Result<(SchemaRef, Vec<RecordBatch>), ConnectorError> {
+    let store = store::open_location(location, storage_options)?;
+    let mut collected = Collected::new(location.to_string(), max_rows);
+    for relative in store.list_published().await? {
+        let bytes = store.read(&relative).await?;
+        collected.add(&store.locate(&relative), bytes)?;
+    }
+    collected.finish()
+}
+
+/// Batches read so far, bounded by a row count.
+struct Collected {
+    location: String,
+    max_rows: usize,
+    rows: usize,
+    files: usize,
+    schema: Option<SchemaRef>,
+    batches: Vec<RecordBatch>,
+}
+
+impl Collected {
+    fn new(location: String, max_rows: usize) -> Self {
+        Collected {
+            location,
+            max_rows,
+            rows: 0,
+            files: 0,
+            schema: None,
+            batches: Vec::new(),
+        }
+    }
+
+    fn add<R: ChunkReader + 'static>(&mut self, name: &str, file: R) -> Result<(), ConnectorError> {
+        let failed =
+            |e: &dyn std::fmt::Display| ConnectorError::Sink(format!("reading {name}: {e}"));
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .and_then(|builder| builder.build())
+            .map_err(|e| failed(&e))?;
+        self.files += 1;
+        for batch in reader {
+            let batch = batch.map_err(|e| failed(&e))?;
+            self.rows += batch.num_rows();
+            if self.rows > self.max_rows {
+                return Err(ConnectorError::Sink(format!(
+                    "{} holds more than {} rows",
+                    self.location, self.max_rows
+                )));
+            }
+            self.schema.get_or_insert_with(|| batch.schema());
+            self.batches.push(batch);
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<(SchemaRef, Vec<RecordBatch>), ConnectorError> {
+        if self.files == 0 {
+            return Err(ConnectorError::Sink(format!(
+                "no published Parquet files under {}",
+                self.location
+            )));
+        }
+        let schema = self.schema.unwrap_or_else(|| Arc::new(Schema::empty()));
+        Ok((schema, self.batches))
+    }
+}
+
+/// The published Parquet files under `root` (for tests and summaries).
+pub fn published_files(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() && entry.file_name() != "_weir" {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "parquet") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
