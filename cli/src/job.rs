@@ -125,7 +125,7 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
         serve_metrics(addr, "job", move || metrics.render()).await?;
     }
     let stats =
-        tokio::task::spawn_blocking(move || job::run_with_metrics(&config, &stop, &metrics))
+        tokio::task::spawn_blocking(move || job::run_with_metrics(&config, &stop, None, &metrics))
             .await
             .context("the job thread failed")??;
     eprintln!(

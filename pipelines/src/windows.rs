@@ -1,7 +1,9 @@
 //! A windowed transform: the streams engine's windowed job (`weir_streams::job`) runs beside
 //! the sinks, reading the pipeline's topic and writing each closed window once — exactly once,
 //! with its state in a changelog — to `weir-<pipeline>-windows`, which the sinks then read.
-//! Records later than `allowed_lateness_ms` go to `<topic>-late`.
+//! Records later than `allowed_lateness_ms` go to `<topic>-late`. A bounded run
+//! (`--until-caught-up`) ends the job's input once everything was consumed: the windows still
+//! open are closed and emitted before the job stops.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -11,7 +13,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 use weir_streams::decode::RecordDecoder;
-use weir_streams::job::{self, JobConfig};
+use weir_streams::job::{self, EndOfInput, JobConfig, JobMetrics};
 use weir_streams::record::ValueFormat;
 use weir_streams::topic_reader::{self, Limit, Range};
 
@@ -54,8 +56,9 @@ fn job_name(config: &PipelineConfig) -> String {
     format!("{}-windows", config.name)
 }
 
-/// Runs the job until `stop`; with `source_done` given (a bounded run), stops it once the
-/// source ended and the job committed everything up to the topic's end.
+/// Runs the job until `stop`; with `source_done` given (a bounded run), ends its input once the
+/// source ended and the job committed everything up to the topic's end, and stops it once the
+/// windows that closed were committed.
 pub fn run(
     job: JobConfig,
     pipeline: &str,
@@ -63,19 +66,21 @@ pub fn run(
     source_done: Option<Arc<AtomicBool>>,
 ) -> Result<()> {
     let job_stop = Arc::new(AtomicBool::new(false));
+    let end = Arc::new(EndOfInput::default());
     let watcher = {
-        let (job_stop, job) = (Arc::clone(&job_stop), job.clone());
+        let (job_stop, job, end) = (Arc::clone(&job_stop), job.clone(), Arc::clone(&end));
         std::thread::spawn(move || {
             let mut watch = None;
             while !stop.load(Ordering::SeqCst)
-                && !bounded_run_finished(source_done.as_deref(), &mut watch, &job)
+                && !bounded_run_finished(source_done.as_deref(), &mut watch, &job, &end)
             {
                 std::thread::sleep(Duration::from_millis(200));
             }
             job_stop.store(true, Ordering::SeqCst);
         })
     };
-    let result = job::run(&job, &job_stop)
+    let metrics = JobMetrics::new(&job.name, &job.instance_id);
+    let result = job::run_with_metrics(&job, &job_stop, Some(&end), &metrics)
         .map(|_| ())
         .map_err(PipelineError::streams(pipeline));
     job_stop.store(true, Ordering::SeqCst);
@@ -83,12 +88,13 @@ pub fn run(
     result
 }
 
-/// A bounded run's source ended and the job committed everything (the watch's clients are
-/// made when first needed).
+/// A bounded run's source ended, the job committed everything, announced the end of its input
+/// and committed what that closed (the watch's clients are made when first needed).
 fn bounded_run_finished(
     source_done: Option<&AtomicBool>,
     watch: &mut Option<CommitWatch>,
     job: &JobConfig,
+    end: &EndOfInput,
 ) -> bool {
     if !source_done.is_some_and(|done| done.load(Ordering::SeqCst)) {
         return false;
@@ -96,9 +102,15 @@ fn bounded_run_finished(
     if watch.is_none() {
         *watch = CommitWatch::new(job).ok();
     }
-    watch
+    // Read before looking at the offsets: announced, then everything after it committed.
+    let sent = end.sent();
+    let committed = watch
         .as_ref()
-        .is_some_and(|watch| watch.committed_to_end(job).unwrap_or(false))
+        .is_some_and(|watch| watch.committed_to_end(job).unwrap_or(false));
+    if committed && !end.requested() {
+        end.request();
+    }
+    committed && sent
 }
 
 /// Tells whether the job has committed everything there is: the clients are made once and

@@ -258,7 +258,7 @@ async fn a_job_reads_several_input_topics_as_tables() {
     let stop = Arc::new(AtomicBool::new(false));
     let job = thread::spawn({
         let (metrics, stop) = (Arc::clone(&metrics), Arc::clone(&stop));
-        move || job::run_with_metrics(&config, &stop, &metrics).expect("job runs")
+        move || job::run_with_metrics(&config, &stop, None, &metrics).expect("job runs")
     });
     let expected: BTreeSet<(u64, String)> = (0..records as u64)
         .map(|id| (id, "l".to_string()))

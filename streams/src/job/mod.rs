@@ -113,6 +113,15 @@ trait Processor {
     fn state_size(&self) -> (usize, usize) {
         (0, 0)
     }
+    /// A bounded run's input ended (everything was consumed and committed): adds what announces
+    /// it to `checkpoint`.
+    fn end_of_input(
+        &mut self,
+        _consumer: &JobConsumer,
+        _checkpoint: &mut Checkpoint,
+    ) -> Result<()> {
+        Ok(())
+    }
     /// Adds what one checkpoint produces to `checkpoint` (which holds the consumed offsets);
     /// `stats` counts what it did.
     fn checkpoint(
@@ -123,20 +132,42 @@ trait Processor {
     ) -> Result<()>;
 }
 
+/// The end of a bounded run's input, told to a running job: whoever watches the input requests it
+/// once the job consumed and committed everything; the job announces it in its next checkpoint
+/// (a windowed job then closes the windows still open) and marks it sent once that committed.
+#[derive(Default)]
+pub struct EndOfInput {
+    requested: AtomicBool,
+    sent: AtomicBool,
+}
+
+impl EndOfInput {
+    pub fn request(&self) {
+        self.requested.store(true, Ordering::SeqCst);
+    }
+
+    pub fn requested(&self) -> bool {
+        self.requested.load(Ordering::SeqCst)
+    }
+
+    /// The announcement is committed.
+    pub fn sent(&self) -> bool {
+        self.sent.load(Ordering::SeqCst)
+    }
+}
+
 /// Runs `config` until `stop` is set (the checkpoint under way completes first) or a fatal error
 /// (fenced by a newer instance, a broken query, an unreachable cluster past the timeouts).
 pub fn run(config: &JobConfig, stop: &AtomicBool) -> Result<JobStats> {
-    run_with_metrics(
-        config,
-        stop,
-        &JobMetrics::new(&config.name, &config.instance_id),
-    )
+    let metrics = JobMetrics::new(&config.name, &config.instance_id);
+    run_with_metrics(config, stop, None, &metrics)
 }
 
-/// [`run`], counting in `metrics`.
+/// [`run`], counting in `metrics`; with `end_of_input`, a bounded run's end can be announced.
 pub fn run_with_metrics(
     config: &JobConfig,
     stop: &AtomicBool,
+    end_of_input: Option<&EndOfInput>,
     metrics: &JobMetrics,
 ) -> Result<JobStats> {
     config.validate()?;
@@ -187,7 +218,8 @@ pub fn run_with_metrics(
             metrics.window_state(entries, windows);
             continue;
         }
-        if polled.is_empty() {
+        let ending = end_of_input.filter(|end| end.requested() && !end.sent());
+        if polled.is_empty() && ending.is_none() {
             continue;
         }
         let mut done = JobStats {
@@ -199,10 +231,19 @@ pub fn run_with_metrics(
             records: Vec::new(),
             offsets: polled.next_offsets(),
         };
-        processor.checkpoint(&polled, &mut checkpoint, &mut done)?;
+        if !polled.is_empty() {
+            processor.checkpoint(&polled, &mut checkpoint, &mut done)?;
+        }
+        if ending.is_some() {
+            processor.end_of_input(&consumer, &mut checkpoint)?;
+        }
         let processed = Instant::now();
         match writer.commit(&consumer, &checkpoint) {
             Ok(()) => {
+                if let Some(end) = ending {
+                    tracing::info!(job = %config.name, "end of input announced");
+                    end.sent.store(true, Ordering::SeqCst);
+                }
                 stats.add(&done);
                 metrics.committed(&done, started.elapsed().as_secs_f64());
                 let (entries, windows) = processor.state_size();

@@ -258,6 +258,29 @@ impl Processor for Windowed<'_> {
         Ok(())
     }
 
+    /// Announces the end of every owned input partition to every repartition partition.
+    fn end_of_input(&mut self, consumer: &JobConsumer, checkpoint: &mut Checkpoint) -> Result<()> {
+        let assignment = consumer
+            .assignment()
+            .map_err(StreamsError::kafka("reading the assignment"))?;
+        for element in assignment.elements() {
+            if element.topic() != self.config.input() {
+                continue;
+            }
+            let end = to_json(&RepartitionRecord::EndOfInput {
+                source_partition: element.partition(),
+            });
+            for partition in 0..self.partitions {
+                checkpoint.records.push(Outgoing {
+                    destination: Destination::Repartition(partition),
+                    key: None,
+                    value: Some(end.clone()),
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn checkpoint(
         &mut self,
         polled: &Polled,

@@ -2,7 +2,7 @@
 //!
 //! - `<job>-repartition`: partial groups, keyed and partitioned by window and group key, and
 //!   each input partition's largest event time, sent to every partition after the partials it
-//!   covers;
+//!   covers (and, in a bounded run, each input partition's end);
 //! - `<job>-changelog` (compacted): the state of every open group (a tombstone once emitted) and
 //!   each partition's view of the input partitions' event times.
 
@@ -27,6 +27,9 @@ pub enum RepartitionRecord {
         source_partition: i32,
         max_time_ms: i64,
     },
+    /// A bounded run's input partition ended: once every input partition has, the windows still
+    /// open are closed and emitted (as a bounded source ends in Flink).
+    EndOfInput { source_partition: i32 },
 }
 
 impl RepartitionRecord {

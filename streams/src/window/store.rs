@@ -7,6 +7,11 @@
 //! Every change is also a changelog record (written in the same transaction), so the state can be
 //! rebuilt by replaying the changelog partition.
 //!
+//! At the end of a bounded run's input, every input partition's end is announced; once all are,
+//! every input partition's time is advanced past the open windows (plus the allowed lateness), so
+//! they are emitted — and records arriving for them later are too late, as they would be
+//! behind any watermark — while windows after them work as before.
+//!
 //! Bounded: the groups and distinct values held across all partitions may not exceed
 //! `max_state_entries`; past it the checkpoint fails with a clear error rather than growing.
 
@@ -34,6 +39,9 @@ struct PartitionState {
     changed: BTreeSet<(i64, Vec<Datum>)>,
     emitted: Vec<(i64, Vec<Datum>)>,
     times_changed: bool,
+    /// Input partitions whose end a bounded run announced (not persisted: a restarted bounded
+    /// run announces them again).
+    ended: BTreeSet<i32>,
 }
 
 pub struct WindowStore {
@@ -104,6 +112,15 @@ impl WindowStore {
                 state.times_changed = true;
                 Ok(Merged::Applied)
             }
+            RepartitionRecord::EndOfInput { source_partition } => {
+                let input_partitions = self.config.input_partitions;
+                let state = self.partitions.entry(partition).or_default();
+                state.ended.insert(source_partition);
+                if state.ended.len() as i32 >= input_partitions {
+                    self.close_open_windows(partition);
+                }
+                Ok(Merged::Applied)
+            }
             RepartitionRecord::Partial {
                 window_start_ms,
                 keys,
@@ -138,6 +155,26 @@ impl WindowStore {
                 self.check_bound()
             }
         }
+    }
+
+    /// Advances every input partition's time of `partition` so that the watermark passes the
+    /// last open window's end.
+    fn close_open_windows(&mut self, partition: i32) {
+        let window = self.config.window;
+        let lateness = self.config.allowed_lateness_ms;
+        let inputs = self.config.input_partitions;
+        let Some(state) = self.partitions.get_mut(&partition) else {
+            return;
+        };
+        let Some(last_start) = state.windows.keys().next_back() else {
+            return;
+        };
+        let time = window.end(*last_start).saturating_add(lateness);
+        for source in 0..inputs {
+            let known = state.source_times.entry(source).or_insert(time);
+            *known = (*known).max(time);
+        }
+        state.times_changed = true;
     }
 
     fn check_bound(&self) -> Result<Merged> {

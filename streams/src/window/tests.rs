@@ -90,6 +90,24 @@ impl Harness {
                 repartition.push((partition, to_json(&time)));
             }
         }
+        self.merge_and_emit(repartition).await
+    }
+
+    /// A bounded run's end: every source partition in `sources` announces its end.
+    async fn end_of_input(&mut self, sources: &[i32]) -> Vec<serde_json::Value> {
+        let mut repartition = Vec::new();
+        for &source_partition in sources {
+            for partition in 0..PARTITIONS {
+                let end = RepartitionRecord::EndOfInput { source_partition };
+                repartition.push((partition, to_json(&end)));
+            }
+        }
+        self.merge_and_emit(repartition).await
+    }
+
+    async fn merge_and_emit(&mut self, repartition: Vec<(i32, Vec<u8>)>) -> Vec<serde_json::Value> {
+        let query = self.transform.windowed().unwrap();
+        let session = self.transform.session();
         let mut emitted = Vec::new();
         for (partition, value) in repartition {
             self.store
@@ -171,6 +189,45 @@ async fn tumbling_count_waits_for_every_partition_and_drops_late_rows() {
         json(&[r#"{"minute": "1970-01-01T00:01:00", "status": 200, "n": 4}"#])
     );
     assert_eq!(harness.late, [(1, 3)]);
+}
+
+/// A bounded run's end closes the windows still open once every input partition announced it;
+/// a row for a closed window is then too late, while later windows work as before.
+#[tokio::test]
+async fn end_of_input_closes_open_windows() {
+    let query = "SELECT tumble(_timestamp, INTERVAL '1 minute') AS minute, count(*) AS n                  FROM weblogs GROUP BY tumble(_timestamp, INTERVAL '1 minute')";
+    let mut harness = Harness::new(query, 10_000, OK).await;
+    let out = harness
+        .checkpoint(&[(0, 1_000, OK), (0, 70_000, OK), (1, 65_000, OK)])
+        .await;
+    assert_eq!(out, json(&[]), "watermark 55 s: nothing closed yet");
+    assert_eq!(
+        harness.end_of_input(&[0]).await,
+        json(&[]),
+        "partition 1 still open"
+    );
+    assert_eq!(
+        harness.end_of_input(&[1]).await,
+        json(&[
+            r#"{"minute": "1970-01-01T00:00:00", "n": 1}"#,
+            r#"{"minute": "1970-01-01T00:01:00", "n": 2}"#,
+        ])
+    );
+    assert_eq!(harness.store.open_windows(), 0);
+    // More input after the end (a later run): the closed minute is gone, the next one counts.
+    let out = harness
+        .checkpoint(&[
+            (0, 119_000, OK),
+            (0, 150_000, OK),
+            (0, 200_000, OK),
+            (1, 250_000, OK),
+        ])
+        .await;
+    assert_eq!(
+        out,
+        json(&[r#"{"minute": "1970-01-01T00:02:00", "n": 1}"#]),
+        "119 s fell in the closed minute; watermark min(200, 250) - 10 s closes the third"
+    );
 }
 
 /// Hopping windows: a row is in size/slide windows; sum, avg, min, max and count(DISTINCT);
