@@ -1,8 +1,9 @@
 //! A pipeline with a windowed transform (`GROUP BY tumble(…)`): the generator's access log,
 //! counted per minute and status by the streams engine's windowed job, lands in Parquet with
 //! every window exactly once and exactly the count the generated lines give — including the
-//! windows still open when the bounded run's input ended (closed by the end of input), and with
-//! the whole input produced at once (no later input carries the watermark forward).
+//! windows still open when the bounded run's input ended (closed by the end of input), with the
+//! whole input produced at once (no later input carries the watermark forward), and two copies
+//! of the windowed job sharing the partitions (`parallelism: 2`).
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -29,6 +30,7 @@ fn windows_per_minute_and_status_land_exactly_once() {
             "name: perminute
 source: {{ kind: generator, count: {LINES}, seed: 9, start_time_ms: {START_MS}, line_interval_ms: {INTERVAL_MS}, bad_line_every: 500 }}
 topic: {{ partitions: 2 }}
+parallelism: 2
 transform:
   table: requests
   sql: >

@@ -74,8 +74,9 @@ pub struct PipelineConfig {
     /// The most records per source checkpoint (bounds memory).
     #[serde(default = "default_checkpoint_max_records")]
     pub checkpoint_max_records: usize,
-    /// The default number of the topic's partitions (`topic.partitions` wins). Each sink reads
-    /// all of them in one stage per process.
+    /// How much runs at once: the default number of the topic's partitions (`topic.partitions`
+    /// wins), the copies of a windowed transform's job, and each sink stage's row workers
+    /// (decoding and the stateless SQL). Each sink commits from one stage per process.
     #[serde(default = "default_parallelism")]
     pub parallelism: usize,
 }

@@ -1,5 +1,6 @@
 //! A sink stage: the pipeline's topic read (read_committed) from the offsets the sink holds,
-//! decoded into Arrow batches, run through the stateless SQL transform, written to the sink,
+//! decoded into Arrow batches and run through the stateless SQL transform (on `parallelism`
+//! row workers, see [`crate::rows`]), written to the sink,
 //! and committed — rows and offsets together, in the sink — whenever the sink asks to. A crash
 //! anywhere resumes from what the sink committed: nothing lost, nothing twice.
 
@@ -7,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
@@ -18,14 +18,12 @@ use weir_connectors::parquet::ParquetSink;
 use weir_connectors::postgres::PostgresSink;
 use weir_connectors::sink::{Sink, SinkOffsets, SinkStats};
 use weir_connectors::stdout::StdoutSink;
-use weir_streams::decode::RecordDecoder;
-use weir_streams::record::{InputRecord, ValueFormat};
-use weir_streams::sql::SqlTransform;
+use weir_streams::record::InputRecord;
 
 use crate::config::{PipelineConfig, SinkConfig};
 use crate::error::{PipelineError, Result};
 use crate::metrics::PipelineMetrics;
-use crate::schema::{planned_transform, topic_decoder};
+use crate::rows::{RowWorkers, SinkInput};
 use crate::writer::CLUSTER_TIMEOUT;
 
 /// The most records decoded and transformed at once.
@@ -81,23 +79,8 @@ impl DeliverStage {
 
     pub async fn run(&self) -> Result<SinkStats> {
         let name = self.config.name.clone();
-        let decoder = topic_decoder(&self.config)?;
-        let planned = planned_transform(&self.config, &decoder).await?;
-        // A windowed transform runs as a job of its own; the sinks read the windows it emits.
-        let (topic, decoder, transform) = match planned {
-            Some(windowed) if windowed.windowed().is_some() => {
-                let schema = windowed.output_schema().as_ref().clone();
-                let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema))
-                    .map_err(PipelineError::streams(&name))?;
-                (self.config.windowed_output_topic(), decoder, None)
-            }
-            stateless => (self.config.topic_name(), decoder, stateless),
-        };
-        let value_columns = decoder.value_schema().fields().len();
-        let output_schema: SchemaRef = match &transform {
-            Some(transform) => transform.output_schema(),
-            None => decoder.value_schema(),
-        };
+        let SinkInput { topic, workers } = SinkInput::new(&self.config).await?;
+        let output_schema = workers.output_schema();
         let mut sink = make_sink(&name, &self.config.sinks[self.sink_index], &topic)?;
         let committed = sink
             .open(output_schema)
@@ -114,19 +97,12 @@ impl DeliverStage {
         let mut last_commit = Instant::now();
         loop {
             let records = self.poll_batch(&consumer).await?;
+            let polled_nothing = records.is_empty();
             if !records.is_empty() {
                 for record in &records {
                     next.insert(record.partition, record.offset + 1);
                 }
-                let rows = self
-                    .transform(
-                        &decoder,
-                        transform.as_ref(),
-                        value_columns,
-                        &records,
-                        &mut uncommitted,
-                    )
-                    .await?;
+                let rows = self.rows(&workers, records, &mut uncommitted).await?;
                 for batch in &rows {
                     sink.write(batch)
                         .await
@@ -135,7 +111,7 @@ impl DeliverStage {
             }
             let stopping = self.stop.load(Ordering::SeqCst)
                 || (self.source_done.load(Ordering::SeqCst)
-                    && records.is_empty()
+                    && polled_nothing
                     && self.lag(&consumer, &topic, &next)? == 0);
             if stopping || sink.should_commit(last_commit.elapsed()) {
                 let started = Instant::now();
@@ -218,38 +194,22 @@ impl DeliverStage {
         Ok(records)
     }
 
-    async fn transform(
+    /// Records → rows, on the stage's row workers; undecodable records are logged and counted.
+    async fn rows(
         &self,
-        decoder: &RecordDecoder,
-        transform: Option<&SqlTransform>,
-        value_columns: usize,
-        records: &[InputRecord],
+        workers: &RowWorkers,
+        records: Vec<InputRecord>,
         uncommitted: &mut Uncommitted,
     ) -> Result<Vec<RecordBatch>> {
-        let name = &self.config.name;
-        let decoded = decoder
-            .decode(records)
-            .map_err(PipelineError::streams(name))?;
-        for rejected in &decoded.rejected {
-            tracing::warn!(pipeline = %name, sink = %self.label(), partition = rejected.partition, offset = rejected.offset, reason = %rejected.reason, "record left out: it does not decode");
+        let records_in = records.len() as u64;
+        let rows = workers.rows(records).await?;
+        for (partition, offset, reason) in &rows.rejected {
+            tracing::warn!(pipeline = %self.config.name, sink = %self.label(), partition, offset, %reason, "record left out: it does not decode");
         }
-        uncommitted.records_in += records.len() as u64;
-        uncommitted.rejected += decoded.rejected.len() as u64;
-        let rows = match transform {
-            Some(transform) => transform
-                .apply(vec![decoded.batch])
-                .await
-                .map_err(PipelineError::streams(name))?,
-            None => vec![decoded
-                .batch
-                .project(&(0..value_columns).collect::<Vec<_>>())
-                .map_err(|e| PipelineError::Stage {
-                    pipeline: name.clone(),
-                    message: e.to_string(),
-                })?],
-        };
-        uncommitted.rows_out += rows.iter().map(|b| b.num_rows() as u64).sum::<u64>();
-        Ok(rows)
+        uncommitted.records_in += records_in;
+        uncommitted.rejected += rows.rejected.len() as u64;
+        uncommitted.rows_out += rows.rows_out;
+        Ok(rows.batches)
     }
 
     /// The offsets to commit: past every record handed out, and past the transaction markers

@@ -16,8 +16,8 @@
 //!   [`positions`]).
 //! - [`http_ingest`]: the `http` source's endpoint — lines parsed and produced (acks=all),
 //!   answered once durable.
-//! - [`deliver`]: a sink stage — read the topic from the offsets the sink holds, decode, SQL,
-//!   write, and commit rows with offsets in the sink.
+//! - [`deliver`]: a sink stage — read the topic from the offsets the sink holds, decode, SQL
+//!   (on `parallelism` workers, [`rows`]), write, and commit rows with offsets in the sink.
 //! - [`windows`]: a windowed transform, run as the streams engine's windowed job between the
 //!   topic and the sinks.
 //! - [`run`]: stages started, watched and stopped together. [`metrics`]: Prometheus.
@@ -40,6 +40,7 @@ pub mod load;
 pub mod locate;
 pub mod metrics;
 pub mod positions;
+pub mod rows;
 pub mod run;
 pub mod schema;
 pub mod validate;

@@ -86,11 +86,13 @@ pub async fn run(
                 Arc::clone(&upstream_done),
             );
             let bounded = options.until_caught_up.then(|| Arc::clone(&source_done));
+            let instances = config.parallelism;
             stages.push(tokio::spawn(async move {
                 let name = pipeline.clone();
-                let result =
-                    tokio::task::spawn_blocking(move || windows::run(job, &name, stop, bounded))
-                        .await;
+                let result = tokio::task::spawn_blocking(move || {
+                    windows::run(job, &name, instances, stop, bounded)
+                })
+                .await;
                 let result = result.unwrap_or_else(|e| {
                     Err(PipelineError::Stage {
                         pipeline: pipeline.clone(),

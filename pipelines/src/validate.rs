@@ -91,8 +91,9 @@ fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
             ));
         }
     }
-    if config.parallelism == 0 || config.parallelism > 1024 {
-        problems.push(pipeline.diagnostic("parallelism", "must be between 1 and 1024", None));
+    if config.parallelism == 0 || config.parallelism > crate::rows::MAX_WORKERS {
+        let message = format!("must be between 1 and {}", crate::rows::MAX_WORKERS);
+        problems.push(pipeline.diagnostic("parallelism", message, None));
     }
     if config.topic.partitions.is_some_and(|p| p < 1) {
         problems.push(pipeline.diagnostic("topic.partitions", "must be at least 1", None));

@@ -56,33 +56,63 @@ fn job_name(config: &PipelineConfig) -> String {
     format!("{}-windows", config.name)
 }
 
-/// Runs the job until `stop`; with `source_done` given (a bounded run), ends its input once the
-/// source ended and the job committed everything up to the topic's end, and stops it once the
-/// windows that closed were committed.
+/// Runs `instances` copies of the job (they share the input's partitions through the job's
+/// consumer group) until `stop`; with `source_done` given (a bounded run), ends their input once
+/// the source ended and the job committed everything up to the topic's end, and stops them once
+/// the windows that closed were committed.
 pub fn run(
     job: JobConfig,
     pipeline: &str,
+    instances: usize,
     stop: Arc<AtomicBool>,
     source_done: Option<Arc<AtomicBool>>,
 ) -> Result<()> {
     let job_stop = Arc::new(AtomicBool::new(false));
-    let end = Arc::new(EndOfInput::default());
+    let ends: Vec<Arc<EndOfInput>> = (0..instances.max(1))
+        .map(|_| Arc::new(EndOfInput::default()))
+        .collect();
     let watcher = {
-        let (job_stop, job, end) = (Arc::clone(&job_stop), job.clone(), Arc::clone(&end));
+        let (job_stop, job, ends) = (Arc::clone(&job_stop), job.clone(), ends.clone());
         std::thread::spawn(move || {
             let mut watch = None;
             while !stop.load(Ordering::SeqCst)
-                && !bounded_run_finished(source_done.as_deref(), &mut watch, &job, &end)
+                && !bounded_run_finished(source_done.as_deref(), &mut watch, &job, &ends)
             {
                 std::thread::sleep(Duration::from_millis(200));
             }
             job_stop.store(true, Ordering::SeqCst);
         })
     };
-    let metrics = JobMetrics::new(&job.name, &job.instance_id);
-    let result = job::run_with_metrics(&job, &job_stop, Some(&end), &metrics)
-        .map(|_| ())
-        .map_err(PipelineError::streams(pipeline));
+    let copies: Vec<_> = ends
+        .iter()
+        .enumerate()
+        .map(|(index, end)| {
+            let mut copy = job.clone();
+            copy.instance_id = index.to_string();
+            let (job_stop, end) = (Arc::clone(&job_stop), Arc::clone(end));
+            std::thread::spawn(move || {
+                let metrics = JobMetrics::new(&copy.name, &copy.instance_id);
+                let result = job::run_with_metrics(&copy, &job_stop, Some(&end), &metrics);
+                // One copy failing stops the others (the pipeline stops with its error).
+                job_stop.store(true, Ordering::SeqCst);
+                result
+            })
+        })
+        .collect();
+    let mut result = Ok(());
+    for copy in copies {
+        let outcome = copy.join().map_err(|_| PipelineError::Stage {
+            pipeline: pipeline.to_string(),
+            message: "a windowed job copy panicked".into(),
+        });
+        if let Err(error) =
+            outcome.and_then(|r| r.map(|_| ()).map_err(PipelineError::streams(pipeline)))
+        {
+            if result.is_ok() {
+                result = Err(error);
+            }
+        }
+    }
     job_stop.store(true, Ordering::SeqCst);
     let _ = watcher.join();
     result
@@ -94,7 +124,7 @@ fn bounded_run_finished(
     source_done: Option<&AtomicBool>,
     watch: &mut Option<CommitWatch>,
     job: &JobConfig,
-    end: &EndOfInput,
+    ends: &[Arc<EndOfInput>],
 ) -> bool {
     if !source_done.is_some_and(|done| done.load(Ordering::SeqCst)) {
         return false;
@@ -103,12 +133,12 @@ fn bounded_run_finished(
         *watch = CommitWatch::new(job).ok();
     }
     // Read before looking at the offsets: announced, then everything after it committed.
-    let sent = end.sent();
+    let sent = ends.iter().all(|end| end.sent());
     let committed = watch
         .as_ref()
         .is_some_and(|watch| watch.committed_to_end(job).unwrap_or(false));
-    if committed && !end.requested() {
-        end.request();
+    if committed {
+        ends.iter().for_each(|end| end.request());
     }
     committed && sent
 }
