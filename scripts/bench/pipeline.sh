@@ -4,9 +4,10 @@
 # file first; then `weir pipeline run --until-caught-up` tails it (file source → parse →
 # transactional produce with positions → read_committed → SQL → SINK) and ends once the sink has
 # committed the last line. The time is the whole run, start-up included.
-# SINK=parquet (default) or SINK=postgres (needs WEIR_TEST_POSTGRES_URL, e.g. from
-# scripts/postgres/start.sh).
-# Usage: [LINES=n] [SINK=parquet|postgres] scripts/bench/pipeline.sh [path/to/weir]
+# SINK=parquet (default), SINK=postgres (needs WEIR_TEST_POSTGRES_URL, e.g. from
+# scripts/postgres/start.sh) or SINK=s3 (Parquet on an S3-compatible server: needs
+# WEIR_TEST_S3_ENDPOINT with the bucket weir-test, e.g. from scripts/s3/start.sh).
+# Usage: [LINES=n] [SINK=parquet|postgres|s3] [PARALLELISM=2] scripts/bench/pipeline.sh [path/to/weir]
 set -euo pipefail
 cache=${WEIR_CACHE:-$HOME/.cache/weir}
 weir=${1:-${CARGO_TARGET_DIR:-$cache/target}/release/weir}
@@ -18,13 +19,14 @@ trap 'rm -rf "$work"' EXIT
 case $sink in
   parquet) sink_yaml="  - { kind: parquet, path: $work/warehouse, partition_by: [\"date(timestamp)\", \"hour(timestamp)\"], max_file_age_ms: 10000 }" ;;
   postgres) sink_yaml="  - { kind: postgres, url: \"${WEIR_TEST_POSTGRES_URL:?set WEIR_TEST_POSTGRES_URL}\", table: bench_$$, batch_rows: 100000 }" ;;
-  *) echo "SINK is parquet or postgres" >&2; exit 2 ;;
+  s3) sink_yaml="  - { kind: parquet, path: \"s3://weir-test/bench-$$/warehouse\", partition_by: [\"date(timestamp)\", \"hour(timestamp)\"], max_file_age_ms: 10000, storage_options: { aws_endpoint: \"${WEIR_TEST_S3_ENDPOINT:?set WEIR_TEST_S3_ENDPOINT}\", aws_allow_http: \"true\", aws_region: us-east-1, aws_access_key_id: weir, aws_secret_access_key: weir-secret } }" ;;
+  *) echo "SINK is parquet, postgres or s3" >&2; exit 2 ;;
 esac
 cat > "$work/pipeline.yaml" <<YAML
 name: bench
 source: { kind: file, paths: ["$work/access.log"], format: nginx_combined }
 topic: { name: bench-raw, partitions: 2 }
-parallelism: 2
+parallelism: ${PARALLELISM:-2}
 transform:
   table: requests
   sql: |
