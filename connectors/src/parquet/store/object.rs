@@ -127,6 +127,14 @@ impl ObjectStoreTarget {
         ConnectorError::Sink(format!("{operation} {}: {error}", self.locate(relative)))
     }
 
+    /// Deletes an object; one already gone is fine (a repeated recovery step).
+    async fn delete(&self, relative: &str) -> Result<(), ConnectorError> {
+        match self.store.delete(&self.key(relative)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.failed("deleting", relative, e)),
+        }
+    }
+
     /// The keys under a directory of the root, relative to the root.
     async fn list(&self, directory: &str) -> Result<Vec<String>, ConnectorError> {
         let prefix = match directory {
@@ -191,10 +199,7 @@ impl FileStore for ObjectStoreTarget {
                 Err(object_store::Error::NotFound { .. }) => continue,
                 Err(e) => return Err(self.failed("publishing", &file.staging, e)),
             }
-            match self.store.delete(&staged).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(self.failed("deleting", &file.staging, e)),
-            }
+            self.delete(&file.staging).await?;
         }
         Ok(())
     }
@@ -202,10 +207,7 @@ impl FileStore for ObjectStoreTarget {
     async fn discard_staged(&self) -> Result<(), ConnectorError> {
         for relative in self.list(STAGING_DIR).await? {
             tracing::info!(object = %self.locate(&relative), "deleting a file written after the last commit");
-            match self.store.delete(&self.key(&relative)).await {
-                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-                Err(e) => return Err(self.failed("deleting", &relative, e)),
-            }
+            self.delete(&relative).await?;
         }
         Ok(())
     }
@@ -258,10 +260,11 @@ impl FileStore for ObjectStoreTarget {
     }
 
     async fn delete_manifest(&self, sequence: u64) -> Result<(), ConnectorError> {
-        match self.store.delete(&self.manifest_key(sequence)).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(self.failed("deleting", &manifest::file_name(sequence), e)),
-        }
+        self.delete(&format!(
+            "{MANIFESTS_DIR}/{}",
+            manifest::file_name(sequence)
+        ))
+        .await
     }
 
     async fn list_published(&self) -> Result<Vec<String>, ConnectorError> {
