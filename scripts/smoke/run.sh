@@ -112,12 +112,14 @@ producer.send("txn-check", b"never committed", partition=0)
 producer.flush()
 os._exit(0)
 PY
-  "$weir" txn list -b "$bootstrap" | grep -qE '^smoke-hanging\s+[0-9]+\s+Ongoing$' || return 1
-  "$weir" txn describe -b "$bootstrap" smoke-hanging | grep -q '^state: Ongoing' || return 1
-  "$weir" txn producers -b "$bootstrap" --topic txn-check -p 0 | grep -qE '\s0$' || return 1
+  # Each step says what it saw when it fails.
+  expect() { local pattern=$1; shift; local out; out=$("$@" 2>&1); grep -qE "$pattern" <<< "$out" && return 0; echo "txn_cli: '$*' printed:" >&2; echo "$out" >&2; return 1; }
+  expect '^smoke-hanging\s+[0-9]+\s+Ongoing$' "$weir" txn list -b "$bootstrap" || return 1
+  expect '^state: Ongoing' "$weir" txn describe -b "$bootstrap" smoke-hanging || return 1
+  expect '\s0$' "$weir" txn producers -b "$bootstrap" --topic txn-check -p 0 || return 1
   "$weir" txn abort -b "$bootstrap" --topic txn-check -p 0 --start-offset 0 > /dev/null || return 1
   # The partition's producer has no open transaction any more.
-  "$weir" txn producers -b "$bootstrap" --topic txn-check -p 0 | grep -qE '\s-1$'
+  expect '\s-1$' "$weir" txn producers -b "$bootstrap" --topic txn-check -p 0
 }
 unknown_property_is_refused() {
   ! "$weir" broker --listen 127.0.0.1:0 --metrics-listen off --data-dir "$work/other" --set no.such.property=1 2> "$work/refused.log" \
