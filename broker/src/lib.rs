@@ -15,6 +15,10 @@
 //! - [`producer`]: idempotent producers — producer ids, per-partition sequence state (duplicate
 //!   and gap detection), its snapshots.
 //! - [`transaction`]: the transaction coordinator (`__transaction_state`, markers, timeouts).
+//! - [`cluster`]: cluster metadata as a log of records (KRaft's model) and the active
+//!   controller's decisions — broker registration and fencing, replica placement, leader
+//!   election from the ISR, AlterPartition checks. Not yet wired to a quorum or to the
+//!   request path (a single node still keeps its own topic registry).
 //! - [`topic`]: topic registry — names, ids, partitions, config overrides, persistence.
 //! - [`partition`]: a partition's replication-facing state (leader epoch, high watermark) and
 //!   waiters (long-poll fetches, group-commit fsyncs).
@@ -38,6 +42,7 @@
 //!   is lost.
 
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod error;
 pub mod group;

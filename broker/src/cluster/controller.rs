@@ -1,0 +1,485 @@
+//! The active controller's decisions. Each request is checked against the image and answered
+//! with the records that carry its outcome; the caller appends them to the metadata log and
+//! [`Controller::apply`]s them once committed (in tests: at once). Heartbeat times are the only
+//! state outside the log: a controller that takes over gives every broker a fresh session.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::image::{MetadataImage, PartitionState};
+use super::placement;
+use super::record::{MetadataRecord, PartitionChange, NO_LEADER};
+
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// A broker whose last heartbeat is older than this is fenced (`broker.session.timeout.ms`).
+    pub broker_session_timeout_ms: i64,
+    /// `unclean.leader.election.enable`: elect a live replica outside the ISR when no ISR
+    /// member is alive (availability over the acknowledged writes it may lack).
+    pub unclean_leader_election: bool,
+    /// `default.replication.factor`.
+    pub default_replication_factor: i32,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            broker_session_timeout_ms: 9_000,
+            unclean_leader_election: false,
+            default_replication_factor: 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControllerError {
+    #[error("replication factor {replication_factor} with {live_brokers} live brokers")]
+    InvalidReplicationFactor {
+        replication_factor: i32,
+        live_brokers: usize,
+    },
+    #[error("{partitions} partitions: at least one is needed")]
+    InvalidPartitions { partitions: i32 },
+    #[error("invalid replica assignment: {reason}")]
+    InvalidReplicaAssignment { reason: String },
+    #[error("topic '{name}' already exists")]
+    TopicAlreadyExists { name: String },
+    #[error("unknown topic id {topic_id}")]
+    UnknownTopicId { topic_id: Uuid },
+    #[error("unknown partition {partition} of topic id {topic_id}")]
+    UnknownPartition { topic_id: Uuid, partition: i32 },
+    #[error("broker {broker_id} is not registered")]
+    UnknownBroker { broker_id: i32 },
+    #[error("broker {broker_id} sent epoch {sent}; its registration has {current}")]
+    StaleBrokerEpoch {
+        broker_id: i32,
+        sent: i64,
+        current: i64,
+    },
+    #[error("broker {broker_id} is registered by another live process")]
+    DuplicateBrokerRegistration { broker_id: i32 },
+    #[error("broker {broker_id} is not the leader (the leader is {leader})")]
+    NotLeader { broker_id: i32, leader: i32 },
+    #[error("partition epoch {sent} is stale; the partition is at {current}")]
+    InvalidUpdateVersion { sent: i32, current: i32 },
+    #[error("broker {broker_id} cannot join the ISR: {reason}")]
+    IneligibleReplica {
+        broker_id: i32,
+        reason: &'static str,
+    },
+}
+
+/// A broker's registration request.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub broker_id: i32,
+    pub incarnation_id: Uuid,
+    pub host: String,
+    pub port: u16,
+    pub rack: Option<String>,
+}
+
+pub struct Controller {
+    config: ControllerConfig,
+    image: MetadataImage,
+    last_heartbeat_ms: BTreeMap<i32, i64>,
+}
+
+impl Controller {
+    pub fn new(config: ControllerConfig, image: MetadataImage) -> Self {
+        Controller {
+            config,
+            image,
+            last_heartbeat_ms: BTreeMap::new(),
+        }
+    }
+
+    pub fn image(&self) -> &MetadataImage {
+        &self.image
+    }
+
+    /// Applies committed records to the controller's image.
+    pub fn apply(&mut self, records: &[MetadataRecord]) {
+        for record in records {
+            self.image.apply(record);
+        }
+    }
+
+    /// A broker process starting. A previous incarnation still heartbeating is refused; one
+    /// that went away is fenced (its leaderships move) before the new one is registered.
+    pub fn register_broker(
+        &mut self,
+        registration: Registration,
+        now_ms: i64,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let broker_id = registration.broker_id;
+        let mut records = Vec::new();
+        if let Some(existing) = self.image.brokers.get(&broker_id) {
+            let alive = self.heartbeat_fresh(broker_id, now_ms);
+            if existing.incarnation_id != registration.incarnation_id && !existing.fenced && alive {
+                return Err(ControllerError::DuplicateBrokerRegistration { broker_id });
+            }
+            if !existing.fenced {
+                records.extend(self.fence(broker_id));
+            }
+        }
+        let broker_epoch = self.next_broker_epoch();
+        records.push(MetadataRecord::RegisterBroker {
+            broker_id,
+            incarnation_id: registration.incarnation_id,
+            broker_epoch,
+            host: registration.host,
+            port: registration.port,
+            rack: registration.rack,
+        });
+        self.last_heartbeat_ms.insert(broker_id, now_ms);
+        Ok(records)
+    }
+
+    /// A broker's heartbeat: keeps its session; the first one after registering unfences it,
+    /// and offline partitions it can lead get it as leader.
+    pub fn heartbeat(
+        &mut self,
+        broker_id: i32,
+        broker_epoch: i64,
+        now_ms: i64,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let broker = self
+            .image
+            .brokers
+            .get(&broker_id)
+            .ok_or(ControllerError::UnknownBroker { broker_id })?;
+        if broker.broker_epoch != broker_epoch {
+            return Err(ControllerError::StaleBrokerEpoch {
+                broker_id,
+                sent: broker_epoch,
+                current: broker.broker_epoch,
+            });
+        }
+        self.last_heartbeat_ms.insert(broker_id, now_ms);
+        if !broker.fenced {
+            return Ok(Vec::new());
+        }
+        let mut records = vec![MetadataRecord::UnfenceBroker {
+            broker_id,
+            broker_epoch,
+        }];
+        records.extend(self.elect_offline(|b| b == broker_id || self.image.is_live(b)));
+        Ok(records)
+    }
+
+    /// Fences brokers whose heartbeats stopped for a session timeout; their leaderships move.
+    pub fn tick(&mut self, now_ms: i64) -> Vec<MetadataRecord> {
+        let expired: Vec<i32> = self
+            .image
+            .brokers
+            .values()
+            .filter(|b| !b.fenced && !self.heartbeat_fresh(b.broker_id, now_ms))
+            .map(|b| b.broker_id)
+            .collect();
+        // Each fence decided on the image the previous ones leave, with every expiring broker
+        // counted as down (so none is elected in place of another).
+        let mut image = self.image.clone();
+        let mut records = Vec::new();
+        for &broker_id in &expired {
+            let fenced = fence_all(&self.config, &image, &expired, broker_id);
+            for record in &fenced {
+                image.apply(record);
+            }
+            records.extend(fenced);
+        }
+        records
+    }
+
+    /// A broker stopping on purpose: fenced at once, so its leaderships move before it goes.
+    pub fn controlled_shutdown(
+        &mut self,
+        broker_id: i32,
+        broker_epoch: i64,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let broker = self
+            .image
+            .brokers
+            .get(&broker_id)
+            .ok_or(ControllerError::UnknownBroker { broker_id })?;
+        if broker.broker_epoch != broker_epoch {
+            return Err(ControllerError::StaleBrokerEpoch {
+                broker_id,
+                sent: broker_epoch,
+                current: broker.broker_epoch,
+            });
+        }
+        Ok(self.fence(broker_id))
+    }
+
+    /// A new topic over the live brokers, or on explicit `assignments`.
+    pub fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: Option<i32>,
+        assignments: Option<Vec<Vec<i32>>>,
+        configs: BTreeMap<String, String>,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        if self.image.topic_by_name(name).is_some() {
+            return Err(ControllerError::TopicAlreadyExists { name: name.into() });
+        }
+        let topic_id = Uuid::new_v4();
+        let assignments = match assignments {
+            Some(assignments) => self.checked_assignments(assignments)?,
+            None => {
+                if partitions < 1 {
+                    return Err(ControllerError::InvalidPartitions { partitions });
+                }
+                let live: Vec<i32> = self
+                    .image
+                    .brokers
+                    .values()
+                    .filter(|b| !b.fenced)
+                    .map(|b| b.broker_id)
+                    .collect();
+                let factor = replication_factor.unwrap_or(self.config.default_replication_factor);
+                let start = (topic_id.as_u128() % 1_000_003) as usize;
+                placement::assign(&live, partitions, factor, start)?
+            }
+        };
+        Ok(vec![MetadataRecord::CreateTopic {
+            name: name.into(),
+            topic_id,
+            assignments,
+            configs,
+        }])
+    }
+
+    /// A leader's ISR change (AlterPartition): from the current leader, at the current
+    /// partition epoch, to an ISR of live replicas that includes the leader.
+    pub fn alter_partition(
+        &self,
+        leader_id: i32,
+        leader_broker_epoch: i64,
+        topic_id: Uuid,
+        partition: i32,
+        partition_epoch: i32,
+        isr: Vec<i32>,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let broker = self
+            .image
+            .brokers
+            .get(&leader_id)
+            .ok_or(ControllerError::UnknownBroker {
+                broker_id: leader_id,
+            })?;
+        if broker.broker_epoch != leader_broker_epoch {
+            return Err(ControllerError::StaleBrokerEpoch {
+                broker_id: leader_id,
+                sent: leader_broker_epoch,
+                current: broker.broker_epoch,
+            });
+        }
+        let state =
+            self.image
+                .partition(topic_id, partition)
+                .ok_or(ControllerError::UnknownPartition {
+                    topic_id,
+                    partition,
+                })?;
+        if state.leader != leader_id {
+            return Err(ControllerError::NotLeader {
+                broker_id: leader_id,
+                leader: state.leader,
+            });
+        }
+        if state.partition_epoch != partition_epoch {
+            return Err(ControllerError::InvalidUpdateVersion {
+                sent: partition_epoch,
+                current: state.partition_epoch,
+            });
+        }
+        let mut isr = isr;
+        isr.sort_unstable();
+        isr.dedup();
+        for &member in &isr {
+            let reason = if !state.replicas.contains(&member) {
+                Some("not a replica")
+            } else if !self.image.is_live(member) {
+                Some("fenced")
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                return Err(ControllerError::IneligibleReplica {
+                    broker_id: member,
+                    reason,
+                });
+            }
+        }
+        if !isr.contains(&leader_id) {
+            return Err(ControllerError::IneligibleReplica {
+                broker_id: leader_id,
+                reason: "the leader must stay in its ISR",
+            });
+        }
+        Ok(vec![MetadataRecord::PartitionChange(PartitionChange {
+            topic_id,
+            partition,
+            leader: None,
+            isr: Some(in_replica_order(&state.replicas, &isr)),
+            unclean: false,
+        })])
+    }
+
+    fn heartbeat_fresh(&self, broker_id: i32, now_ms: i64) -> bool {
+        self.last_heartbeat_ms
+            .get(&broker_id)
+            .is_some_and(|at| now_ms - at < self.config.broker_session_timeout_ms)
+    }
+
+    /// Deterministic from the image: one past the largest epoch handed out.
+    fn next_broker_epoch(&self) -> i64 {
+        let largest = self.image.brokers.values().map(|b| b.broker_epoch).max();
+        largest.unwrap_or(0) + 1
+    }
+
+    fn checked_assignments(
+        &self,
+        assignments: Vec<Vec<i32>>,
+    ) -> Result<Vec<Vec<i32>>, ControllerError> {
+        let invalid = |reason: String| ControllerError::InvalidReplicaAssignment { reason };
+        let Some(first) = assignments.first() else {
+            return Err(invalid("no partitions".into()));
+        };
+        for (partition, replicas) in assignments.iter().enumerate() {
+            if replicas.len() != first.len() || replicas.is_empty() {
+                return Err(invalid(format!(
+                    "partition {partition} has {} replicas, partition 0 has {}",
+                    replicas.len(),
+                    first.len()
+                )));
+            }
+            let mut distinct = replicas.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if distinct.len() != replicas.len() {
+                return Err(invalid(format!("partition {partition} repeats a broker")));
+            }
+            if let Some(unknown) = replicas
+                .iter()
+                .find(|r| !self.image.brokers.contains_key(r))
+            {
+                return Err(invalid(format!(
+                    "partition {partition} names broker {unknown}, which is not registered"
+                )));
+            }
+        }
+        Ok(assignments)
+    }
+
+    fn fence(&self, broker_id: i32) -> Vec<MetadataRecord> {
+        fence_all(&self.config, &self.image, &[broker_id], broker_id)
+    }
+
+    /// Leaders for partitions that have none, now that `live` says who is up.
+    fn elect_offline(&self, live: impl Fn(i32) -> bool) -> Vec<MetadataRecord> {
+        let mut records = Vec::new();
+        for topic in self.image.topics.values() {
+            for (index, state) in topic.partitions.iter().enumerate() {
+                if state.leader != NO_LEADER {
+                    continue;
+                }
+                let partition = index as i32;
+                if let Some(change) = reelect(&self.config, topic.topic_id, partition, state, &live)
+                {
+                    records.push(MetadataRecord::PartitionChange(change));
+                }
+            }
+        }
+        records
+    }
+}
+
+/// Fences `broker_id` on `image`, with `down` the brokers being fenced in the same decision.
+fn fence_all(
+    config: &ControllerConfig,
+    image: &MetadataImage,
+    down: &[i32],
+    broker_id: i32,
+) -> Vec<MetadataRecord> {
+    let Some(broker) = image.brokers.get(&broker_id) else {
+        return Vec::new();
+    };
+    let mut records = vec![MetadataRecord::FenceBroker {
+        broker_id,
+        broker_epoch: broker.broker_epoch,
+    }];
+    let live = |b: i32| !down.contains(&b) && image.is_live(b);
+    for topic in image.topics.values() {
+        for (index, state) in topic.partitions.iter().enumerate() {
+            if !state.isr.contains(&broker_id) && state.leader != broker_id {
+                continue;
+            }
+            if let Some(change) = reelect(config, topic.topic_id, index as i32, state, &live) {
+                records.push(MetadataRecord::PartitionChange(change));
+            }
+        }
+    }
+    records
+}
+
+/// The partition's ISR without the brokers that are down (never emptied: the last member stays,
+/// so that only it can lead again) and a leader from it — the current one if still up, else the
+/// first live ISR member in replica order, else (unclean election enabled) the first live
+/// replica, else none.
+fn reelect(
+    config: &ControllerConfig,
+    topic_id: Uuid,
+    partition: i32,
+    state: &PartitionState,
+    live: &impl Fn(i32) -> bool,
+) -> Option<PartitionChange> {
+    let live_isr: Vec<i32> = state.isr.iter().copied().filter(|b| live(*b)).collect();
+    let isr = if live_isr.is_empty() {
+        state.isr.clone()
+    } else {
+        live_isr.clone()
+    };
+    let mut unclean = false;
+    let leader = if state.leader != NO_LEADER && live(state.leader) {
+        state.leader
+    } else if let Some(first) = state.replicas.iter().find(|r| live_isr.contains(r)) {
+        *first
+    } else if config.unclean_leader_election {
+        match state.replicas.iter().find(|r| live(**r)) {
+            Some(replica) => {
+                unclean = true;
+                *replica
+            }
+            None => NO_LEADER,
+        }
+    } else {
+        NO_LEADER
+    };
+    let isr = if unclean { vec![leader] } else { isr };
+    if leader == state.leader && isr == state.isr {
+        return None;
+    }
+    if unclean {
+        tracing::warn!(%topic_id, partition, leader, "unclean leader election: a replica outside the ISR leads; writes it lacks are lost");
+    }
+    Some(PartitionChange {
+        topic_id,
+        partition,
+        leader: (leader != state.leader).then_some(leader),
+        isr: (isr != state.isr).then_some(isr),
+        unclean,
+    })
+}
+
+/// `isr` in the order of `replicas`.
+fn in_replica_order(replicas: &[i32], isr: &[i32]) -> Vec<i32> {
+    replicas
+        .iter()
+        .copied()
+        .filter(|r| isr.contains(r))
+        .collect()
+}

@@ -1,0 +1,168 @@
+//! The metadata image: what the applied records say about brokers, topics and partitions.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::record::{MetadataRecord, PartitionChange, NO_LEADER};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerState {
+    pub broker_id: i32,
+    pub incarnation_id: Uuid,
+    pub broker_epoch: i64,
+    pub host: String,
+    pub port: u16,
+    pub rack: Option<String>,
+    pub fenced: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionState {
+    /// The preferred leader first.
+    pub replicas: Vec<i32>,
+    pub isr: Vec<i32>,
+    pub leader: i32,
+    /// Bumped on every leader change: stamped into batches, checked by fetchers (KIP-101/320).
+    pub leader_epoch: i32,
+    /// Bumped on every change: an AlterPartition must name the epoch it changes (KIP-497).
+    pub partition_epoch: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicState {
+    pub name: String,
+    pub topic_id: Uuid,
+    pub partitions: Vec<PartitionState>,
+    pub configs: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetadataImage {
+    pub brokers: BTreeMap<i32, BrokerState>,
+    pub topics: BTreeMap<Uuid, TopicState>,
+    /// How many partition changes elected a leader from outside the ISR.
+    pub unclean_elections: u64,
+}
+
+impl MetadataImage {
+    pub fn topic_by_name(&self, name: &str) -> Option<&TopicState> {
+        self.topics.values().find(|t| t.name == name)
+    }
+
+    pub fn partition(&self, topic_id: Uuid, partition: i32) -> Option<&PartitionState> {
+        let topic = self.topics.get(&topic_id)?;
+        topic.partitions.get(usize::try_from(partition).ok()?)
+    }
+
+    /// Registered and heartbeating.
+    pub fn is_live(&self, broker_id: i32) -> bool {
+        self.brokers.get(&broker_id).is_some_and(|b| !b.fenced)
+    }
+
+    /// Applies one record. Records come from the controller, which checked them against this
+    /// same image; one that does not fit (a topic already deleted, say) changes nothing.
+    pub fn apply(&mut self, record: &MetadataRecord) {
+        match record {
+            MetadataRecord::RegisterBroker {
+                broker_id,
+                incarnation_id,
+                broker_epoch,
+                host,
+                port,
+                rack,
+            } => {
+                self.brokers.insert(
+                    *broker_id,
+                    BrokerState {
+                        broker_id: *broker_id,
+                        incarnation_id: *incarnation_id,
+                        broker_epoch: *broker_epoch,
+                        host: host.clone(),
+                        port: *port,
+                        rack: rack.clone(),
+                        fenced: true,
+                    },
+                );
+            }
+            MetadataRecord::UnfenceBroker {
+                broker_id,
+                broker_epoch,
+            } => self.set_fenced(*broker_id, *broker_epoch, false),
+            MetadataRecord::FenceBroker {
+                broker_id,
+                broker_epoch,
+            } => self.set_fenced(*broker_id, *broker_epoch, true),
+            MetadataRecord::CreateTopic {
+                name,
+                topic_id,
+                assignments,
+                configs,
+            } => {
+                let partitions = assignments
+                    .iter()
+                    .map(|replicas| {
+                        let isr: Vec<i32> = replicas
+                            .iter()
+                            .copied()
+                            .filter(|r| self.is_live(*r))
+                            .collect();
+                        PartitionState {
+                            replicas: replicas.clone(),
+                            leader: isr.first().copied().unwrap_or(NO_LEADER),
+                            isr,
+                            leader_epoch: 0,
+                            partition_epoch: 0,
+                        }
+                    })
+                    .collect();
+                self.topics.insert(
+                    *topic_id,
+                    TopicState {
+                        name: name.clone(),
+                        topic_id: *topic_id,
+                        partitions,
+                        configs: configs.clone(),
+                    },
+                );
+            }
+            MetadataRecord::DeleteTopic { topic_id } => {
+                self.topics.remove(topic_id);
+            }
+            MetadataRecord::PartitionChange(change) => self.change_partition(change),
+        }
+    }
+
+    fn set_fenced(&mut self, broker_id: i32, broker_epoch: i64, fenced: bool) {
+        if let Some(broker) = self.brokers.get_mut(&broker_id) {
+            if broker.broker_epoch == broker_epoch {
+                broker.fenced = fenced;
+            }
+        }
+    }
+
+    fn change_partition(&mut self, change: &PartitionChange) {
+        let Some(topic) = self.topics.get_mut(&change.topic_id) else {
+            return;
+        };
+        let Some(state) = usize::try_from(change.partition)
+            .ok()
+            .and_then(|p| topic.partitions.get_mut(p))
+        else {
+            return;
+        };
+        if let Some(leader) = change.leader {
+            if leader != state.leader {
+                state.leader = leader;
+                state.leader_epoch += 1;
+            }
+        }
+        if let Some(isr) = &change.isr {
+            state.isr = isr.clone();
+        }
+        state.partition_epoch += 1;
+        if change.unclean {
+            self.unclean_elections += 1;
+        }
+    }
+}

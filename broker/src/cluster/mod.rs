@@ -1,0 +1,31 @@
+//! Cluster metadata, KRaft's way: a log of [`MetadataRecord`]s, replicated by the controller
+//! quorum (openraft, next), applied in order to a [`MetadataImage`] on every node — brokers,
+//! topics, replica assignments, leaders, leader epochs and ISRs.
+//!
+//! Module map:
+//! - [`record`]: what the metadata log holds (broker registrations and fencing, topics,
+//!   partition changes). Records carry decisions, never inputs: applying them is deterministic.
+//! - [`image`]: the state the records build, and [`image::MetadataImage::apply`].
+//! - [`placement`]: where a new topic's replicas go (spread across brokers, leaders too).
+//! - [`controller`]: the active controller's decisions — register and fence brokers by their
+//!   heartbeats, create topics, elect leaders from the ISR (or any live replica when unclean
+//!   election is enabled), check leaders' ISR changes (AlterPartition) — as records to append.
+//!   It reads time only from its caller, so tests drive it with a fake clock.
+//!
+//! Invariants (checked by the tests): a leader is always an unfenced replica in the ISR; each
+//! leader change bumps the partition's leader epoch and each change its partition epoch; the
+//! ISR never becomes empty (the last member stays, leaderless, until it returns — so no
+//! acknowledged write is lost by electing a replica that missed it, unless unclean election was
+//! asked for).
+
+pub mod controller;
+pub mod image;
+pub mod placement;
+pub mod record;
+
+#[cfg(test)]
+mod tests;
+
+pub use controller::{Controller, ControllerConfig, ControllerError, Registration};
+pub use image::{BrokerState, MetadataImage, PartitionState, TopicState};
+pub use record::{MetadataRecord, PartitionChange, NO_LEADER};

@@ -1,0 +1,57 @@
+//! The records of the metadata log. Each is a decision already taken by the active controller,
+//! so every node that applies the same records in the same order holds the same image.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A partition without a leader (Kafka's -1).
+pub const NO_LEADER: i32 = -1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetadataRecord {
+    /// A broker (re)registered: a new incarnation, fenced until its first heartbeat.
+    RegisterBroker {
+        broker_id: i32,
+        incarnation_id: Uuid,
+        broker_epoch: i64,
+        host: String,
+        port: u16,
+        rack: Option<String>,
+    },
+    /// The broker may lead and be in ISRs (it heartbeats).
+    UnfenceBroker {
+        broker_id: i32,
+        broker_epoch: i64,
+    },
+    /// The broker stopped heartbeating or shut down: it leads nothing and joins no ISR.
+    FenceBroker {
+        broker_id: i32,
+        broker_epoch: i64,
+    },
+    CreateTopic {
+        name: String,
+        topic_id: Uuid,
+        /// Per partition, its replicas, the preferred leader first.
+        assignments: Vec<Vec<i32>>,
+        configs: BTreeMap<String, String>,
+    },
+    DeleteTopic {
+        topic_id: Uuid,
+    },
+    PartitionChange(PartitionChange),
+}
+
+/// A change to one partition: a new leader, a new ISR, or both. Fields left `None` stay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionChange {
+    pub topic_id: Uuid,
+    pub partition: i32,
+    pub leader: Option<i32>,
+    pub isr: Option<Vec<i32>>,
+    /// Set when the new leader was not in the ISR (unclean election): counted and logged.
+    #[serde(default)]
+    pub unclean: bool,
+}
