@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::image::{MetadataImage, PartitionState};
+use super::image::{BrokerState, MetadataImage, PartitionState};
 use super::placement;
 use super::record::{MetadataRecord, PartitionChange, NO_LEADER};
 
@@ -145,20 +145,9 @@ impl Controller {
         broker_epoch: i64,
         now_ms: i64,
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
-        let broker = self
-            .image
-            .brokers
-            .get(&broker_id)
-            .ok_or(ControllerError::UnknownBroker { broker_id })?;
-        if broker.broker_epoch != broker_epoch {
-            return Err(ControllerError::StaleBrokerEpoch {
-                broker_id,
-                sent: broker_epoch,
-                current: broker.broker_epoch,
-            });
-        }
+        let fenced = self.registered(broker_id, broker_epoch)?.fenced;
         self.last_heartbeat_ms.insert(broker_id, now_ms);
-        if !broker.fenced {
+        if !fenced {
             return Ok(Vec::new());
         }
         let mut records = vec![MetadataRecord::UnfenceBroker {
@@ -198,18 +187,7 @@ impl Controller {
         broker_id: i32,
         broker_epoch: i64,
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
-        let broker = self
-            .image
-            .brokers
-            .get(&broker_id)
-            .ok_or(ControllerError::UnknownBroker { broker_id })?;
-        if broker.broker_epoch != broker_epoch {
-            return Err(ControllerError::StaleBrokerEpoch {
-                broker_id,
-                sent: broker_epoch,
-                current: broker.broker_epoch,
-            });
-        }
+        self.registered(broker_id, broker_epoch)?;
         Ok(self.fence(broker_id))
     }
 
@@ -263,20 +241,7 @@ impl Controller {
         partition_epoch: i32,
         isr: Vec<i32>,
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
-        let broker = self
-            .image
-            .brokers
-            .get(&leader_id)
-            .ok_or(ControllerError::UnknownBroker {
-                broker_id: leader_id,
-            })?;
-        if broker.broker_epoch != leader_broker_epoch {
-            return Err(ControllerError::StaleBrokerEpoch {
-                broker_id: leader_id,
-                sent: leader_broker_epoch,
-                current: broker.broker_epoch,
-            });
-        }
+        self.registered(leader_id, leader_broker_epoch)?;
         let state =
             self.image
                 .partition(topic_id, partition)
@@ -327,6 +292,27 @@ impl Controller {
             isr: Some(in_replica_order(&state.replicas, &isr)),
             unclean: false,
         })])
+    }
+
+    /// The broker's registration, if `broker_epoch` is its current one.
+    fn registered(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+    ) -> Result<&BrokerState, ControllerError> {
+        let broker = self
+            .image
+            .brokers
+            .get(&broker_id)
+            .ok_or(ControllerError::UnknownBroker { broker_id })?;
+        if broker.broker_epoch != broker_epoch {
+            return Err(ControllerError::StaleBrokerEpoch {
+                broker_id,
+                sent: broker_epoch,
+                current: broker.broker_epoch,
+            });
+        }
+        Ok(broker)
     }
 
     fn heartbeat_fresh(&self, broker_id: i32, now_ms: i64) -> bool {

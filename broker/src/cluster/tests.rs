@@ -95,6 +95,29 @@ impl Cluster {
             .topic_id
     }
 
+    /// A one-partition topic whose followers fall out of the ISR (the leader says so), then
+    /// whose leader dies; returns the topic, the dead leader and the brokers still up.
+    fn lone_isr_leader_dies(&mut self) -> (Uuid, i32, Vec<i32>) {
+        let topic = self.topic("events", 1);
+        let state = self.partition(topic, 0);
+        let leader = state.leader;
+        let records = self
+            .controller
+            .alter_partition(
+                leader,
+                self.epochs[&leader],
+                topic,
+                0,
+                state.partition_epoch,
+                vec![leader],
+            )
+            .unwrap();
+        self.commit(records);
+        let others: Vec<i32> = [1, 2, 3].into_iter().filter(|b| *b != leader).collect();
+        self.pass_ms(SESSION_MS + 1000, &others);
+        (topic, leader, others)
+    }
+
     fn partition(&self, topic_id: Uuid, partition: i32) -> PartitionState {
         self.controller
             .image()
@@ -198,18 +221,7 @@ fn a_dead_leader_is_replaced_from_the_isr_with_a_new_epoch() {
 #[test]
 fn without_unclean_election_the_last_isr_member_alone_may_lead_again() {
     let mut cluster = Cluster::new(3, false);
-    let topic = cluster.topic("events", 1);
-    let leader = cluster.partition(topic, 0).leader;
-    // The followers fall out of the ISR (the leader says so), then the leader dies.
-    let epoch = cluster.epochs[&leader];
-    let partition_epoch = cluster.partition(topic, 0).partition_epoch;
-    let records = cluster
-        .controller
-        .alter_partition(leader, epoch, topic, 0, partition_epoch, vec![leader])
-        .unwrap();
-    cluster.commit(records);
-    let others: Vec<i32> = [1, 2, 3].into_iter().filter(|b| *b != leader).collect();
-    cluster.pass_ms(SESSION_MS + 1000, &others);
+    let (topic, leader, _) = cluster.lone_isr_leader_dies();
     let offline = cluster.partition(topic, 0);
     assert_eq!(offline.leader, NO_LEADER);
     assert_eq!(offline.isr, [leader], "the last ISR member is kept");
@@ -224,17 +236,7 @@ fn without_unclean_election_the_last_isr_member_alone_may_lead_again() {
 #[test]
 fn unclean_election_picks_a_live_replica_outside_the_isr_and_counts_it() {
     let mut cluster = Cluster::new(3, true);
-    let topic = cluster.topic("events", 1);
-    let leader = cluster.partition(topic, 0).leader;
-    let epoch = cluster.epochs[&leader];
-    let partition_epoch = cluster.partition(topic, 0).partition_epoch;
-    let records = cluster
-        .controller
-        .alter_partition(leader, epoch, topic, 0, partition_epoch, vec![leader])
-        .unwrap();
-    cluster.commit(records);
-    let others: Vec<i32> = [1, 2, 3].into_iter().filter(|b| *b != leader).collect();
-    cluster.pass_ms(SESSION_MS + 1000, &others);
+    let (topic, _, others) = cluster.lone_isr_leader_dies();
     let now = cluster.partition(topic, 0);
     assert!(others.contains(&now.leader), "{now:?}");
     assert_eq!(now.isr, [now.leader]);
