@@ -67,6 +67,11 @@ pub fn problems(path: &str, options: &BTreeMap<String, String>) -> Vec<String> {
     problems
 }
 
+/// A manifest's path under the root.
+fn manifest_relative(sequence: u64) -> String {
+    format!("{MANIFESTS_DIR}/{}", manifest::file_name(sequence))
+}
+
 fn bucket_and_prefix(url: &str) -> (&str, &str) {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
@@ -109,13 +114,6 @@ impl ObjectStoreTarget {
         } else {
             Path::from(format!("{}/{relative}", self.prefix))
         }
-    }
-
-    fn manifest_key(&self, sequence: u64) -> Path {
-        self.key(&format!(
-            "{MANIFESTS_DIR}/{}",
-            manifest::file_name(sequence)
-        ))
     }
 
     fn failed(
@@ -224,25 +222,20 @@ impl FileStore for ObjectStoreTarget {
     }
 
     async fn read_manifest(&self, sequence: u64) -> Result<Manifest, ConnectorError> {
-        let relative = format!("{MANIFESTS_DIR}/{}", manifest::file_name(sequence));
-        let found = self
-            .store
-            .get(&self.manifest_key(sequence))
-            .await
-            .map_err(|e| self.failed("reading", &relative, e))?;
-        let bytes = found
-            .bytes()
-            .await
-            .map_err(|e| self.failed("reading", &relative, e))?;
+        let relative = manifest_relative(sequence);
+        let bytes = self.read(&relative).await?;
         manifest::decode(&bytes, &self.locate(&relative))
     }
 
     async fn write_manifest(&self, manifest: &Manifest) -> Result<(), ConnectorError> {
-        let key = self.manifest_key(manifest.sequence);
-        let relative = format!("{MANIFESTS_DIR}/{}", manifest::file_name(manifest.sequence));
+        let relative = manifest_relative(manifest.sequence);
         let payload = PutPayload::from(manifest::encode(manifest)?);
         let create = PutOptions::from(PutMode::Create);
-        match self.store.put_opts(&key, payload, create).await {
+        match self
+            .store
+            .put_opts(&self.key(&relative), payload, create)
+            .await
+        {
             Ok(_) => Ok(()),
             Err(object_store::Error::AlreadyExists { .. }) => {
                 // Ours, when a retried PUT's first attempt landed and its answer was lost.
@@ -260,11 +253,7 @@ impl FileStore for ObjectStoreTarget {
     }
 
     async fn delete_manifest(&self, sequence: u64) -> Result<(), ConnectorError> {
-        self.delete(&format!(
-            "{MANIFESTS_DIR}/{}",
-            manifest::file_name(sequence)
-        ))
-        .await
+        self.delete(&manifest_relative(sequence)).await
     }
 
     async fn list_published(&self) -> Result<Vec<String>, ConnectorError> {
