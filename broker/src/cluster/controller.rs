@@ -32,7 +32,7 @@ impl Default for ControllerConfig {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ControllerError {
     #[error("replication factor {replication_factor} with {live_brokers} live brokers")]
     InvalidReplicationFactor {
@@ -64,14 +64,11 @@ pub enum ControllerError {
     #[error("partition epoch {sent} is stale; the partition is at {current}")]
     InvalidUpdateVersion { sent: i32, current: i32 },
     #[error("broker {broker_id} cannot join the ISR: {reason}")]
-    IneligibleReplica {
-        broker_id: i32,
-        reason: &'static str,
-    },
+    IneligibleReplica { broker_id: i32, reason: String },
 }
 
 /// A broker's registration request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Registration {
     pub broker_id: i32,
     pub incarnation_id: Uuid,
@@ -87,12 +84,19 @@ pub struct Controller {
 }
 
 impl Controller {
-    pub fn new(config: ControllerConfig, image: MetadataImage) -> Self {
+    /// A controller taking over `image` at `now_ms`: every registered broker starts a fresh
+    /// session (heartbeat times are not in the log).
+    pub fn new(config: ControllerConfig, image: MetadataImage, now_ms: i64) -> Self {
+        let last_heartbeat_ms = image.brokers.keys().map(|id| (*id, now_ms)).collect();
         Controller {
             config,
             image,
-            last_heartbeat_ms: BTreeMap::new(),
+            last_heartbeat_ms,
         }
+    }
+
+    pub fn config(&self) -> &ControllerConfig {
+        &self.config
     }
 
     pub fn image(&self) -> &MetadataImage {
@@ -275,14 +279,14 @@ impl Controller {
             if let Some(reason) = reason {
                 return Err(ControllerError::IneligibleReplica {
                     broker_id: member,
-                    reason,
+                    reason: reason.into(),
                 });
             }
         }
         if !isr.contains(&leader_id) {
             return Err(ControllerError::IneligibleReplica {
                 broker_id: leader_id,
-                reason: "the leader must stay in its ISR",
+                reason: "the leader must stay in its ISR".into(),
             });
         }
         Ok(vec![MetadataRecord::PartitionChange(PartitionChange {

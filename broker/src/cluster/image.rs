@@ -2,11 +2,12 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::record::{MetadataRecord, PartitionChange, NO_LEADER};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerState {
     pub broker_id: i32,
     pub incarnation_id: Uuid,
@@ -17,7 +18,7 @@ pub struct BrokerState {
     pub fenced: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionState {
     /// The preferred leader first.
     pub replicas: Vec<i32>,
@@ -29,7 +30,7 @@ pub struct PartitionState {
     pub partition_epoch: i32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicState {
     pub name: String,
     pub topic_id: Uuid,
@@ -37,7 +38,7 @@ pub struct TopicState {
     pub configs: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetadataImage {
     pub brokers: BTreeMap<i32, BrokerState>,
     pub topics: BTreeMap<Uuid, TopicState>,

@@ -1,5 +1,5 @@
 //! Cluster metadata, KRaft's way: a log of [`MetadataRecord`]s, replicated by the controller
-//! quorum (openraft, next), applied in order to a [`MetadataImage`] on every node — brokers,
+//! quorum (openraft), applied in order to a [`MetadataImage`] on every node — brokers,
 //! topics, replica assignments, leaders, leader epochs and ISRs.
 //!
 //! Module map:
@@ -11,6 +11,9 @@
 //!   heartbeats, create topics, elect leaders from the ISR (or any live replica when unclean
 //!   election is enabled), check leaders' ISR changes (AlterPartition) — as records to append.
 //!   It reads time only from its caller, so tests drive it with a fake clock.
+//! - [`quorum`]: the Raft side — durable log and state machine, the controller listener, the
+//!   active controller's task, and a broker's client to it.
+//! - [`lifecycle`]: a broker's registration, heartbeats and controlled shutdown.
 //!
 //! Invariants (checked by the tests): a leader is always an unfenced replica in the ISR; each
 //! leader change bumps the partition's leader epoch and each change its partition epoch; the
@@ -20,7 +23,9 @@
 
 pub mod controller;
 pub mod image;
+pub mod lifecycle;
 pub mod placement;
+pub mod quorum;
 pub mod record;
 
 #[cfg(test)]

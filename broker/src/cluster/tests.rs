@@ -26,7 +26,7 @@ impl Cluster {
             default_replication_factor: 3,
         };
         let mut cluster = Cluster {
-            controller: Controller::new(config, MetadataImage::default()),
+            controller: Controller::new(config, MetadataImage::default(), 0),
             log: Vec::new(),
             now_ms: 1_000_000,
             epochs: BTreeMap::new(),
@@ -35,6 +35,13 @@ impl Cluster {
             cluster.start(broker);
         }
         cluster
+    }
+
+    /// Another voter becomes the active controller: it knows only the image, not heartbeats.
+    fn fail_over(&mut self) {
+        let config = self.controller.config().clone();
+        let image = self.controller.image().clone();
+        self.controller = Controller::new(config, image, self.now_ms);
     }
 
     fn commit(&mut self, records: Vec<MetadataRecord>) {
@@ -361,7 +368,8 @@ fn random_schedules_keep_the_invariants_and_replay_exactly() {
         let mut alive: Vec<i32> = (1..=5).collect();
         let mut epochs: BTreeMap<(Uuid, i32), i32> = BTreeMap::new();
         for _step in 0..200 {
-            match rng.below(4) {
+            match rng.below(5) {
+                4 => cluster.fail_over(),
                 0 if alive.len() > 1 => {
                     let index = rng.below(alive.len() as u64) as usize;
                     alive.remove(index);

@@ -1,0 +1,203 @@
+//! Raft between voters over the controller listener: the client side ([`QuorumNetwork`], one
+//! [`QuorumClient`] per peer) and the server side ([`serve`]), which also takes brokers'
+//! requests to the active controller.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::error::{
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, Raft};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use super::controller_service::ControllerHandle;
+use super::rpc::{read_frame, write_frame, CallError, QuorumClient, QuorumRequest, QuorumResponse};
+use super::{MetadataTypes, NodeId};
+
+/// Makes one client per peer; openraft asks again after a client reported a failure.
+pub struct QuorumNetwork;
+
+impl RaftNetworkFactory<MetadataTypes> for QuorumNetwork {
+    type Network = QuorumPeer;
+
+    async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> QuorumPeer {
+        QuorumPeer {
+            target,
+            client: QuorumClient::new(node.addr.clone()),
+        }
+    }
+}
+
+pub struct QuorumPeer {
+    target: NodeId,
+    client: QuorumClient,
+}
+
+type RpcResult<T, E = openraft::error::Infallible> =
+    Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
+
+// The error type is openraft's, as its `RaftNetwork` methods return it.
+#[allow(clippy::result_large_err)]
+impl QuorumPeer {
+    async fn call<E: std::error::Error>(
+        &mut self,
+        request: QuorumRequest,
+        option: &RPCOption,
+    ) -> Result<QuorumResponse, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
+        self.client
+            .call(&request, option.hard_ttl())
+            .await
+            .map_err(|error| match &error {
+                CallError::Unreachable { .. } => RPCError::Unreachable(Unreachable::new(&error)),
+                _ => RPCError::Network(NetworkError::new(&error)),
+            })
+    }
+
+    fn unexpected<T, E: std::error::Error>(
+        &self,
+        response: QuorumResponse,
+    ) -> Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
+        let error = std::io::Error::other(format!(
+            "node {} answered out of turn: {response:?}",
+            self.target
+        ));
+        Err(RPCError::Network(NetworkError::new(&error)))
+    }
+
+    fn remote<T, E: std::error::Error>(
+        &self,
+        result: Result<T, RaftError<NodeId, E>>,
+    ) -> Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
+        result.map_err(|error| RPCError::RemoteError(RemoteError::new(self.target, error)))
+    }
+}
+
+impl RaftNetwork<MetadataTypes> for QuorumPeer {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<MetadataTypes>,
+        option: RPCOption,
+    ) -> RpcResult<AppendEntriesResponse<NodeId>> {
+        match self
+            .call(QuorumRequest::AppendEntries(rpc), &option)
+            .await?
+        {
+            QuorumResponse::AppendEntries(result) => self.remote(result),
+            other => self.unexpected(other),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<MetadataTypes>,
+        option: RPCOption,
+    ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
+        match self
+            .call(QuorumRequest::InstallSnapshot(rpc), &option)
+            .await?
+        {
+            QuorumResponse::InstallSnapshot(result) => self.remote(result),
+            other => self.unexpected(other),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<NodeId>,
+        option: RPCOption,
+    ) -> RpcResult<VoteResponse<NodeId>> {
+        match self.call(QuorumRequest::Vote(rpc), &option).await? {
+            QuorumResponse::Vote(result) => self.remote(result),
+            other => self.unexpected(other),
+        }
+    }
+
+    fn backoff(&self) -> openraft::network::Backoff {
+        openraft::network::Backoff::new(std::iter::repeat(Duration::from_millis(200)))
+    }
+}
+
+/// What the controller listener serves.
+#[derive(Clone)]
+pub struct QuorumServices {
+    pub raft: Raft<MetadataTypes>,
+    pub controller: ControllerHandle,
+}
+
+/// Accepts connections on the controller listener until shutdown.
+pub async fn serve(
+    listener: TcpListener,
+    services: QuorumServices,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let services = Arc::new(services);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let services = Arc::clone(&services);
+                    let shutdown = shutdown.clone();
+                    tokio::spawn(serve_connection(stream, peer, services, shutdown));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "controller listener: accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            _ = crate::server::stopped(&mut shutdown) => return,
+        }
+    }
+}
+
+async fn serve_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    services: Arc<QuorumServices>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        let request = tokio::select! {
+            read = read_frame::<QuorumRequest>(&mut stream) => read,
+            _ = crate::server::stopped(&mut shutdown) => return,
+        };
+        let request = match request {
+            Ok(Some(request)) => request,
+            Ok(None) => return,
+            Err(error) => {
+                tracing::debug!(%peer, %error, "controller listener: bad frame; closing");
+                let refused = QuorumResponse::Refused(error.to_string());
+                let _ = write_frame(&mut stream, &refused).await;
+                return;
+            }
+        };
+        let response = answer(&services, request).await;
+        if let Err(error) = write_frame(&mut stream, &response).await {
+            tracing::debug!(%peer, %error, "controller listener: reply failed");
+            return;
+        }
+    }
+}
+
+async fn answer(services: &QuorumServices, request: QuorumRequest) -> QuorumResponse {
+    match request {
+        QuorumRequest::AppendEntries(rpc) => {
+            QuorumResponse::AppendEntries(services.raft.append_entries(rpc).await)
+        }
+        QuorumRequest::Vote(rpc) => QuorumResponse::Vote(services.raft.vote(rpc).await),
+        QuorumRequest::InstallSnapshot(rpc) => {
+            QuorumResponse::InstallSnapshot(services.raft.install_snapshot(rpc).await)
+        }
+        QuorumRequest::Controller(request) => {
+            QuorumResponse::Controller(services.controller.submit(request).await)
+        }
+    }
+}

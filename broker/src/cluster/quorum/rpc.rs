@@ -1,0 +1,205 @@
+//! The controller listener's protocol: length-prefixed JSON frames, one request and then its
+//! response at a time per connection. Raft's own RPCs (between voters) and the brokers' requests
+//! to the active controller share it.
+
+use std::io;
+use std::time::Duration;
+
+use openraft::error::{InstallSnapshotError, RaftError};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::{MetadataTypes, NodeId};
+use crate::cluster::controller::{ControllerError, Registration};
+
+/// A frame longer than this is refused (snapshots travel in chunks well below it).
+pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum QuorumRequest {
+    AppendEntries(AppendEntriesRequest<MetadataTypes>),
+    Vote(VoteRequest<NodeId>),
+    InstallSnapshot(InstallSnapshotRequest<MetadataTypes>),
+    Controller(ControllerRequest),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum QuorumResponse {
+    AppendEntries(Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>),
+    Vote(Result<VoteResponse<NodeId>, RaftError<NodeId>>),
+    InstallSnapshot(
+        Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>,
+    ),
+    Controller(ControllerResponse),
+    /// The request could not be decoded or is not served here.
+    Refused(String),
+}
+
+/// A broker's request to the active controller (Kafka's BrokerRegistration, BrokerHeartbeat,
+/// ControlledShutdown, CreateTopics and AlterPartition, as the controller sees them).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum ControllerRequest {
+    RegisterBroker(Registration),
+    Heartbeat {
+        broker_id: i32,
+        broker_epoch: i64,
+    },
+    ControlledShutdown {
+        broker_id: i32,
+        broker_epoch: i64,
+    },
+    CreateTopic {
+        name: String,
+        partitions: i32,
+        replication_factor: Option<i32>,
+        assignments: Option<Vec<Vec<i32>>>,
+        configs: std::collections::BTreeMap<String, String>,
+    },
+    AlterPartition {
+        leader_id: i32,
+        leader_broker_epoch: i64,
+        topic_id: uuid::Uuid,
+        partition: i32,
+        partition_epoch: i32,
+        isr: Vec<i32>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ControllerResponse {
+    /// Done; its records (if any) are in the metadata log up to `applied_index`. A registration
+    /// also carries the broker epoch it was given.
+    Done {
+        applied_index: u64,
+        broker_epoch: Option<i64>,
+    },
+    /// Refused for a reason the request can fix (or must give up on).
+    Rejected(ControllerError),
+    /// This node is not the active controller; the leader, if known, as (node id, address).
+    NotController { leader: Option<(NodeId, String)> },
+    /// The controller could not commit (lost leadership, quorum unreachable): retry.
+    Unavailable(String),
+}
+
+pub async fn write_frame<T: Serialize>(stream: &mut TcpStream, message: &T) -> io::Result<()> {
+    let payload = serde_json::to_vec(message).map_err(io::Error::other)?;
+    if payload.len() > MAX_FRAME_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("frame of {} bytes over {MAX_FRAME_BYTES}", payload.len()),
+        ));
+    }
+    let mut frame = Vec::with_capacity(4 + payload.len());
+    frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&payload);
+    stream.write_all(&frame).await
+}
+
+/// Reads one frame; `Ok(None)` when the peer closed the connection between frames.
+pub async fn read_frame<T: DeserializeOwned>(stream: &mut TcpStream) -> io::Result<Option<T>> {
+    let mut length = [0u8; 4];
+    match stream.read_exact(&mut length).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let length = u32::from_be_bytes(length) as usize;
+    if length > MAX_FRAME_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame of {length} bytes over {MAX_FRAME_BYTES}"),
+        ));
+    }
+    let mut payload = vec![0u8; length];
+    stream.read_exact(&mut payload).await?;
+    serde_json::from_slice(&payload)
+        .map(Some)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Why a call failed: no connection could be made, or the exchange broke off.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("cannot reach {address}: {source}")]
+    Unreachable { address: String, source: io::Error },
+    #[error("call to {address} failed: {source}")]
+    Broken { address: String, source: io::Error },
+    #[error("no answer from {address} within {timeout:?}")]
+    TimedOut { address: String, timeout: Duration },
+}
+
+/// One connection to a quorum member, made on first use and remade after any failure.
+pub struct QuorumClient {
+    address: String,
+    stream: Option<TcpStream>,
+}
+
+impl QuorumClient {
+    pub fn new(address: String) -> Self {
+        QuorumClient {
+            address,
+            stream: None,
+        }
+    }
+
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Sends `request` and waits for its response, for at most `timeout` in all.
+    pub async fn call(
+        &mut self,
+        request: &QuorumRequest,
+        timeout: Duration,
+    ) -> Result<QuorumResponse, CallError> {
+        match tokio::time::timeout(timeout, self.exchange(request)).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(error)) => {
+                self.stream = None;
+                Err(error)
+            }
+            Err(_) => {
+                self.stream = None;
+                Err(CallError::TimedOut {
+                    address: self.address.clone(),
+                    timeout,
+                })
+            }
+        }
+    }
+
+    async fn exchange(&mut self, request: &QuorumRequest) -> Result<QuorumResponse, CallError> {
+        let broken = |address: &str, source| CallError::Broken {
+            address: address.to_string(),
+            source,
+        };
+        if self.stream.is_none() {
+            let stream = TcpStream::connect(&self.address).await.map_err(|source| {
+                CallError::Unreachable {
+                    address: self.address.clone(),
+                    source,
+                }
+            })?;
+            let _ = stream.set_nodelay(true);
+            self.stream = Some(stream);
+        }
+        let address = self.address.clone();
+        let Some(stream) = self.stream.as_mut() else {
+            return Err(broken(&address, io::ErrorKind::NotConnected.into()));
+        };
+        write_frame(stream, request)
+            .await
+            .map_err(|e| broken(&address, e))?;
+        match read_frame(stream).await {
+            Ok(Some(response)) => Ok(response),
+            Ok(None) => Err(broken(&address, io::ErrorKind::UnexpectedEof.into())),
+            Err(e) => Err(broken(&address, e)),
+        }
+    }
+}
