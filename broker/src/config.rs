@@ -108,6 +108,21 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     prop_min("node.id", ConfigType::Int, "1", 0),
     prop_unset("broker.id", ConfigType::Int),
     prop_unset("cluster.id", ConfigType::String),
+    // Cluster mode (KRaft's names): without voters the broker runs alone.
+    prop_unset("controller.quorum.voters", ConfigType::List),
+    prop_min(
+        "controller.quorum.election.timeout.ms",
+        ConfigType::Int,
+        "1000",
+        10,
+    ),
+    prop_min("broker.heartbeat.interval.ms", ConfigType::Int, "2000", 1),
+    prop_min("broker.session.timeout.ms", ConfigType::Int, "9000", 1),
+    prop(
+        "unclean.leader.election.enable",
+        ConfigType::Boolean,
+        "false",
+    ),
     prop_min("num.partitions", ConfigType::Int, "1", 1),
     prop_min("default.replication.factor", ConfigType::Int, "1", 1),
     prop("auto.create.topics.enable", ConfigType::Boolean, "true"),
@@ -491,6 +506,32 @@ fn validate_value(
     Ok(())
 }
 
+/// Parses `controller.quorum.voters`: `id@host:port` separated by commas.
+pub fn parse_quorum_voters(list: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
+    let mut voters = BTreeMap::new();
+    for voter in list.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+        let bad = |reason: &str| ConfigError::InvalidValue {
+            name: "controller.quorum.voters".into(),
+            value: list.to_string(),
+            reason: format!("'{voter}': {reason}"),
+        };
+        let (id, address) = voter
+            .split_once('@')
+            .ok_or_else(|| bad("expected id@host:port"))?;
+        let id: u64 = id.parse().map_err(|_| bad("the id is not a number"))?;
+        let valid_address = address
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !valid_address {
+            return Err(bad("expected host:port after '@'"));
+        }
+        if voters.insert(id, address.to_string()).is_some() {
+            return Err(bad("the id is listed twice"));
+        }
+    }
+    Ok(voters)
+}
+
 /// Validates a topic config override (CreateTopics, AlterConfigs).
 pub fn validate_topic_config(name: &str, value: &str) -> Result<(), ConfigError> {
     let def = topic_config_def(name).ok_or_else(|| ConfigError::Unknown {
@@ -508,6 +549,8 @@ pub struct BrokerConfig {
     pub data_dir: PathBuf,
     /// Where `/metrics` is served; `None` turns the endpoint off (tests).
     pub metrics_listen: Option<SocketAddr>,
+    /// The controller listener of a quorum voter (`--controller-listen`); cluster mode only.
+    pub controller_listen: Option<SocketAddr>,
     /// Properties explicitly set (by file or `--set`); defaults come from the tables.
     properties: BTreeMap<String, String>,
 }
@@ -519,6 +562,7 @@ impl BrokerConfig {
             advertised_listener: None,
             data_dir,
             metrics_listen: None,
+            controller_listen: None,
             properties: BTreeMap::new(),
         }
     }
@@ -529,6 +573,9 @@ impl BrokerConfig {
             name: name.to_string(),
         })?;
         validate_value(name, value, def.kind, def.min, def.choices)?;
+        if name == "controller.quorum.voters" {
+            parse_quorum_voters(value)?;
+        }
         self.properties.insert(name.to_string(), value.to_string());
         Ok(())
     }
@@ -559,6 +606,31 @@ impl BrokerConfig {
         self.explicit("broker.id")
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| self.long_or("node.id", 1) as i32)
+    }
+
+    /// `controller.quorum.voters` (`id@host:port,…`): empty when the broker runs alone.
+    pub fn quorum_voters(&self) -> BTreeMap<u64, String> {
+        self.explicit("controller.quorum.voters")
+            .and_then(|list| parse_quorum_voters(list).ok())
+            .unwrap_or_default()
+    }
+
+    pub fn election_timeout_ms(&self) -> u64 {
+        self.long_or("controller.quorum.election.timeout.ms", 1000)
+            .max(10) as u64
+    }
+
+    pub fn broker_heartbeat_interval_ms(&self) -> u64 {
+        self.long_or("broker.heartbeat.interval.ms", 2000).max(1) as u64
+    }
+
+    /// What the active controller decides with.
+    pub fn controller_config(&self) -> crate::cluster::ControllerConfig {
+        crate::cluster::ControllerConfig {
+            broker_session_timeout_ms: self.long_or("broker.session.timeout.ms", 9000),
+            unclean_leader_election: self.boolean("unclean.leader.election.enable"),
+            default_replication_factor: self.long_or("default.replication.factor", 1) as i32,
+        }
     }
 
     pub fn num_partitions(&self) -> i32 {

@@ -106,6 +106,16 @@ pub enum BrokerError {
     Log(#[from] LogError),
     #[error("the broker is shutting down")]
     ShuttingDown,
+    #[error("the controller refused: {0}")]
+    Controller(#[from] crate::cluster::ControllerError),
+    #[error("no controller answered: {0}")]
+    ControllerUnavailable(String),
+    #[error("broker {broker_id} does not lead {topic}-{partition}")]
+    NotLeader {
+        topic: String,
+        partition: i32,
+        broker_id: i32,
+    },
 }
 
 impl From<BatchError> for BrokerError {

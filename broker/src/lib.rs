@@ -17,8 +17,10 @@
 //! - [`transaction`]: the transaction coordinator (`__transaction_state`, markers, timeouts).
 //! - [`cluster`]: cluster metadata as a log of records (KRaft's model) and the active
 //!   controller's decisions — broker registration and fencing, replica placement, leader
-//!   election from the ISR, AlterPartition checks. Not yet wired to a quorum or to the
-//!   request path (a single node still keeps its own topic registry).
+//!   election from the ISR, AlterPartition checks; the openraft quorum that replicates it
+//!   (`cluster::quorum`), a broker's registration and heartbeats, its view of the image.
+//! - [`replication`]: replicas following the cluster metadata (roles, leader epochs); the ISR,
+//!   high watermark and follower fetchers come next.
 //! - [`topic`]: topic registry — names, ids, partitions, config overrides, persistence.
 //! - [`partition`]: a partition's replication-facing state (leader epoch, high watermark) and
 //!   waiters (long-poll fetches, group-commit fsyncs).
@@ -51,6 +53,7 @@ pub mod log;
 pub mod metrics;
 pub mod partition;
 pub mod producer;
+pub mod replication;
 pub mod server;
 pub mod topic;
 pub mod transaction;

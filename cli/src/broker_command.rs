@@ -15,6 +15,10 @@ pub struct BrokerArgs {
     /// host:port given to clients in Metadata (default: the bound listen address).
     #[arg(long)]
     advertised_listener: Option<String>,
+    /// Address of the controller listener (cluster mode: this node is one of
+    /// `controller.quorum.voters`, e.g. --set controller.quorum.voters=1@host:9093,2@…).
+    #[arg(long)]
+    controller_listen: Option<String>,
     /// Directory for logs and metadata.
     #[arg(long, default_value = "./weir-data")]
     data_dir: PathBuf,
@@ -42,6 +46,9 @@ pub fn build_config(args: &BrokerArgs) -> anyhow::Result<BrokerConfig> {
     let mut config = BrokerConfig::new(listen, args.data_dir.clone());
     if args.metrics_listen != "off" {
         config.metrics_listen = Some(resolve(&args.metrics_listen, "--metrics-listen")?);
+    }
+    if let Some(address) = &args.controller_listen {
+        config.controller_listen = Some(resolve(address, "--controller-listen")?);
     }
     if let Some(advertised) = &args.advertised_listener {
         let (host, port) = advertised
@@ -138,6 +145,7 @@ mod tests {
         BrokerArgs {
             listen: "127.0.0.1:0".into(),
             advertised_listener: Some("broker-0.weir:9092".into()),
+            controller_listen: None,
             data_dir: PathBuf::from("/tmp/unused"),
             metrics_listen: "off".into(),
             config,

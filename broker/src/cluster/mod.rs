@@ -24,6 +24,7 @@
 pub mod controller;
 pub mod image;
 pub mod lifecycle;
+pub mod member;
 pub mod placement;
 pub mod quorum;
 pub mod record;

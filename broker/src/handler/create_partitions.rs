@@ -19,13 +19,22 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
-            let outcome = check_assignments(context, &topic).and_then(|()| {
-                context.topics.create_partitions(
-                    topic.name.as_str(),
-                    topic.count,
-                    request.validate_only,
-                )
-            });
+            let outcome = if context.cluster.is_some() {
+                Err(BrokerError::InvalidRequest(
+                    "adding partitions in cluster mode is not supported yet".into(),
+                ))
+            } else {
+                Ok(())
+            };
+            let outcome = outcome
+                .and_then(|()| check_assignments(context, &topic))
+                .and_then(|()| {
+                    context.topics.create_partitions(
+                        topic.name.as_str(),
+                        topic.count,
+                        request.validate_only,
+                    )
+                });
             match outcome {
                 Ok(()) => result,
                 Err(error) => result
@@ -49,7 +58,7 @@ fn check_assignments(
     let current = context
         .topics
         .get(topic.name.as_str())
-        .map_or(0, |t| t.partitions.len() as i32);
+        .map_or(0, |t| t.partition_count());
     let new_partitions = topic.count - current;
     if new_partitions > 0 && assignments.len() as i32 != new_partitions {
         return Err(BrokerError::InvalidReplicaAssignment(format!(

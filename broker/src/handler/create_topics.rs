@@ -3,18 +3,42 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
-use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::cluster::member::ClusterMember;
+use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::error::BrokerError;
 use crate::handler::configs::{describe_topic_configs, ConfigEntry};
 use crate::handler::errors::error_for;
+use crate::handler::HandlerOutput;
 use crate::server::BrokerContext;
 
 pub fn handle(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    request: CreateTopicsRequest,
+) -> HandlerOutput {
+    match &context.cluster {
+        None => HandlerOutput::Ready(Box::new(ResponseKind::CreateTopics(create_here(
+            context, version, request,
+        )))),
+        Some(cluster) => {
+            let cluster = Arc::clone(cluster);
+            let context = Arc::clone(context);
+            HandlerOutput::Deferred(Box::pin(async move {
+                ResponseKind::CreateTopics(create_in_cluster(&context, &cluster, request).await)
+            }))
+        }
+    }
+}
+
+/// A broker running alone creates topics in its own registry.
+fn create_here(
     context: &Arc<BrokerContext>,
     version: i16,
     request: CreateTopicsRequest,
@@ -68,7 +92,7 @@ pub fn handle(
                         replication_factor,
                         configs.clone(),
                     )
-                    .map(|t| (t.id, t.partitions.len() as i32, t.overrides.clone()))
+                    .map(|t| (t.id, t.partition_count(), t.overrides.clone()))
             };
             match outcome {
                 Ok((topic_id, partitions, overrides)) => {
@@ -89,11 +113,112 @@ pub fn handle(
     CreateTopicsResponse::default().with_topics(topics)
 }
 
+/// In cluster mode the active controller places and creates each topic; the answer comes once
+/// this broker's image holds it.
+async fn create_in_cluster(
+    context: &Arc<BrokerContext>,
+    cluster: &Arc<ClusterMember>,
+    request: CreateTopicsRequest,
+) -> CreateTopicsResponse {
+    let mut results = Vec::with_capacity(request.topics.len());
+    let mut seen = std::collections::HashSet::new();
+    for topic in request.topics {
+        let name = topic.name.clone();
+        let result = CreatableTopicResult::default().with_name(name.clone());
+        if !seen.insert(name.to_string()) {
+            let error = BrokerError::InvalidRequest(format!(
+                "topic '{}' appears more than once",
+                name.as_str()
+            ));
+            results.push(with_error(result, &error));
+            continue;
+        }
+        match create_one_in_cluster(context, cluster, &topic, request.validate_only).await {
+            Ok((topic_id, partitions, replication_factor)) => results.push(
+                result
+                    .with_topic_id(topic_id)
+                    .with_num_partitions(partitions)
+                    .with_replication_factor(replication_factor),
+            ),
+            Err(error) => results.push(with_error(result, &error)),
+        }
+    }
+    CreateTopicsResponse::default().with_topics(results)
+}
+
+async fn create_one_in_cluster(
+    context: &Arc<BrokerContext>,
+    cluster: &Arc<ClusterMember>,
+    topic: &CreatableTopic,
+    validate_only: bool,
+) -> Result<(uuid::Uuid, i32, i16), BrokerError> {
+    crate::topic::validate_topic_name(topic.name.as_str())?;
+    let mut configs = BTreeMap::new();
+    for config in &topic.configs {
+        if let Some(value) = &config.value {
+            crate::config::validate_topic_config(config.name.as_str(), value.as_str())?;
+            configs.insert(config.name.to_string(), value.to_string());
+        }
+    }
+    let assignments = if topic.assignments.is_empty() {
+        None
+    } else {
+        if topic.num_partitions != -1 || topic.replication_factor != -1 {
+            return Err(BrokerError::InvalidRequest(
+                "both replica assignments and partitions/replication factor were given".into(),
+            ));
+        }
+        let mut sorted: Vec<_> = topic.assignments.iter().collect();
+        sorted.sort_by_key(|a| a.partition_index);
+        Some(
+            sorted
+                .iter()
+                .map(|a| a.broker_ids.iter().map(|id| id.0).collect())
+                .collect::<Vec<Vec<i32>>>(),
+        )
+    };
+    let partitions = match topic.num_partitions {
+        -1 => context.config.num_partitions(),
+        n => n,
+    };
+    let replication_factor =
+        (topic.replication_factor != -1).then_some(topic.replication_factor as i32);
+    if validate_only {
+        let factor = replication_factor.unwrap_or(
+            context
+                .config
+                .controller_config()
+                .default_replication_factor,
+        );
+        return Ok((uuid::Uuid::nil(), partitions, factor as i16));
+    }
+    cluster
+        .request(ControllerRequest::CreateTopic {
+            name: topic.name.to_string(),
+            partitions,
+            replication_factor,
+            assignments,
+            configs,
+        })
+        .await?;
+    let image = cluster.image().image;
+    let created =
+        image
+            .topic_by_name(topic.name.as_str())
+            .ok_or_else(|| BrokerError::UnknownTopic {
+                topic: topic.name.to_string(),
+            })?;
+    let factor = created.partitions.first().map_or(0, |p| p.replicas.len());
+    Ok((
+        created.topic_id,
+        created.partitions.len() as i32,
+        factor as i16,
+    ))
+}
+
 /// With explicit replica assignments, the partition count is their number; each must name only
 /// this broker.
-fn explicit_assignment(
-    topic: &kafka_protocol::messages::create_topics_request::CreatableTopic,
-) -> Result<Option<i32>, BrokerError> {
+fn explicit_assignment(topic: &CreatableTopic) -> Result<Option<i32>, BrokerError> {
     if topic.assignments.is_empty() {
         return Ok(None);
     }

@@ -28,12 +28,13 @@ pub fn handle(
                     let result = DeleteRecordsPartitionResult::default()
                         .with_partition_index(requested.partition_index)
                         .with_low_watermark(-1);
-                    let Some(partition) = found
+                    let partition = match found
                         .as_ref()
-                        .and_then(|t| t.partition(requested.partition_index))
-                    else {
-                        return result
-                            .with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                        .ok_or(ResponseError::UnknownTopicOrPartition)
+                        .and_then(|t| crate::handler::led_partition(t, requested.partition_index))
+                    {
+                        Ok(partition) => partition,
+                        Err(error) => return result.with_error_code(error.code()),
                     };
                     if found.as_ref().is_some_and(|t| !t.config.delete) {
                         // Kafka: records of compact-only topics are removed by the cleaner alone.

@@ -47,6 +47,13 @@ pub fn handle(
             if !context.config.delete_topic_enable() {
                 return result.with_error_code(ResponseError::TopicDeletionDisabled.code());
             }
+            if context.cluster.is_some() {
+                return result
+                    .with_error_code(ResponseError::InvalidRequest.code())
+                    .with_error_message(Some(StrBytes::from_static_str(
+                        "deleting topics in cluster mode is not supported yet",
+                    )));
+            }
             match context.topics.delete(&topic) {
                 Ok(id) => result
                     .with_name(Some(TopicName(StrBytes::from_string(topic))))

@@ -1,4 +1,4 @@
-//! DescribeCluster: this broker as the whole cluster and its controller.
+//! DescribeCluster: the live brokers and the active controller (a broker running alone is both).
 
 use std::sync::Arc;
 
@@ -12,6 +12,25 @@ pub fn handle(
     context: &Arc<BrokerContext>,
     _request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
+    if let Some(cluster) = &context.cluster {
+        let image = cluster.image().image;
+        let brokers = image
+            .brokers
+            .values()
+            .filter(|broker| !broker.fenced)
+            .map(|broker| {
+                DescribeClusterBroker::default()
+                    .with_broker_id(BrokerId(broker.broker_id))
+                    .with_host(StrBytes::from_string(broker.host.clone()))
+                    .with_port(broker.port as i32)
+                    .with_rack(broker.rack.clone().map(StrBytes::from_string))
+            })
+            .collect();
+        return DescribeClusterResponse::default()
+            .with_cluster_id(StrBytes::from_string(context.cluster_id.clone()))
+            .with_controller_id(BrokerId(cluster.active_controller().unwrap_or(-1)))
+            .with_brokers(brokers);
+    }
     DescribeClusterResponse::default()
         .with_cluster_id(StrBytes::from_string(context.cluster_id.clone()))
         .with_controller_id(BrokerId(context.node_id))

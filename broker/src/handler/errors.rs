@@ -2,6 +2,7 @@
 
 use kafka_protocol::ResponseError;
 
+use crate::cluster::ControllerError;
 use crate::error::{BatchError, BrokerError, ConfigError, LogError};
 use crate::producer::ProducerError;
 
@@ -21,6 +22,28 @@ pub fn error_for(error: &BrokerError) -> ResponseError {
         BrokerError::Config(config) => config_error(config),
         BrokerError::Log(log) => log_error(log),
         BrokerError::ShuttingDown => ResponseError::NotLeaderOrFollower,
+        BrokerError::Controller(controller) => controller_error(controller),
+        BrokerError::ControllerUnavailable(_) => ResponseError::RequestTimedOut,
+        BrokerError::NotLeader { .. } => ResponseError::NotLeaderOrFollower,
+    }
+}
+
+fn controller_error(error: &ControllerError) -> ResponseError {
+    match error {
+        ControllerError::InvalidReplicationFactor { .. } => ResponseError::InvalidReplicationFactor,
+        ControllerError::InvalidPartitions { .. } => ResponseError::InvalidPartitions,
+        ControllerError::InvalidReplicaAssignment { .. } => ResponseError::InvalidReplicaAssignment,
+        ControllerError::TopicAlreadyExists { .. } => ResponseError::TopicAlreadyExists,
+        ControllerError::UnknownTopicId { .. } => ResponseError::UnknownTopicId,
+        ControllerError::UnknownPartition { .. } => ResponseError::UnknownTopicOrPartition,
+        ControllerError::UnknownBroker { .. } => ResponseError::BrokerIdNotRegistered,
+        ControllerError::StaleBrokerEpoch { .. } => ResponseError::StaleBrokerEpoch,
+        ControllerError::DuplicateBrokerRegistration { .. } => {
+            ResponseError::DuplicateBrokerRegistration
+        }
+        ControllerError::NotLeader { .. } => ResponseError::NotLeaderOrFollower,
+        ControllerError::InvalidUpdateVersion { .. } => ResponseError::InvalidUpdateVersion,
+        ControllerError::IneligibleReplica { .. } => ResponseError::IneligibleReplica,
     }
 }
 

@@ -129,9 +129,7 @@ fn read_all(
             let partition = match &entry.topic {
                 None if version >= 13 => Err(ResponseError::UnknownTopicId),
                 None => Err(ResponseError::UnknownTopicOrPartition),
-                Some(topic) => topic
-                    .partition(requested.partition)
-                    .ok_or(ResponseError::UnknownTopicOrPartition),
+                Some(topic) => crate::handler::led_partition(topic, requested.partition),
             };
             let result = partition.and_then(|partition| {
                 check_leader_epoch(partition, requested.current_leader_epoch)?;

@@ -38,8 +38,8 @@ pub fn handle(
                         .with_partition_index(requested.partition_index);
                     let partition = found
                         .as_ref()
-                        .and_then(|t| t.partition(requested.partition_index))
-                        .ok_or(ResponseError::UnknownTopicOrPartition);
+                        .ok_or(ResponseError::UnknownTopicOrPartition)
+                        .and_then(|t| crate::handler::led_partition(t, requested.partition_index));
                     let result = partition.and_then(|partition| {
                         check_leader_epoch(partition, requested.current_leader_epoch)?;
                         lookup(partition, requested.timestamp, version, read_committed)

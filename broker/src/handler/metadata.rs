@@ -10,6 +10,9 @@ use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, Topi
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use crate::cluster::member::ClusterMember;
+use crate::cluster::quorum::rpc::ControllerRequest;
+use crate::cluster::{ControllerError, MetadataImage, TopicState, NO_LEADER};
 use crate::handler::errors::{code, error_for};
 use crate::server::BrokerContext;
 use crate::topic::Topic;
@@ -21,6 +24,9 @@ pub fn handle(
 ) -> MetadataResponse {
     let auto_create = context.config.auto_create_topics_enable()
         && (version < 4 || request.allow_auto_topic_creation);
+    if let Some(cluster) = &context.cluster {
+        return cluster_metadata(context, cluster, version, request, auto_create);
+    }
     let topics = match request.topics {
         None => all_topics(context),
         Some(topics) if version == 0 && topics.is_empty() => all_topics(context),
@@ -95,8 +101,7 @@ fn topic_by_id(context: &Arc<BrokerContext>, topic_id: uuid::Uuid) -> MetadataRe
 pub fn describe_topic(context: &Arc<BrokerContext>, topic: &Topic) -> MetadataResponseTopic {
     let node = BrokerId(context.node_id);
     let partitions = topic
-        .partitions
-        .iter()
+        .hosted()
         .map(|partition| {
             MetadataResponsePartition::default()
                 .with_partition_index(partition.index)
@@ -112,5 +117,129 @@ pub fn describe_topic(context: &Arc<BrokerContext>, topic: &Topic) -> MetadataRe
         ))))
         .with_topic_id(topic.id)
         .with_is_internal(topic.is_internal())
+        .with_partitions(partitions)
+}
+
+/// Metadata in cluster mode: the whole cluster, from this broker's metadata image.
+fn cluster_metadata(
+    context: &Arc<BrokerContext>,
+    cluster: &Arc<ClusterMember>,
+    version: i16,
+    request: MetadataRequest,
+    auto_create: bool,
+) -> MetadataResponse {
+    let image = cluster.image().image;
+    let brokers = image
+        .brokers
+        .values()
+        .filter(|broker| !broker.fenced)
+        .map(|broker| {
+            MetadataResponseBroker::default()
+                .with_node_id(BrokerId(broker.broker_id))
+                .with_host(StrBytes::from_string(broker.host.clone()))
+                .with_port(broker.port as i32)
+                .with_rack(broker.rack.clone().map(StrBytes::from_string))
+        })
+        .collect();
+    let topics = match request.topics {
+        None => image
+            .topics
+            .values()
+            .map(|topic| describe_image_topic(&image, topic))
+            .collect(),
+        Some(topics) if version == 0 && topics.is_empty() => image
+            .topics
+            .values()
+            .map(|topic| describe_image_topic(&image, topic))
+            .collect(),
+        Some(topics) => topics
+            .into_iter()
+            .map(|requested| match requested.name {
+                Some(name) => match image.topic_by_name(name.as_str()) {
+                    Some(topic) => describe_image_topic(&image, topic),
+                    None => missing_topic(context, cluster, name, auto_create),
+                },
+                None => match image.topics.get(&requested.topic_id) {
+                    Some(topic) => describe_image_topic(&image, topic),
+                    None => MetadataResponseTopic::default()
+                        .with_topic_id(requested.topic_id)
+                        .with_error_code(code(Some(ResponseError::UnknownTopicId))),
+                },
+            })
+            .collect(),
+    };
+    MetadataResponse::default()
+        .with_brokers(brokers)
+        .with_cluster_id(Some(StrBytes::from_string(context.cluster_id.clone())))
+        .with_controller_id(BrokerId(cluster.active_controller().unwrap_or(-1)))
+        .with_topics(topics)
+}
+
+/// A topic the image does not hold: created in the background when auto-creation is on (the
+/// client retries on LEADER_NOT_AVAILABLE, as with Kafka).
+fn missing_topic(
+    context: &Arc<BrokerContext>,
+    cluster: &Arc<ClusterMember>,
+    name: TopicName,
+    auto_create: bool,
+) -> MetadataResponseTopic {
+    let error = if crate::topic::validate_topic_name(name.as_str()).is_err() {
+        ResponseError::InvalidTopicException
+    } else if auto_create {
+        let request = ControllerRequest::CreateTopic {
+            name: name.to_string(),
+            partitions: context.config.num_partitions(),
+            replication_factor: None,
+            assignments: None,
+            configs: BTreeMap::new(),
+        };
+        let cluster = Arc::clone(cluster);
+        let topic = name.to_string();
+        tokio::spawn(async move {
+            match cluster.request(request).await {
+                Ok(_)
+                | Err(crate::error::BrokerError::Controller(
+                    ControllerError::TopicAlreadyExists { .. },
+                )) => {}
+                Err(error) => tracing::warn!(topic, %error, "auto-creating a topic failed"),
+            }
+        });
+        ResponseError::LeaderNotAvailable
+    } else {
+        ResponseError::UnknownTopicOrPartition
+    };
+    MetadataResponseTopic::default()
+        .with_name(Some(name))
+        .with_error_code(error.code())
+}
+
+fn describe_image_topic(image: &MetadataImage, topic: &TopicState) -> MetadataResponseTopic {
+    let brokers = |ids: &[i32]| ids.iter().copied().map(BrokerId).collect::<Vec<_>>();
+    let partitions = topic
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(index, state)| {
+            let offline: Vec<i32> = state
+                .replicas
+                .iter()
+                .copied()
+                .filter(|replica| !image.is_live(*replica))
+                .collect();
+            let error = (state.leader == NO_LEADER).then_some(ResponseError::LeaderNotAvailable);
+            MetadataResponsePartition::default()
+                .with_error_code(code(error))
+                .with_partition_index(index as i32)
+                .with_leader_id(BrokerId(state.leader))
+                .with_leader_epoch(state.leader_epoch)
+                .with_replica_nodes(brokers(&state.replicas))
+                .with_isr_nodes(brokers(&state.isr))
+                .with_offline_replicas(brokers(&offline))
+        })
+        .collect();
+    MetadataResponseTopic::default()
+        .with_name(Some(TopicName(StrBytes::from_string(topic.name.clone()))))
+        .with_topic_id(topic.topic_id)
+        .with_is_internal(topic.name.starts_with("__"))
         .with_partitions(partitions)
 }

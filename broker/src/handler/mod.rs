@@ -91,6 +91,22 @@ pub fn supported_versions(api_key: ApiKey) -> Option<(i16, i16)> {
         .map(|(_, min, max)| (*min, *max))
 }
 
+/// The partition `index` of `topic` if this broker leads it: a partition it holds no replica
+/// of, or follows, is NOT_LEADER_OR_FOLLOWER (the client refreshes its metadata).
+pub fn led_partition(
+    topic: &crate::topic::Topic,
+    index: i32,
+) -> Result<&Arc<crate::partition::Partition>, kafka_protocol::ResponseError> {
+    use kafka_protocol::ResponseError;
+    if !(0..topic.partition_count()).contains(&index) {
+        return Err(ResponseError::UnknownTopicOrPartition);
+    }
+    match topic.partition(index) {
+        Some(partition) if partition.is_leader() => Ok(partition),
+        _ => Err(ResponseError::NotLeaderOrFollower),
+    }
+}
+
 /// What a handler produces.
 pub enum HandlerOutput {
     /// The response is ready.
@@ -139,9 +155,7 @@ pub async fn handle(
         RequestKind::ListOffsets(r) => ready(ResponseKind::ListOffsets(list_offsets::handle(
             context, version, r,
         ))),
-        RequestKind::CreateTopics(r) => ready(ResponseKind::CreateTopics(create_topics::handle(
-            context, version, r,
-        ))),
+        RequestKind::CreateTopics(r) => create_topics::handle(context, version, r),
         RequestKind::DeleteTopics(r) => ready(ResponseKind::DeleteTopics(delete_topics::handle(
             context, version, r,
         ))),

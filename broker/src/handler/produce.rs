@@ -188,11 +188,9 @@ fn produce_partition(
     sender: &Sender<'_>,
 ) -> (PartitionProduceResponse, DurableWait) {
     let index = data.index;
-    let Some(partition) = topic.partition(index) else {
-        return (
-            failed(index, ResponseError::UnknownTopicOrPartition, None),
-            None,
-        );
+    let partition = match crate::handler::led_partition(topic, index) {
+        Ok(partition) => partition,
+        Err(error) => return (failed(index, error, None), None),
     };
     let Some(records) = data.records else {
         let error = BatchError::InvalidRecords("no records".into());

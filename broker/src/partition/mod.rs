@@ -32,11 +32,16 @@ pub struct PartitionOffsets {
     pub log_end_offset: i64,
 }
 
+/// Who leads a partition, as this broker's metadata says (a broker running alone leads all).
+pub const LEADER_IS_LOCAL: i32 = i32::MIN;
+
 pub struct Partition {
     pub topic: Arc<str>,
     pub index: i32,
     log: Mutex<PartitionLog>,
     leader_epoch: AtomicI32,
+    /// The leader's broker id, or [`LEADER_IS_LOCAL`] while this replica leads.
+    leader_id: AtomicI32,
     high_watermark: watch::Sender<i64>,
     durable_offset: watch::Sender<i64>,
     flush_lock: tokio::sync::Mutex<()>,
@@ -57,6 +62,7 @@ impl Partition {
             index,
             log: Mutex::new(log),
             leader_epoch: AtomicI32::new(leader_epoch),
+            leader_id: AtomicI32::new(LEADER_IS_LOCAL),
             high_watermark: watch::Sender::new(log_end),
             durable_offset: watch::Sender::new(0),
             flush_lock: tokio::sync::Mutex::new(()),
@@ -75,6 +81,23 @@ impl Partition {
 
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    /// Whether this replica leads (takes produce, answers consumers).
+    pub fn is_leader(&self) -> bool {
+        self.leader_id.load(Ordering::Acquire) == LEADER_IS_LOCAL
+    }
+
+    /// The metadata says this replica leads at `leader_epoch`.
+    pub fn become_leader(&self, leader_epoch: i32) {
+        self.leader_epoch.store(leader_epoch, Ordering::Release);
+        self.leader_id.store(LEADER_IS_LOCAL, Ordering::Release);
+    }
+
+    /// The metadata says broker `leader_id` leads at `leader_epoch` (`-1`: no leader now).
+    pub fn become_follower(&self, leader_id: i32, leader_epoch: i32) {
+        self.leader_id.store(leader_id, Ordering::Release);
+        self.leader_epoch.store(leader_epoch, Ordering::Release);
     }
 
     pub fn high_watermark(&self) -> i64 {

@@ -17,6 +17,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::clock::{Clock, SystemClock};
+use crate::cluster::lifecycle::BrokerLifecycle;
+use crate::cluster::member::ClusterMember;
+use crate::cluster::quorum::node::QuorumNode;
 use crate::config::BrokerConfig;
 use crate::error::{BrokerError, LogError};
 use crate::group::GroupCoordinator;
@@ -42,6 +45,9 @@ pub struct BrokerContext {
     /// host and port given to clients in Metadata.
     pub advertised_host: String,
     pub advertised_port: u16,
+    /// Cluster mode (`controller.quorum.voters` set): the metadata image and the way to the
+    /// active controller. `None` when the broker runs alone.
+    pub cluster: Option<Arc<ClusterMember>>,
 }
 
 impl BrokerContext {
@@ -62,7 +68,12 @@ pub struct Broker {
     metrics_addr: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
+    /// Cluster mode: the quorum member and this broker's registration, stopped last.
+    cluster: Option<(QuorumNode, BrokerLifecycle)>,
 }
+
+/// How long a stopping broker waits for the controller to move its leaderships away.
+const CONTROLLED_SHUTDOWN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Broker {
     /// Recovers the data directory, binds the listeners and starts serving.
@@ -125,6 +136,20 @@ impl Broker {
             None => (local_addr.ip().to_string(), local_addr.port()),
         };
         let node_id = config.node_id();
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let (cluster_member, cluster) = if config.quorum_voters().is_empty() {
+            (None, None)
+        } else {
+            let parts = ClusterMember::start(
+                &config,
+                advertised_host.clone(),
+                advertised_port,
+                Arc::clone(&clock),
+                shutdown_rx.clone(),
+            )
+            .await?;
+            (Some(parts.member), Some((parts.quorum, parts.lifecycle)))
+        };
         let context = Arc::new(BrokerContext {
             config: config.clone(),
             topics,
@@ -137,8 +162,8 @@ impl Broker {
             node_id,
             advertised_host,
             advertised_port,
+            cluster: cluster_member,
         });
-        let (shutdown, shutdown_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
         let metrics_addr = match config.metrics_listen {
             Some(addr) => Some(
@@ -148,6 +173,13 @@ impl Broker {
             None => None,
         };
         background::spawn(&mut tasks, Arc::clone(&context), shutdown_rx.clone());
+        if let Some(cluster) = &context.cluster {
+            tasks.spawn(crate::replication::follow_metadata(
+                Arc::clone(&context),
+                Arc::clone(cluster),
+                shutdown_rx.clone(),
+            ));
+        }
         tasks.spawn(connection::accept_loop(
             listener,
             Arc::clone(&context),
@@ -167,6 +199,7 @@ impl Broker {
             metrics_addr,
             shutdown,
             tasks,
+            cluster,
         })
     }
 
@@ -186,8 +219,20 @@ impl Broker {
     /// the clean-shutdown marker.
     pub async fn shutdown(mut self) -> Result<(), BrokerError> {
         tracing::info!("shutting down");
+        let quorum = match self.cluster.take() {
+            Some((quorum, lifecycle)) => {
+                lifecycle
+                    .controlled_shutdown(CONTROLLED_SHUTDOWN_TIMEOUT)
+                    .await;
+                Some(quorum)
+            }
+            None => None,
+        };
         let _ = self.shutdown.send(true);
         while self.tasks.join_next().await.is_some() {}
+        if let Some(quorum) = quorum {
+            quorum.shutdown().await;
+        }
         let now_ms = self.context.clock.now_ms();
         let mut first_error = None;
         for partition in self.context.topics.all_partitions() {
@@ -209,6 +254,12 @@ impl Broker {
     pub async fn abort(mut self) {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
+        if let Some((quorum, lifecycle)) = self.cluster.take() {
+            // The quorum member's listener and controller task stop on the signal.
+            let _ = self.shutdown.send(true);
+            drop(lifecycle);
+            quorum.shutdown().await;
+        }
     }
 }
 

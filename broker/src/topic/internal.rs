@@ -79,7 +79,7 @@ pub fn key_value_batch(
 /// Calls `visit` with every record of an internal topic, partition by partition in offset order
 /// (start-up loading). An unreadable batch is skipped with a warning.
 pub fn for_each_record(topic: &Topic, mut visit: impl FnMut(Record)) -> Result<(), BrokerError> {
-    for partition in &topic.partitions {
+    for partition in topic.hosted() {
         for (_, batch) in partition.log().read_all_batches()? {
             let mut bytes = batch;
             let Ok(set) = RecordBatchDecoder::decode(&mut bytes) else {

@@ -32,16 +32,30 @@ pub const MAX_PARTITIONS_PER_TOPIC: i32 = 10_000;
 pub struct Topic {
     pub name: Arc<str>,
     pub id: Uuid,
-    pub partitions: Vec<Arc<Partition>>,
+    /// Every partition of the topic by index; `None` where this broker holds no replica
+    /// (cluster mode). A broker running alone holds them all.
+    pub partitions: Vec<Option<Arc<Partition>>>,
     pub overrides: BTreeMap<String, String>,
     pub config: LogConfig,
 }
 
 impl Topic {
+    /// The partition if this broker holds a replica of it.
     pub fn partition(&self, index: i32) -> Option<&Arc<Partition>> {
         usize::try_from(index)
             .ok()
             .and_then(|i| self.partitions.get(i))
+            .and_then(Option::as_ref)
+    }
+
+    /// The topic's partition count (hosted here or not).
+    pub fn partition_count(&self) -> i32 {
+        self.partitions.len() as i32
+    }
+
+    /// The partitions this broker holds replicas of.
+    pub fn hosted(&self) -> impl Iterator<Item = &Arc<Partition>> {
+        self.partitions.iter().flatten()
     }
 
     pub fn is_internal(&self) -> bool {
@@ -55,6 +69,9 @@ struct TopicRecord {
     partitions: i32,
     #[serde(default)]
     configs: BTreeMap<String, String>,
+    /// The partitions this broker holds replicas of (cluster mode); absent: all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hosted: Option<Vec<i32>>,
 }
 
 /// Checks a topic name as Kafka does.
@@ -156,15 +173,23 @@ impl TopicRegistry {
         let now_ms = self.clock.now_ms();
         let mut partitions = Vec::with_capacity(record.partitions as usize);
         for index in 0..record.partitions {
+            if record
+                .hosted
+                .as_ref()
+                .is_some_and(|hosted| !hosted.contains(&index))
+            {
+                partitions.push(None);
+                continue;
+            }
             let dir = self.partition_dir(&name, index);
             let log = PartitionLog::open(&dir, config.clone(), clean_shutdown, now_ms)?;
-            partitions.push(Arc::new(Partition::new(
+            partitions.push(Some(Arc::new(Partition::new(
                 Arc::clone(&name),
                 index,
                 log,
                 0,
                 Arc::clone(&self.clock),
-            )));
+            ))));
         }
         Ok(Topic {
             name,
@@ -275,6 +300,7 @@ impl TopicRegistry {
             id: Uuid::new_v4(),
             partitions,
             configs,
+            hosted: None,
         };
         let topic = Arc::new(self.open_topic(name, record.clone(), false)?);
         self.persist(name, &record)?;
@@ -303,7 +329,7 @@ impl TopicRegistry {
             })?;
         let path = self.meta_path(name);
         fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
-        for partition in &topic.partitions {
+        for partition in topic.hosted() {
             let dir = self.partition_dir(name, partition.index);
             let doomed = self.data_dir.join(format!(
                 "{name}-{}.{}-delete",
@@ -333,7 +359,7 @@ impl TopicRegistry {
         let topic = self.get(name).ok_or_else(|| BrokerError::UnknownTopic {
             topic: name.to_string(),
         })?;
-        let current = topic.partitions.len() as i32;
+        let current = topic.partition_count();
         if count <= current {
             return Err(BrokerError::InvalidPartitions {
                 count,
@@ -358,13 +384,13 @@ impl TopicRegistry {
                 false,
                 now_ms,
             )?;
-            partitions.push(Arc::new(Partition::new(
+            partitions.push(Some(Arc::new(Partition::new(
                 Arc::clone(&topic.name),
                 index,
                 log,
                 0,
                 Arc::clone(&self.clock),
-            )));
+            ))));
         }
         self.replace(
             &topic,
@@ -393,7 +419,7 @@ impl TopicRegistry {
         }
         let config = self.config.log_config(&overrides);
         self.replace(&topic, topic.partitions.clone(), overrides, config.clone())?;
-        for partition in &topic.partitions {
+        for partition in topic.hosted() {
             partition.set_config(config.clone());
         }
         Ok(())
@@ -403,14 +429,22 @@ impl TopicRegistry {
     fn replace(
         &self,
         topic: &Topic,
-        partitions: Vec<Arc<Partition>>,
+        partitions: Vec<Option<Arc<Partition>>>,
         overrides: BTreeMap<String, String>,
         config: LogConfig,
     ) -> Result<(), BrokerError> {
+        let all_hosted = partitions.iter().all(Option::is_some);
         let record = TopicRecord {
             id: topic.id,
             partitions: partitions.len() as i32,
             configs: overrides.clone(),
+            hosted: (!all_hosted).then(|| {
+                partitions
+                    .iter()
+                    .flatten()
+                    .map(|partition| partition.index)
+                    .collect()
+            }),
         };
         self.persist(&topic.name, &record)?;
         let updated = Topic {
@@ -425,11 +459,74 @@ impl TopicRegistry {
         Ok(())
     }
 
+    /// Cluster mode: makes the local topic match the metadata — the topic `name` with `id`,
+    /// `partition_count` partitions and this broker's replicas of `hosted` ones. A local topic
+    /// of the same name but another id is an older, deleted incarnation and is removed first.
+    pub fn adopt(
+        &self,
+        name: &str,
+        id: Uuid,
+        partition_count: i32,
+        hosted: &[i32],
+        configs: &BTreeMap<String, String>,
+    ) -> Result<Arc<Topic>, BrokerError> {
+        if let Some(existing) = self.get(name) {
+            if existing.id != id {
+                self.delete(name)?;
+            } else {
+                let missing = (0..partition_count)
+                    .any(|index| hosted.contains(&index) && existing.partition(index).is_none());
+                if !missing && existing.partition_count() == partition_count {
+                    return Ok(existing);
+                }
+            }
+        }
+        let _admin = self.admin_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let config = self.config.log_config(configs);
+        let now_ms = self.clock.now_ms();
+        let existing = self.get(name);
+        let name: Arc<str> = Arc::from(name);
+        let mut partitions = Vec::with_capacity(partition_count.max(0) as usize);
+        for index in 0..partition_count {
+            let kept = existing.as_ref().and_then(|t| t.partition(index).cloned());
+            let partition = match kept {
+                Some(partition) => Some(partition),
+                None if hosted.contains(&index) => {
+                    let dir = self.partition_dir(&name, index);
+                    let log = PartitionLog::open(&dir, config.clone(), false, now_ms)?;
+                    Some(Arc::new(Partition::new(
+                        Arc::clone(&name),
+                        index,
+                        log,
+                        0,
+                        Arc::clone(&self.clock),
+                    )))
+                }
+                None => None,
+            };
+            partitions.push(partition);
+        }
+        let topic = Topic {
+            name: Arc::clone(&name),
+            id,
+            partitions: Vec::new(),
+            overrides: configs.clone(),
+            config: config.clone(),
+        };
+        self.replace(&topic, partitions, configs.clone(), config)?;
+        if existing.is_none() {
+            tracing::info!(topic = %name, partitions = partition_count, hosted = ?hosted, "topic replicas created here");
+        }
+        self.get(&name).ok_or_else(|| BrokerError::UnknownTopic {
+            topic: name.to_string(),
+        })
+    }
+
     /// Every partition of every topic.
     pub fn all_partitions(&self) -> Vec<Arc<Partition>> {
         self.read_topics()
             .values()
-            .flat_map(|t| t.partitions.iter().cloned())
+            .flat_map(|t| t.hosted().cloned().collect::<Vec<_>>())
             .collect()
     }
 

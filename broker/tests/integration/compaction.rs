@@ -231,7 +231,7 @@ async fn the_offsets_topic_is_compacted_and_reloads_the_latest_commits() {
 
     let offsets_log = || {
         let topic = broker.context().topics.get("__consumer_offsets").unwrap();
-        let log = topic.partitions[0].log();
+        let log = topic.partition(0).unwrap().log();
         (log.size_bytes(), log.log_end_offset())
     };
     let passes = || {

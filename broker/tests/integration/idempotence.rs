@@ -141,7 +141,7 @@ async fn rdkafka_idempotent_producer_writes_each_record_once() {
     assert_eq!(common::payloads(&messages), values);
     let state = {
         let topic = broker.context().topics.get("idem-rdkafka").unwrap();
-        let log = topic.partitions[0].log();
+        let log = topic.partition(0).unwrap().log();
         log.producer_state().producers().len()
     };
     assert_eq!(state, 1, "one idempotent producer known to the partition");

@@ -3,6 +3,7 @@
 
 mod admin;
 mod bad_input;
+mod cluster;
 mod common;
 mod compaction;
 mod durability;

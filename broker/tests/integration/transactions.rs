@@ -227,7 +227,7 @@ async fn a_hanging_transaction_is_aborted_after_its_timeout_and_survives_a_crash
     .unwrap();
     let lso = |broker: &weir_broker::Broker| {
         let topic = broker.context().topics.get("hanging").unwrap();
-        topic.partitions[0].offsets()
+        topic.partition(0).unwrap().offsets()
     };
     let offsets = lso(&broker);
     assert_eq!(
@@ -371,14 +371,19 @@ async fn a_commit_decided_before_a_crash_is_finished_after_the_restart() {
         Some(records::encode_value(&decided)),
     );
     let batch = weir_broker::topic::internal::key_value_batch(vec![record], None, 0).unwrap();
-    state_topic.partitions[index as usize]
-        .append(batch)
-        .unwrap();
+    state_topic.partition(index).unwrap().append(batch).unwrap();
     drop(client);
     broker.abort().await;
 
     let broker = common::start(dir.path(), &[]).await;
-    let offsets = broker.context().topics.get("decided").unwrap().partitions[0].offsets();
+    let offsets = broker
+        .context()
+        .topics
+        .get("decided")
+        .unwrap()
+        .partition(0)
+        .unwrap()
+        .offsets();
     assert_eq!(
         offsets.high_watermark, 4,
         "three records and the commit marker"

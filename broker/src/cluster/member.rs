@@ -1,0 +1,179 @@
+//! What a broker in cluster mode holds: its quorum member (combined mode: every broker is a
+//! controller voter), its lifecycle (registration, heartbeats), and the way request handlers
+//! reach the cluster — the applied image, and requests to the active controller that return
+//! once this broker's own image holds their outcome.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Mutex};
+
+use super::controller::Registration;
+use super::lifecycle::{BrokerLifecycle, Membership};
+use super::quorum::client::ControllerClient;
+use super::quorum::node::{wait_applied, QuorumConfig, QuorumNode};
+use super::quorum::rpc::{ControllerRequest, ControllerResponse};
+use super::quorum::state_machine::AppliedImage;
+use super::quorum::NodeId;
+use crate::clock::Clock;
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+
+/// How long a request to the controller (CreateTopics, …) may wait for an answer, then for this
+/// broker's image to hold it.
+pub const CONTROLLER_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A quorum member's standing, for `weir cluster info` and DescribeCluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumStatus {
+    pub node_id: NodeId,
+    pub leader: Option<NodeId>,
+    pub term: u64,
+    pub applied_index: u64,
+    pub voters: BTreeMap<NodeId, String>,
+}
+
+pub struct ClusterMember {
+    node_id: i32,
+    voters: BTreeMap<NodeId, String>,
+    raft: openraft::Raft<super::quorum::MetadataTypes>,
+    images: watch::Receiver<AppliedImage>,
+    membership: watch::Receiver<Membership>,
+    controller: Mutex<ControllerClient>,
+}
+
+/// The running parts that stop with the broker.
+pub struct ClusterParts {
+    pub member: Arc<ClusterMember>,
+    pub quorum: QuorumNode,
+    pub lifecycle: BrokerLifecycle,
+}
+
+impl ClusterMember {
+    /// Starts the quorum member on `controller_listen` and registers this broker, advertised
+    /// at `host:port`.
+    pub async fn start(
+        config: &BrokerConfig,
+        host: String,
+        port: u16,
+        clock: Arc<dyn Clock>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<ClusterParts, BrokerError> {
+        let voters = config.quorum_voters();
+        let node_id = config.node_id();
+        let Some(controller_listen) = config.controller_listen else {
+            return Err(BrokerError::InvalidRequest(format!(
+                "node {node_id} is in controller.quorum.voters but has no --controller-listen \
+                 (broker-only nodes are not supported yet: every broker is a voter)"
+            )));
+        };
+        let listener = TcpListener::bind(controller_listen).await.map_err(|e| {
+            BrokerError::InvalidRequest(format!("cannot listen on {controller_listen}: {e}"))
+        })?;
+        let mut quorum_config = QuorumConfig::new(
+            node_id as NodeId,
+            voters.clone(),
+            config.data_dir.join("meta").join("quorum"),
+        );
+        quorum_config.controller = config.controller_config();
+        let election_ms = config.election_timeout_ms();
+        quorum_config.election_timeout_min_ms = election_ms;
+        quorum_config.election_timeout_max_ms = election_ms * 2;
+        quorum_config.heartbeat_interval_ms = (election_ms / 4).max(1);
+        let quorum = QuorumNode::start(quorum_config, listener, clock, shutdown)
+            .await
+            .map_err(|e| BrokerError::InvalidRequest(format!("controller quorum: {e}")))?;
+        let registration = Registration {
+            broker_id: node_id,
+            incarnation_id: uuid::Uuid::new_v4(),
+            host,
+            port,
+            rack: None,
+        };
+        let lifecycle = BrokerLifecycle::spawn(
+            registration,
+            ControllerClient::new(&voters),
+            Duration::from_millis(config.broker_heartbeat_interval_ms()),
+        );
+        let member = Arc::new(ClusterMember {
+            node_id,
+            voters: voters.clone(),
+            raft: quorum.raft().clone(),
+            images: quorum.images(),
+            membership: lifecycle.membership(),
+            controller: Mutex::new(ControllerClient::new(&voters)),
+        });
+        Ok(ClusterParts {
+            member,
+            quorum,
+            lifecycle,
+        })
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.node_id
+    }
+
+    /// The image as applied on this broker now.
+    pub fn image(&self) -> AppliedImage {
+        self.images.borrow().clone()
+    }
+
+    /// Changes whenever this broker applies metadata.
+    pub fn watch_images(&self) -> watch::Receiver<AppliedImage> {
+        self.images.clone()
+    }
+
+    /// This broker's registration, as the controller last answered.
+    pub fn membership(&self) -> watch::Receiver<Membership> {
+        self.membership.clone()
+    }
+
+    /// The active controller's node id, if this broker knows one.
+    pub fn active_controller(&self) -> Option<i32> {
+        self.raft
+            .metrics()
+            .borrow()
+            .current_leader
+            .map(|id| id as i32)
+    }
+
+    pub fn quorum_status(&self) -> QuorumStatus {
+        let metrics = self.raft.metrics().borrow().clone();
+        QuorumStatus {
+            node_id: self.node_id as NodeId,
+            leader: metrics.current_leader,
+            term: metrics.current_term,
+            applied_index: self.images.borrow().applied_index,
+            voters: self.voters.clone(),
+        }
+    }
+
+    /// Sends `request` to the active controller; once accepted, waits until this broker's image
+    /// holds its records, so what the caller reads next reflects it.
+    pub async fn request(&self, request: ControllerRequest) -> Result<u64, BrokerError> {
+        let answer = self
+            .controller
+            .lock()
+            .await
+            .call(request, CONTROLLER_REQUEST_TIMEOUT)
+            .await
+            .map_err(|e| BrokerError::ControllerUnavailable(e.to_string()))?;
+        match answer {
+            ControllerResponse::Done { applied_index, .. } => {
+                let mut images = self.images.clone();
+                if !wait_applied(&mut images, applied_index, CONTROLLER_REQUEST_TIMEOUT).await {
+                    return Err(BrokerError::ControllerUnavailable(format!(
+                        "metadata index {applied_index} not applied here within {:?}",
+                        CONTROLLER_REQUEST_TIMEOUT
+                    )));
+                }
+                Ok(applied_index)
+            }
+            ControllerResponse::Rejected(error) => Err(BrokerError::Controller(error)),
+            other => Err(BrokerError::ControllerUnavailable(format!("{other:?}"))),
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! Three brokers in one process forming a cluster (combined mode: each is a controller voter),
+//! driven by rdkafka: every broker answers Metadata for the whole cluster, topics are placed
+//! by the controller across brokers, clients produce to and consume from the leaders, and a
+//! broker's death moves its leaderships once its session expires.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use rdkafka::admin::{NewTopic, TopicReplication};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::metadata::Metadata;
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::Offset;
+use weir_broker::Broker;
+
+use crate::common::*;
+
+const SESSION_TIMEOUT_MS: u64 = 3_000;
+
+struct TestCluster {
+    _dir: tempfile::TempDir,
+    brokers: BTreeMap<i32, Broker>,
+}
+
+impl TestCluster {
+    async fn start(size: i32) -> TestCluster {
+        init_logging();
+        let dir = tempfile::tempdir().unwrap();
+        // Free ports for the controller listeners (bound again by the brokers just after).
+        let mut ports = Vec::new();
+        for _ in 0..size {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            ports.push(probe.local_addr().unwrap().port());
+        }
+        let voters: Vec<String> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, port)| format!("{}@127.0.0.1:{port}", i + 1))
+            .collect();
+        let voters = voters.join(",");
+        let session = SESSION_TIMEOUT_MS.to_string();
+        let mut brokers = BTreeMap::new();
+        for node_id in 1..=size {
+            let id = node_id.to_string();
+            let mut broker_config = config(
+                &dir.path().join(format!("broker-{node_id}")),
+                &[
+                    ("node.id", &id),
+                    ("controller.quorum.voters", &voters),
+                    ("controller.quorum.election.timeout.ms", "500"),
+                    ("broker.heartbeat.interval.ms", "300"),
+                    ("broker.session.timeout.ms", &session),
+                    ("default.replication.factor", "3"),
+                ],
+            );
+            broker_config.controller_listen = Some(
+                format!("127.0.0.1:{}", ports[node_id as usize - 1])
+                    .parse()
+                    .unwrap(),
+            );
+            let broker = Broker::start(broker_config).await.expect("broker starts");
+            brokers.insert(node_id, broker);
+        }
+        TestCluster { _dir: dir, brokers }
+    }
+
+    fn bootstrap(&self, node_id: i32) -> String {
+        bootstrap(&self.brokers[&node_id])
+    }
+}
+
+fn try_metadata(bootstrap: &str, topic: Option<&str>) -> rdkafka::error::KafkaResult<Metadata> {
+    let consumer: BaseConsumer = client_config(bootstrap).create().expect("client");
+    tokio::task::block_in_place(|| consumer.fetch_metadata(topic, Duration::from_secs(5)))
+}
+
+fn metadata(bootstrap: &str, topic: Option<&str>) -> Metadata {
+    try_metadata(bootstrap, topic).expect("metadata")
+}
+
+/// Polls `bootstrap`'s Metadata until `ready` holds for it.
+async fn wait_for_metadata(
+    bootstrap: &str,
+    topic: Option<&str>,
+    what: &str,
+    ready: impl Fn(&Metadata) -> bool,
+) -> Metadata {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        // Before the brokers registered, Metadata lists no broker: librdkafka calls it partial.
+        if let Ok(metadata) = try_metadata(bootstrap, topic) {
+            if ready(&metadata) {
+                return metadata;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{bootstrap}: {what} never happened"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// partition → (leader, replicas, isr)
+fn layout(metadata: &Metadata, topic: &str) -> BTreeMap<i32, (i32, Vec<i32>, Vec<i32>)> {
+    let topic = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == topic)
+        .expect("topic in metadata");
+    topic
+        .partitions()
+        .iter()
+        .map(|p| {
+            (
+                p.id(),
+                (p.leader(), p.replicas().to_vec(), p.isr().to_vec()),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_broker() {
+    let mut cluster = TestCluster::start(3).await;
+    for node_id in 1..=3 {
+        wait_for_metadata(
+            &cluster.bootstrap(node_id),
+            None,
+            "three live brokers",
+            |m| m.brokers().len() == 3,
+        )
+        .await;
+    }
+
+    // The controller places six partitions with three replicas each, leaders on every broker.
+    let admin = admin(&cluster.bootstrap(2));
+    let topic = NewTopic::new("replicated", 6, TopicReplication::Fixed(3));
+    let results = admin
+        .create_topics([&topic], &admin_options())
+        .await
+        .unwrap();
+    results[0].as_ref().expect("topic created");
+    let too_many = NewTopic::new("too-many", 1, TopicReplication::Fixed(4));
+    let results = admin
+        .create_topics([&too_many], &admin_options())
+        .await
+        .unwrap();
+    assert_eq!(
+        results[0].as_ref().unwrap_err().1,
+        RDKafkaErrorCode::InvalidReplicationFactor
+    );
+    let mut layouts = Vec::new();
+    for node_id in 1..=3 {
+        let metadata = metadata(&cluster.bootstrap(node_id), Some("replicated"));
+        layouts.push(layout(&metadata, "replicated"));
+    }
+    assert!(layouts.iter().all(|l| *l == layouts[0]), "{layouts:?}");
+    let leaders: BTreeSet<i32> = layouts[0].values().map(|(leader, _, _)| *leader).collect();
+    assert_eq!(leaders, BTreeSet::from([1, 2, 3]));
+    for (leader, replicas, isr) in layouts[0].values() {
+        assert_eq!(replicas.iter().collect::<BTreeSet<_>>().len(), 3);
+        assert_eq!(replicas[0], *leader, "the preferred replica leads");
+        assert_eq!(isr.len(), 3);
+    }
+
+    // Clients find each partition's leader, whichever broker they start from.
+    let producer = producer(&cluster.bootstrap(1), &[("acks", "all")]);
+    for partition in 0..6 {
+        let values: Vec<String> = (0..50).map(|i| format!("p{partition}-{i}")).collect();
+        let offsets = produce_values(&producer, "replicated", partition, &values).await;
+        assert_eq!(offsets, (0..50).collect::<Vec<i64>>());
+        let read = consume(
+            &cluster.bootstrap(3),
+            "replicated",
+            partition,
+            Offset::Beginning,
+            50,
+        )
+        .await;
+        assert_eq!(payloads(&read), values);
+    }
+
+    // A broker dies: once its session expires its leaderships move to live replicas, with a
+    // new leader epoch, and it leaves the ISRs; the two others still form a quorum.
+    let dead = layouts[0][&0].0;
+    let survivor = (1..=3).find(|id| *id != dead).unwrap();
+    cluster.brokers.remove(&dead).unwrap().abort().await;
+    let after = wait_for_metadata(
+        &cluster.bootstrap(survivor),
+        Some("replicated"),
+        "leaders moved off the dead broker",
+        |m| {
+            m.brokers().len() == 2
+                && layout(m, "replicated")
+                    .values()
+                    .all(|(leader, _, isr)| *leader != dead && !isr.contains(&dead))
+        },
+    )
+    .await;
+    for (partition, (leader, replicas, isr)) in layout(&after, "replicated") {
+        let (old_leader, old_replicas, _) = &layouts[0][&partition];
+        assert_eq!(&replicas, old_replicas, "replicas stay assigned");
+        assert!(isr.contains(&leader));
+        assert_eq!(isr.len(), 2);
+        if *old_leader == dead {
+            assert_ne!(leader, dead);
+        } else {
+            assert_eq!(
+                leader, *old_leader,
+                "partition {partition} moved needlessly"
+            );
+        }
+    }
+}
