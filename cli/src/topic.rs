@@ -62,7 +62,7 @@ pub struct ClusterArgs {
 
 #[derive(Subcommand)]
 enum ClusterCommand {
-    /// Brokers, controller and topic count.
+    /// Brokers, the active controller, under-replicated and offline partitions.
     Info,
     /// The Kafka APIs and versions the bootstrap broker supports (like kafka-broker-api-versions).
     ApiVersions,
@@ -232,17 +232,80 @@ fn metadata(
         .context("metadata request failed")
 }
 
+/// Brokers, the active controller, and partitions that are under-replicated (ISR smaller than
+/// the replicas) or offline (no leader), from one Metadata answer (as `kafka-topics
+/// --describe --under-replicated-partitions` and `--unavailable-partitions` would list them).
+async fn cluster_info(connect: &ConnectArgs) -> anyhow::Result<()> {
+    use kafka_protocol::messages::MetadataRequest;
+    let mut client = crate::protocol_client::ProtocolClient::connect(&connect.bootstrap).await?;
+    let response = client
+        .call(12, &MetadataRequest::default().with_topics(None))
+        .await?;
+    let cluster_id = response
+        .cluster_id
+        .map(|id| id.to_string())
+        .unwrap_or_default();
+    println!("cluster id: {cluster_id}");
+    println!("controller: {}", response.controller_id.0);
+    println!("brokers:");
+    let mut brokers = response.brokers;
+    brokers.sort_by_key(|b| b.node_id.0);
+    for broker in &brokers {
+        let rack = broker
+            .rack
+            .as_ref()
+            .map(|r| format!("\track {r}"))
+            .unwrap_or_default();
+        println!(
+            "  {}\t{}:{}{rack}",
+            broker.node_id.0, broker.host, broker.port
+        );
+    }
+    let mut partitions = 0;
+    let mut under_replicated = Vec::new();
+    let mut offline = Vec::new();
+    for topic in &response.topics {
+        let name = topic
+            .name
+            .as_ref()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        for partition in &topic.partitions {
+            partitions += 1;
+            let place = format!("{name}-{}", partition.partition_index);
+            if partition.leader_id.0 < 0 {
+                offline.push(place);
+            } else if partition.isr_nodes.len() < partition.replica_nodes.len() {
+                under_replicated.push(format!(
+                    "{place} (isr {:?} of {:?})",
+                    partition.isr_nodes.iter().map(|b| b.0).collect::<Vec<_>>(),
+                    partition
+                        .replica_nodes
+                        .iter()
+                        .map(|b| b.0)
+                        .collect::<Vec<_>>()
+                ));
+            }
+        }
+    }
+    println!(
+        "topics: {}, partitions: {partitions}",
+        response.topics.len()
+    );
+    println!("under-replicated partitions: {}", under_replicated.len());
+    for place in &under_replicated {
+        println!("  {place}");
+    }
+    println!("offline partitions: {}", offline.len());
+    for place in &offline {
+        println!("  {place}");
+    }
+    Ok(())
+}
+
 pub async fn run_cluster(args: ClusterArgs) -> anyhow::Result<()> {
     match args.command {
-        ClusterCommand::Info => {
-            let metadata = metadata(&args.connect, None)?;
-            println!("brokers:");
-            for broker in metadata.brokers() {
-                println!("  {}\t{}:{}", broker.id(), broker.host(), broker.port());
-            }
-            println!("reporting broker: {}", metadata.orig_broker_id());
-            println!("topics: {}", metadata.topics().len());
-        }
+        ClusterCommand::Info => cluster_info(&args.connect).await?,
         ClusterCommand::ApiVersions => {
             use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
             let mut client =

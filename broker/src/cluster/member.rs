@@ -69,6 +69,18 @@ impl ClusterMember {
                  (broker-only nodes are not supported yet: every broker is a voter)"
             )));
         };
+        let listed_port = voters
+            .get(&(node_id as NodeId))
+            .and_then(|address| address.rsplit_once(':'))
+            .and_then(|(_, port)| port.parse::<u16>().ok());
+        if listed_port.is_some_and(|port| port != controller_listen.port()) {
+            tracing::warn!(
+                node_id,
+                %controller_listen,
+                voters = ?voters,
+                "--controller-listen's port differs from this node's entry in controller.quorum.voters"
+            );
+        }
         let listener = TcpListener::bind(controller_listen).await.map_err(|e| {
             BrokerError::InvalidRequest(format!("cannot listen on {controller_listen}: {e}"))
         })?;

@@ -19,7 +19,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use super::controller_service::ControllerHandle;
-use super::rpc::{read_frame, write_frame, CallError, QuorumClient, QuorumRequest, QuorumResponse};
+use super::rpc::{
+    read_frame, write_frame, CallError, QuorumClient, QuorumRequest, QuorumResponse, RaftRpc,
+};
 use super::{MetadataTypes, NodeId};
 
 /// Makes one client per peer; openraft asks again after a client reported a failure.
@@ -49,16 +51,26 @@ type RpcResult<T, E = openraft::error::Infallible> =
 impl QuorumPeer {
     async fn call<E: std::error::Error>(
         &mut self,
-        request: QuorumRequest,
+        rpc: RaftRpc,
         option: &RPCOption,
     ) -> Result<QuorumResponse, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>> {
-        self.client
+        let request = QuorumRequest::Raft {
+            to: self.target,
+            rpc,
+        };
+        let response = self
+            .client
             .call(&request, option.hard_ttl())
             .await
             .map_err(|error| match &error {
                 CallError::Unreachable { .. } => RPCError::Unreachable(Unreachable::new(&error)),
                 _ => RPCError::Network(NetworkError::new(&error)),
-            })
+            })?;
+        if let QuorumResponse::Refused(reason) = &response {
+            let error = std::io::Error::other(reason.clone());
+            return Err(RPCError::Unreachable(Unreachable::new(&error)));
+        }
+        Ok(response)
     }
 
     fn unexpected<T, E: std::error::Error>(
@@ -86,10 +98,7 @@ impl RaftNetwork<MetadataTypes> for QuorumPeer {
         rpc: AppendEntriesRequest<MetadataTypes>,
         option: RPCOption,
     ) -> RpcResult<AppendEntriesResponse<NodeId>> {
-        match self
-            .call(QuorumRequest::AppendEntries(rpc), &option)
-            .await?
-        {
+        match self.call(RaftRpc::AppendEntries(rpc), &option).await? {
             QuorumResponse::AppendEntries(result) => self.remote(result),
             other => self.unexpected(other),
         }
@@ -100,10 +109,7 @@ impl RaftNetwork<MetadataTypes> for QuorumPeer {
         rpc: InstallSnapshotRequest<MetadataTypes>,
         option: RPCOption,
     ) -> RpcResult<InstallSnapshotResponse<NodeId>, InstallSnapshotError> {
-        match self
-            .call(QuorumRequest::InstallSnapshot(rpc), &option)
-            .await?
-        {
+        match self.call(RaftRpc::InstallSnapshot(rpc), &option).await? {
             QuorumResponse::InstallSnapshot(result) => self.remote(result),
             other => self.unexpected(other),
         }
@@ -114,7 +120,7 @@ impl RaftNetwork<MetadataTypes> for QuorumPeer {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> RpcResult<VoteResponse<NodeId>> {
-        match self.call(QuorumRequest::Vote(rpc), &option).await? {
+        match self.call(RaftRpc::Vote(rpc), &option).await? {
             QuorumResponse::Vote(result) => self.remote(result),
             other => self.unexpected(other),
         }
@@ -128,6 +134,7 @@ impl RaftNetwork<MetadataTypes> for QuorumPeer {
 /// What the controller listener serves.
 #[derive(Clone)]
 pub struct QuorumServices {
+    pub node_id: NodeId,
     pub raft: Raft<MetadataTypes>,
     pub controller: ControllerHandle,
 }
@@ -189,13 +196,26 @@ async fn serve_connection(
 
 async fn answer(services: &QuorumServices, request: QuorumRequest) -> QuorumResponse {
     match request {
-        QuorumRequest::AppendEntries(rpc) => {
-            QuorumResponse::AppendEntries(services.raft.append_entries(rpc).await)
+        QuorumRequest::Raft { to, .. } if to != services.node_id => {
+            tracing::warn!(
+                to,
+                node_id = services.node_id,
+                "refusing a Raft request for another node: check controller.quorum.voters"
+            );
+            QuorumResponse::Refused(format!(
+                "addressed to node {to}, but this is node {} (check controller.quorum.voters)",
+                services.node_id
+            ))
         }
-        QuorumRequest::Vote(rpc) => QuorumResponse::Vote(services.raft.vote(rpc).await),
-        QuorumRequest::InstallSnapshot(rpc) => {
-            QuorumResponse::InstallSnapshot(services.raft.install_snapshot(rpc).await)
-        }
+        QuorumRequest::Raft { rpc, .. } => match rpc {
+            RaftRpc::AppendEntries(rpc) => {
+                QuorumResponse::AppendEntries(services.raft.append_entries(rpc).await)
+            }
+            RaftRpc::Vote(rpc) => QuorumResponse::Vote(services.raft.vote(rpc).await),
+            RaftRpc::InstallSnapshot(rpc) => {
+                QuorumResponse::InstallSnapshot(services.raft.install_snapshot(rpc).await)
+            }
+        },
         QuorumRequest::Controller(request) => {
             QuorumResponse::Controller(services.controller.submit(request).await)
         }

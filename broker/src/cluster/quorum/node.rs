@@ -132,6 +132,7 @@ impl QuorumNode {
             shutdown.clone(),
         );
         let services = QuorumServices {
+            node_id: config.node_id,
             raft: raft.clone(),
             controller: controller.clone(),
         };

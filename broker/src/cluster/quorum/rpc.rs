@@ -23,10 +23,20 @@ pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub enum QuorumRequest {
+    /// A Raft RPC for voter `to`: a member refuses one addressed to another node id, so a
+    /// voters list naming the wrong address cannot make a node count its own vote twice.
+    Raft {
+        to: NodeId,
+        rpc: RaftRpc,
+    },
+    Controller(ControllerRequest),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum RaftRpc {
     AppendEntries(AppendEntriesRequest<MetadataTypes>),
     Vote(VoteRequest<NodeId>),
     InstallSnapshot(InstallSnapshotRequest<MetadataTypes>),
-    Controller(ControllerRequest),
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -379,3 +379,40 @@ async fn a_torn_log_tail_is_cut_at_open() {
     let state = store.get_log_state().await.unwrap();
     assert_eq!(state.last_log_id.map(|id| id.index), Some(3));
 }
+
+/// A voters list that names this node's own listener for another voter must not let the node
+/// vote for itself twice: Raft requests carry their addressee and the wrong one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_listed_under_another_id_is_refused_and_elects_nobody() {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::node::{QuorumConfig, QuorumNode};
+
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let own = listener.local_addr().unwrap().to_string();
+    let unused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let unused = unused.local_addr().unwrap().to_string();
+    // Node 1 listens where voter 2 is said to be; voter 1's own address and voter 3 are dead.
+    let voters = BTreeMap::from([(1, unused.clone()), (2, own), (3, unused)]);
+    let mut config = QuorumConfig::new(1, voters, dir.path().to_path_buf());
+    config.election_timeout_min_ms = 100;
+    config.election_timeout_max_ms = 200;
+    config.heartbeat_interval_ms = 50;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let node = QuorumNode::start(
+        config,
+        listener,
+        Arc::new(crate::clock::SystemClock),
+        stopped,
+    )
+    .await
+    .unwrap();
+    // Ten election timeouts and more: a node that could count itself twice leads by now.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(node.leader(), None);
+    let _ = stop.send(true);
+    node.shutdown().await;
+}
