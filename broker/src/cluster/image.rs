@@ -56,6 +56,11 @@ impl MetadataImage {
         topic.partitions.get(usize::try_from(partition).ok()?)
     }
 
+    /// The registered brokers that are not fenced (what Metadata lists).
+    pub fn live_brokers(&self) -> impl Iterator<Item = &BrokerState> {
+        self.brokers.values().filter(|broker| !broker.fenced)
+    }
+
     /// Registered and heartbeating.
     pub fn is_live(&self, broker_id: i32) -> bool {
         self.brokers.get(&broker_id).is_some_and(|b| !b.fenced)

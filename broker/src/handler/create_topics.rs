@@ -51,11 +51,7 @@ fn create_here(
             let name = topic.name.clone();
             let result = CreatableTopicResult::default().with_name(name.clone());
             if !seen.insert(name.to_string()) {
-                let error = BrokerError::InvalidRequest(format!(
-                    "topic '{}' appears more than once",
-                    name.as_str()
-                ));
-                return with_error(result, &error);
+                return with_error(result, &listed_twice(&name));
             }
             let mut configs = BTreeMap::new();
             for config in &topic.configs {
@@ -126,11 +122,7 @@ async fn create_in_cluster(
         let name = topic.name.clone();
         let result = CreatableTopicResult::default().with_name(name.clone());
         if !seen.insert(name.to_string()) {
-            let error = BrokerError::InvalidRequest(format!(
-                "topic '{}' appears more than once",
-                name.as_str()
-            ));
-            results.push(with_error(result, &error));
+            results.push(with_error(result, &listed_twice(&name)));
             continue;
         }
         match create_one_in_cluster(context, cluster, &topic, request.validate_only).await {
@@ -236,6 +228,10 @@ fn explicit_assignment(topic: &CreatableTopic) -> Result<Option<i32>, BrokerErro
         }
     }
     Ok(Some(topic.assignments.len() as i32))
+}
+
+fn listed_twice(name: &str) -> BrokerError {
+    BrokerError::InvalidRequest(format!("topic '{name}' appears more than once"))
 }
 
 fn with_error(result: CreatableTopicResult, error: &BrokerError) -> CreatableTopicResult {

@@ -15,9 +15,7 @@ pub fn handle(
     if let Some(cluster) = &context.cluster {
         let image = cluster.image().image;
         let brokers = image
-            .brokers
-            .values()
-            .filter(|broker| !broker.fenced)
+            .live_brokers()
             .map(|broker| {
                 DescribeClusterBroker::default()
                     .with_broker_id(BrokerId(broker.broker_id))

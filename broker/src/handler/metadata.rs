@@ -130,9 +130,7 @@ fn cluster_metadata(
 ) -> MetadataResponse {
     let image = cluster.image().image;
     let brokers = image
-        .brokers
-        .values()
-        .filter(|broker| !broker.fenced)
+        .live_brokers()
         .map(|broker| {
             MetadataResponseBroker::default()
                 .with_node_id(BrokerId(broker.broker_id))
@@ -141,17 +139,17 @@ fn cluster_metadata(
                 .with_rack(broker.rack.clone().map(StrBytes::from_string))
         })
         .collect();
+    let all_topics = match &request.topics {
+        None => true,
+        Some(topics) => version == 0 && topics.is_empty(),
+    };
     let topics = match request.topics {
-        None => image
+        _ if all_topics => image
             .topics
             .values()
             .map(|topic| describe_image_topic(&image, topic))
             .collect(),
-        Some(topics) if version == 0 && topics.is_empty() => image
-            .topics
-            .values()
-            .map(|topic| describe_image_topic(&image, topic))
-            .collect(),
+        None => Vec::new(),
         Some(topics) => topics
             .into_iter()
             .map(|requested| match requested.name {

@@ -184,7 +184,8 @@ fn read_frames(path: &Path) -> io::Result<(Vec<Entry<MetadataTypes>>, u64)> {
     Ok((entries, position as u64))
 }
 
-fn read_json<T: DeserializeOwned>(path: &Path) -> io::Result<Option<T>> {
+/// A whole JSON file, or `None` when it does not exist.
+pub(super) fn read_json<T: DeserializeOwned>(path: &Path) -> io::Result<Option<T>> {
     match fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
             io::Error::new(

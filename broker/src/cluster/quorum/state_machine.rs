@@ -18,7 +18,7 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use super::log_store::off_runtime;
+use super::log_store::{off_runtime, read_json};
 use super::{AppliedBatch, MetadataTypes, NodeId};
 use crate::cluster::image::MetadataImage;
 use crate::log::index::write_file_synced;
@@ -91,17 +91,7 @@ fn published_of(state: &MachineState) -> AppliedImage {
 }
 
 fn read_snapshot_file(dir: &Path) -> io::Result<Option<SnapshotFile>> {
-    let path = dir.join(SNAPSHOT_FILE);
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{}: {e}", path.display()),
-            )
-        }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+    read_json(&dir.join(SNAPSHOT_FILE))
 }
 
 async fn write_snapshot_file(dir: &Path, file: &SnapshotFile) -> io::Result<()> {
