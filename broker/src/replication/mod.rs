@@ -4,9 +4,15 @@
 //! the index its registration was answered at), then, on every image change, opens the
 //! replicas assigned here and tells each whether it leads and at which leader epoch.
 //!
-//! Still to come here: the leader's ISR tracking and high watermark, acks=all waiters, and the
-//! followers' fetchers with truncation by leader epoch. Until then a partition's high
-//! watermark is its leader's log end, whatever its replication factor.
+//! [`leader`]: the leader's view of its followers as a deterministic state machine — log end
+//! offsets, the high watermark over the maximal ISR, ISR shrink/expand proposals (tested on
+//! its own; not yet wired to Fetch).
+//!
+//! Still to come here: wiring [`leader`] into follower Fetch requests and acks=all waiters, the
+//! followers' fetchers with truncation by leader epoch, AlterPartition to the controller. Until
+//! then a partition's high watermark is its leader's log end, whatever its replication factor.
+
+pub mod leader;
 
 use std::sync::Arc;
 
