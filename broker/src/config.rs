@@ -630,6 +630,7 @@ impl BrokerConfig {
             broker_session_timeout_ms: self.long_or("broker.session.timeout.ms", 9000),
             unclean_leader_election: self.boolean("unclean.leader.election.enable"),
             default_replication_factor: self.long_or("default.replication.factor", 1) as i32,
+            cluster_id: self.explicit("cluster.id").map(str::to_string),
         }
     }
 

@@ -150,13 +150,16 @@ fn three_processes_form_a_cluster_and_survive_the_controller_being_killed() {
     for node in &mut nodes {
         node.start(dir.path(), &voters);
     }
+    let mut cluster_ids = std::collections::BTreeSet::new();
     for node in &nodes {
-        wait_for_info(
+        let info = wait_for_info(
             &node.bootstrap(),
             "three brokers and a controller",
             |info| broker_lines(info) == 3 && controller(info) > 0,
         );
+        cluster_ids.insert(info.lines().next().unwrap_or_default().to_string());
     }
+    assert_eq!(cluster_ids.len(), 1, "one cluster id: {cluster_ids:?}");
     let bootstrap = nodes[0].bootstrap();
     let created = weir(&[
         "topic",

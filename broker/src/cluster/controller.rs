@@ -20,6 +20,9 @@ pub struct ControllerConfig {
     pub unclean_leader_election: bool,
     /// `default.replication.factor`.
     pub default_replication_factor: i32,
+    /// `cluster.id` as configured on this node: what the first active controller writes as the
+    /// cluster's id (a random one when unset).
+    pub cluster_id: Option<String>,
 }
 
 impl Default for ControllerConfig {
@@ -28,6 +31,7 @@ impl Default for ControllerConfig {
             broker_session_timeout_ms: 9_000,
             unclean_leader_election: false,
             default_replication_factor: 1,
+            cluster_id: None,
         }
     }
 }
@@ -108,6 +112,19 @@ impl Controller {
         for record in records {
             self.image.apply(record);
         }
+    }
+
+    /// The record naming the cluster, if no controller wrote one yet.
+    pub fn cluster_id_record(&self) -> Option<MetadataRecord> {
+        if self.image.cluster_id.is_some() {
+            return None;
+        }
+        let cluster_id = self
+            .config
+            .cluster_id
+            .clone()
+            .unwrap_or_else(|| Uuid::new_v4().simple().to_string());
+        Some(MetadataRecord::SetClusterId { cluster_id })
     }
 
     /// A broker process starting. A previous incarnation still heartbeating is refused; one

@@ -40,6 +40,9 @@ pub struct TopicState {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MetadataImage {
+    /// Set by the first record of the log (none before a controller was active).
+    #[serde(default)]
+    pub cluster_id: Option<String>,
     pub brokers: BTreeMap<i32, BrokerState>,
     pub topics: BTreeMap<Uuid, TopicState>,
     /// How many partition changes elected a leader from outside the ISR.
@@ -70,6 +73,10 @@ impl MetadataImage {
     /// same image; one that does not fit (a topic already deleted, say) changes nothing.
     pub fn apply(&mut self, record: &MetadataRecord) {
         match record {
+            MetadataRecord::SetClusterId { cluster_id } => {
+                // Written once; a second one (a controller that missed the first) changes nothing.
+                self.cluster_id.get_or_insert_with(|| cluster_id.clone());
+            }
             MetadataRecord::RegisterBroker {
                 broker_id,
                 incarnation_id,

@@ -143,6 +143,11 @@ impl ClusterMember {
         self.membership.clone()
     }
 
+    /// The cluster's id from the metadata log, once the first controller wrote it.
+    pub fn cluster_id(&self) -> Option<String> {
+        self.images.borrow().image.cluster_id.clone()
+    }
+
     /// The active controller's node id, if this broker knows one.
     pub fn active_controller(&self) -> Option<i32> {
         self.raft

@@ -12,6 +12,11 @@ pub const NO_LEADER: i32 = -1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MetadataRecord {
+    /// The cluster's id, written once by the first active controller (KRaft keeps it in every
+    /// node's formatted storage; here the metadata log carries it to every broker).
+    SetClusterId {
+        cluster_id: String,
+    },
     /// A broker (re)registered: a new incarnation, fenced until its first heartbeat.
     RegisterBroker {
         broker_id: i32,

@@ -24,6 +24,7 @@ impl Cluster {
             broker_session_timeout_ms: SESSION_MS,
             unclean_leader_election: unclean,
             default_replication_factor: 3,
+            cluster_id: None,
         };
         let mut cluster = Cluster {
             controller: Controller::new(config, MetadataImage::default(), 0),

@@ -25,12 +25,12 @@ pub fn handle(
             })
             .collect();
         return DescribeClusterResponse::default()
-            .with_cluster_id(StrBytes::from_string(context.cluster_id.clone()))
+            .with_cluster_id(StrBytes::from_string(context.cluster_id()))
             .with_controller_id(BrokerId(cluster.active_controller().unwrap_or(-1)))
             .with_brokers(brokers);
     }
     DescribeClusterResponse::default()
-        .with_cluster_id(StrBytes::from_string(context.cluster_id.clone()))
+        .with_cluster_id(StrBytes::from_string(context.cluster_id()))
         .with_controller_id(BrokerId(context.node_id))
         .with_brokers(vec![DescribeClusterBroker::default()
             .with_broker_id(BrokerId(context.node_id))

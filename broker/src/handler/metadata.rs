@@ -43,7 +43,7 @@ pub fn handle(
             .with_node_id(BrokerId(context.node_id))
             .with_host(StrBytes::from_string(context.advertised_host.clone()))
             .with_port(context.advertised_port as i32)])
-        .with_cluster_id(Some(StrBytes::from_string(context.cluster_id.clone())))
+        .with_cluster_id(Some(StrBytes::from_string(context.cluster_id())))
         .with_controller_id(BrokerId(context.node_id))
         .with_topics(topics)
 }
@@ -168,7 +168,7 @@ fn cluster_metadata(
     };
     MetadataResponse::default()
         .with_brokers(brokers)
-        .with_cluster_id(Some(StrBytes::from_string(context.cluster_id.clone())))
+        .with_cluster_id(Some(StrBytes::from_string(context.cluster_id())))
         .with_controller_id(BrokerId(cluster.active_controller().unwrap_or(-1)))
         .with_topics(topics)
 }

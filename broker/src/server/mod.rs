@@ -51,6 +51,15 @@ pub struct BrokerContext {
 }
 
 impl BrokerContext {
+    /// The cluster id clients see: the metadata log's in cluster mode (this broker's own until
+    /// the first controller wrote one), else the one stored in the data directory.
+    pub fn cluster_id(&self) -> String {
+        self.cluster
+            .as_ref()
+            .and_then(|cluster| cluster.cluster_id())
+            .unwrap_or_else(|| self.cluster_id.clone())
+    }
+
     /// What the transaction coordinator acts on.
     pub fn txn_services(&self) -> TxnServices<'_> {
         TxnServices {

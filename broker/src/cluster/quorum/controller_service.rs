@@ -126,7 +126,16 @@ impl ControllerService {
                 "active controller"
             );
             let controller = Controller::new(self.config.clone(), image, self.clock.now_ms());
+            let naming = controller.cluster_id_record();
             self.active = Some((term, controller));
+            // The first controller names the cluster before deciding anything else.
+            if let Some(record) = naming {
+                if let failed @ (ControllerResponse::NotController { .. }
+                | ControllerResponse::Unavailable(_)) = self.commit(vec![record]).await
+                {
+                    return Err(failed);
+                }
+            }
         }
         self.active
             .as_mut()

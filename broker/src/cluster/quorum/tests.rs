@@ -219,6 +219,10 @@ mod cluster {
         let index = applied(call(&mut client, create_topic("clicks", 6)).await);
         let images = quorum.images_at(index).await;
         assert!(images.iter().all(|image| *image == images[0]));
+        assert!(
+            images[0].cluster_id.is_some(),
+            "the first controller names the cluster"
+        );
         let topic = images[0].topic_by_name("clicks").unwrap();
         assert_eq!(topic.partitions.len(), 6);
         for partition in &topic.partitions {
@@ -233,6 +237,7 @@ mod cluster {
             })
         );
 
+        let cluster_id = images[0].cluster_id.clone();
         quorum.stop(first_leader).await;
         let second_leader = quorum.leader().await;
         assert_ne!(second_leader, first_leader);
@@ -277,6 +282,10 @@ mod cluster {
             }
         }
 
+        assert_eq!(
+            image.cluster_id, cluster_id,
+            "a new controller keeps the cluster's id"
+        );
         quorum.restart(first_leader, 2_000).await;
         let images = quorum.images_at(index).await;
         assert_eq!(images.len(), 3);
