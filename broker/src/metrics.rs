@@ -8,6 +8,7 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+use crate::cluster::member::ClusterMember;
 use crate::group::GroupCoordinator;
 use crate::partition::Partition;
 use crate::topic::TopicRegistry;
@@ -37,6 +38,116 @@ pub struct Metrics {
     pub cleaner_bytes_written_total: IntCounterVec,
     pub cleaner_records_removed_total: IntCounterVec,
     pub cleaner_errors_total: IntCounterVec,
+    cluster: ClusterGauges,
+}
+
+/// Cluster mode's gauges, refreshed from the metadata image when scraped.
+struct ClusterGauges {
+    active_controller: IntGauge,
+    brokers: IntGaugeVec,
+    metadata_applied_index: IntGauge,
+    raft_term: IntGauge,
+    leader_partitions: IntGauge,
+    under_replicated_partitions: IntGauge,
+    offline_partitions: IntGauge,
+    leader_elections: IntGauge,
+    unclean_leader_elections: IntGauge,
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    let metric = IntGauge::new(name, help).expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("unique metric");
+    metric
+}
+
+impl ClusterGauges {
+    fn new(registry: &Registry) -> Self {
+        ClusterGauges {
+            active_controller: gauge(
+                registry,
+                "cluster_active_controller",
+                "1 while this node is the active controller",
+            ),
+            brokers: gauge_vec(
+                registry,
+                "cluster_brokers",
+                "Registered brokers by state (live or fenced)",
+                &["state"],
+            ),
+            metadata_applied_index: gauge(
+                registry,
+                "cluster_metadata_applied_index",
+                "Index of the last metadata log entry applied here",
+            ),
+            raft_term: gauge(
+                registry,
+                "cluster_raft_term",
+                "The metadata quorum's current Raft term as seen here",
+            ),
+            leader_partitions: gauge(
+                registry,
+                "cluster_leader_partitions",
+                "Partitions this broker leads",
+            ),
+            under_replicated_partitions: gauge(
+                registry,
+                "cluster_under_replicated_partitions",
+                "Partitions this broker leads whose ISR is smaller than their replicas",
+            ),
+            offline_partitions: gauge(
+                registry,
+                "cluster_offline_partitions",
+                "Partitions without a leader (reported by the active controller; 0 elsewhere)",
+            ),
+            leader_elections: gauge(
+                registry,
+                "cluster_leader_elections",
+                "Leader changes in the metadata log so far",
+            ),
+            unclean_leader_elections: gauge(
+                registry,
+                "cluster_unclean_leader_elections",
+                "Leaders elected from outside the ISR so far (unclean.leader.election.enable)",
+            ),
+        }
+    }
+
+    fn refresh(&self, cluster: &ClusterMember) {
+        let image = cluster.image().image;
+        let node_id = cluster.node_id();
+        let active = cluster.active_controller() == Some(node_id);
+        let status = cluster.quorum_status();
+        self.active_controller.set(i64::from(active));
+        self.metadata_applied_index.set(status.applied_index as i64);
+        self.raft_term.set(status.term as i64);
+        let live = image.live_brokers().count();
+        self.brokers.with_label_values(&["live"]).set(live as i64);
+        self.brokers
+            .with_label_values(&["fenced"])
+            .set((image.brokers.len() - live) as i64);
+        let partitions = image.topics.values().flat_map(|t| t.partitions.iter());
+        let (mut led, mut under_replicated, mut offline) = (0, 0, 0);
+        for partition in partitions {
+            if partition.leader == node_id {
+                led += 1;
+                if partition.isr.len() < partition.replicas.len() {
+                    under_replicated += 1;
+                }
+            }
+            if partition.leader == crate::cluster::NO_LEADER {
+                offline += 1;
+            }
+        }
+        self.leader_partitions.set(led);
+        self.under_replicated_partitions.set(under_replicated);
+        self.offline_partitions
+            .set(if active { offline } else { 0 });
+        self.leader_elections.set(image.leader_elections as i64);
+        self.unclean_leader_elections
+            .set(image.unclean_elections as i64);
+    }
 }
 
 fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -209,12 +320,21 @@ impl Metrics {
             connections,
             connections_total,
             recovered_bytes_cut_total,
+            cluster: ClusterGauges::new(&registry),
             registry,
         }
     }
 
     /// Refreshes per-partition and per-group gauges and renders everything in the text format.
-    pub fn render(&self, topics: &TopicRegistry, groups: &GroupCoordinator) -> String {
+    pub fn render(
+        &self,
+        topics: &TopicRegistry,
+        groups: &GroupCoordinator,
+        cluster: Option<&ClusterMember>,
+    ) -> String {
+        if let Some(cluster) = cluster {
+            self.cluster.refresh(cluster);
+        }
         self.group_committed_offset.reset();
         self.group_lag.reset();
         for group in groups.group_ids() {

@@ -47,6 +47,9 @@ pub struct MetadataImage {
     pub topics: BTreeMap<Uuid, TopicState>,
     /// How many partition changes elected a leader from outside the ISR.
     pub unclean_elections: u64,
+    /// How many partition changes gave a partition a new leader.
+    #[serde(default)]
+    pub leader_elections: u64,
 }
 
 impl MetadataImage {
@@ -168,6 +171,9 @@ impl MetadataImage {
             if leader != state.leader {
                 state.leader = leader;
                 state.leader_epoch += 1;
+                if leader != NO_LEADER {
+                    self.leader_elections += 1;
+                }
             }
         }
         if let Some(isr) = &change.isr {

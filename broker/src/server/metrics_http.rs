@@ -45,6 +45,8 @@ pub async fn spawn(
 }
 
 async fn metrics(State(context): State<Arc<BrokerContext>>) -> impl IntoResponse {
-    let body = context.metrics.render(&context.topics, &context.groups);
+    let body = context
+        .metrics
+        .render(&context.topics, &context.groups, context.cluster.as_deref());
     ([(CONTENT_TYPE, "text/plain; version=0.0.4")], body)
 }

@@ -198,6 +198,37 @@ async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_br
         },
     )
     .await;
+    // Each survivor's /metrics: one active controller between them, one fenced broker, and
+    // all six partitions under-replicated at their (live) leaders.
+    let mut active_controllers = 0;
+    let mut under_replicated = 0;
+    for broker in cluster.brokers.values() {
+        let context = broker.context();
+        let text =
+            context
+                .metrics
+                .render(&context.topics, &context.groups, context.cluster.as_deref());
+        assert!(
+            text.contains("weir_cluster_brokers{state=\"live\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("weir_cluster_brokers{state=\"fenced\"} 1"),
+            "{text}"
+        );
+        active_controllers += gauge(&text, "weir_cluster_active_controller");
+        under_replicated += gauge(&text, "weir_cluster_under_replicated_partitions");
+        let moved = layouts[0]
+            .values()
+            .filter(|(leader, _, _)| *leader == dead)
+            .count();
+        assert!(
+            gauge(&text, "weir_cluster_leader_elections") >= moved as i64,
+            "{text}"
+        );
+    }
+    assert_eq!(active_controllers, 1);
+    assert_eq!(under_replicated, 6);
     for (partition, (leader, replicas, isr)) in layout(&after, "replicated") {
         let (old_leader, old_replicas, _) = &layouts[0][&partition];
         assert_eq!(&replicas, old_replicas, "replicas stay assigned");
@@ -212,4 +243,11 @@ async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_br
             );
         }
     }
+}
+
+/// The value of an unlabelled gauge in Prometheus text.
+fn gauge(text: &str, name: &str) -> i64 {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in:\n{text}"))
 }

@@ -236,7 +236,9 @@ async fn a_hanging_transaction_is_aborted_after_its_timeout_and_survives_a_crash
         "held by the open transaction"
     );
     let context = broker.context();
-    let metrics = context.metrics.render(&context.topics, &context.groups);
+    let metrics = context
+        .metrics
+        .render(&context.topics, &context.groups, None);
     assert!(
         metrics.contains("weir_open_transactions{partition=\"0\",topic=\"hanging\"} 1"),
         "{metrics}"
