@@ -54,6 +54,8 @@ pub mod metrics;
 pub mod partition;
 pub mod producer;
 pub mod replication;
+#[cfg(test)]
+mod seeded_rng;
 pub mod server;
 pub mod topic;
 pub mod transaction;

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
+use crate::seeded_rng::SeededRng;
+
 use super::controller::Registration;
 use super::*;
 
@@ -344,25 +346,13 @@ fn a_live_broker_id_cannot_be_registered_twice_but_a_restarted_one_can() {
     ));
 }
 
-/// A small deterministic generator (xorshift), so a failing seed replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// Brokers die and return and leaders shrink and grow ISRs at random; after every step the
 /// invariants hold (checked in `commit`), leader epochs never go back, and the records alone
 /// rebuild the controller's image.
 #[test]
 fn random_schedules_keep_the_invariants_and_replay_exactly() {
     for seed in 1..=40u64 {
-        let mut rng = Rng(seed * 0x9E37_79B9_7F4A_7C15);
+        let mut rng = SeededRng::new(seed);
         let unclean = seed % 4 == 0;
         let mut cluster = Cluster::new(5, unclean);
         let topics: Vec<Uuid> = (0..3).map(|t| cluster.topic(&format!("t{t}"), 4)).collect();

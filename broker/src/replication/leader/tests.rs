@@ -1,4 +1,5 @@
 use super::*;
+use crate::seeded_rng::SeededRng;
 
 const LAG_MS: i64 = 30_000;
 
@@ -105,25 +106,13 @@ fn a_refused_proposal_can_be_made_again() {
     assert_eq!(replicas.check_lagging(LAG_MS + 2), Some(first));
 }
 
-/// A tiny deterministic generator (no dependency needed for a test schedule).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// Random appends, fetches, silences and controller answers: the watermark never moves back,
 /// never passes the leader's end, and every committed ISR member holds everything below it —
 /// so whichever of them the controller elects next has every committed record.
 #[test]
 fn random_schedules_never_commit_what_an_electable_replica_lacks() {
     for seed in 1..=200u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let mut rng = SeededRng::new(seed);
         let mut replicas = leader();
         let mut leader_log_end = 0i64;
         let mut follower_log_end = BTreeMap::from([(2, 0i64), (3, 0i64)]);
