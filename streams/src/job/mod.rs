@@ -214,6 +214,13 @@ pub fn run_with_metrics(
             // offsets, so dropping the buffer and reloading state is all there is to do.
             tracing::info!(job = %config.name, dropped = polled.len(), "rebalance: buffered records dropped");
             processor.reload(&consumer)?;
+            if let Some(end) = end_of_input.filter(|end| end.requested() && end.sent()) {
+                // What was announced went out for the partitions owned then (possibly none, by a
+                // copy not yet assigned any), and the merging side rebuilds its state without
+                // which inputs ended: announce again for what this copy owns now.
+                tracing::info!(job = %config.name, "end of input to be announced again after the rebalance");
+                end.sent.store(false, Ordering::SeqCst);
+            }
             let (entries, windows) = processor.state_size();
             metrics.window_state(entries, windows);
             continue;
