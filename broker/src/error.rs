@@ -110,12 +110,6 @@ pub enum BrokerError {
     Controller(#[from] crate::cluster::ControllerError),
     #[error("no controller answered: {0}")]
     ControllerUnavailable(String),
-    #[error("broker {broker_id} does not lead {topic}-{partition}")]
-    NotLeader {
-        topic: String,
-        partition: i32,
-        broker_id: i32,
-    },
 }
 
 impl From<BatchError> for BrokerError {

@@ -64,11 +64,6 @@ impl BrokerLifecycle {
         self.membership.clone()
     }
 
-    /// The shared way to the active controller (for CreateTopics, AlterPartition, …).
-    pub fn client(&self) -> Arc<Mutex<ControllerClient>> {
-        Arc::clone(&self.client)
-    }
-
     /// Stops heartbeating and asks the controller to fence this broker now, so its leaderships
     /// move before it stops serving. Gives up after `timeout` (the session then expires).
     pub async fn controlled_shutdown(mut self, timeout: Duration) {

@@ -19,14 +19,7 @@ pub fn handle(
         .into_iter()
         .map(|topic| {
             let result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
-            let outcome = if context.cluster.is_some() {
-                Err(BrokerError::InvalidRequest(
-                    "adding partitions in cluster mode is not supported yet".into(),
-                ))
-            } else {
-                Ok(())
-            };
-            let outcome = outcome
+            let outcome = refuse_in_cluster(context)
                 .and_then(|()| check_assignments(context, &topic))
                 .and_then(|()| {
                     context.topics.create_partitions(
@@ -44,6 +37,16 @@ pub fn handle(
         })
         .collect();
     CreatePartitionsResponse::default().with_results(results)
+}
+
+/// Partitions are added by the controller in cluster mode, which does not take them yet.
+fn refuse_in_cluster(context: &Arc<BrokerContext>) -> Result<(), BrokerError> {
+    match context.cluster {
+        Some(_) => Err(BrokerError::InvalidRequest(
+            "adding partitions in cluster mode is not supported yet".into(),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// As in Kafka: no assignments (null) lets the broker place the new partitions; otherwise there

@@ -155,11 +155,7 @@ async fn create_one_in_cluster(
     let assignments = if topic.assignments.is_empty() {
         None
     } else {
-        if topic.num_partitions != -1 || topic.replication_factor != -1 {
-            return Err(BrokerError::InvalidRequest(
-                "both replica assignments and partitions/replication factor were given".into(),
-            ));
-        }
+        check_assignments_alone(topic)?;
         let mut sorted: Vec<_> = topic.assignments.iter().collect();
         sorted.sort_by_key(|a| a.partition_index);
         Some(
@@ -214,11 +210,7 @@ fn explicit_assignment(topic: &CreatableTopic) -> Result<Option<i32>, BrokerErro
     if topic.assignments.is_empty() {
         return Ok(None);
     }
-    if topic.num_partitions != -1 || topic.replication_factor != -1 {
-        return Err(BrokerError::InvalidRequest(
-            "both replica assignments and partitions/replication factor were given".into(),
-        ));
-    }
+    check_assignments_alone(topic)?;
     for assignment in &topic.assignments {
         if assignment.broker_ids.len() != 1 {
             return Err(BrokerError::InvalidReplicationFactor {
@@ -228,6 +220,16 @@ fn explicit_assignment(topic: &CreatableTopic) -> Result<Option<i32>, BrokerErro
         }
     }
     Ok(Some(topic.assignments.len() as i32))
+}
+
+/// Explicit replica assignments leave the partition count and replication factor unset (-1).
+fn check_assignments_alone(topic: &CreatableTopic) -> Result<(), BrokerError> {
+    if topic.num_partitions != -1 || topic.replication_factor != -1 {
+        return Err(BrokerError::InvalidRequest(
+            "both replica assignments and partitions/replication factor were given".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn listed_twice(name: &str) -> BrokerError {

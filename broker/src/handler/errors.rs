@@ -24,7 +24,6 @@ pub fn error_for(error: &BrokerError) -> ResponseError {
         BrokerError::ShuttingDown => ResponseError::NotLeaderOrFollower,
         BrokerError::Controller(controller) => controller_error(controller),
         BrokerError::ControllerUnavailable(_) => ResponseError::RequestTimedOut,
-        BrokerError::NotLeader { .. } => ResponseError::NotLeaderOrFollower,
     }
 }
 

@@ -43,11 +43,6 @@ impl ControllerClient {
         }
     }
 
-    /// The voter last known to lead.
-    pub fn leader(&self) -> Option<NodeId> {
-        self.leader
-    }
-
     /// Sends `request` to the active controller; `Done` or `Rejected` is its answer.
     pub async fn call(
         &mut self,
