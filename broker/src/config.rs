@@ -123,6 +123,18 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         ConfigType::Boolean,
         "false",
     ),
+    // Replication between brokers (cluster mode).
+    prop_min("replica.lag.time.max.ms", ConfigType::Long, "30000", 1),
+    prop_min("replica.fetch.wait.max.ms", ConfigType::Int, "500", 0),
+    prop_min("replica.fetch.max.bytes", ConfigType::Int, "1048576", 0),
+    prop_min(
+        "replica.fetch.response.max.bytes",
+        ConfigType::Int,
+        "10485760",
+        0,
+    ),
+    prop_min("replica.fetch.backoff.ms", ConfigType::Int, "1000", 0),
+    prop_min("replica.socket.timeout.ms", ConfigType::Int, "30000", 1),
     prop_min("num.partitions", ConfigType::Int, "1", 1),
     prop_min("default.replication.factor", ConfigType::Int, "1", 1),
     prop("auto.create.topics.enable", ConfigType::Boolean, "true"),
@@ -541,6 +553,23 @@ pub fn validate_topic_config(name: &str, value: &str) -> Result<(), ConfigError>
 }
 
 /// The broker's configuration: where it listens and stores data, and its properties.
+/// Kafka's `replica.*` settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaSettings {
+    /// An ISR member not caught up for this long is removed.
+    pub lag_time_max_ms: i64,
+    /// How long a follower's fetch waits at the leader for new data.
+    pub fetch_wait_max_ms: i32,
+    /// Bytes a follower asks for per partition.
+    pub fetch_max_bytes: i32,
+    /// Bytes a follower asks for per fetch.
+    pub fetch_response_max_bytes: i32,
+    /// Pause after a failed fetch before trying the leader again.
+    pub fetch_backoff_ms: u64,
+    /// Time allowed for connecting to a leader and for each fetch round trip beyond its wait.
+    pub socket_timeout_ms: u64,
+}
+
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     pub listen: SocketAddr,
@@ -631,6 +660,20 @@ impl BrokerConfig {
             unclean_leader_election: self.boolean("unclean.leader.election.enable"),
             default_replication_factor: self.long_or("default.replication.factor", 1) as i32,
             cluster_id: self.explicit("cluster.id").map(str::to_string),
+        }
+    }
+
+    /// How followers fetch and how long a leader waits for them.
+    pub fn replica_settings(&self) -> ReplicaSettings {
+        ReplicaSettings {
+            lag_time_max_ms: self.long_or("replica.lag.time.max.ms", 30_000).max(1),
+            fetch_wait_max_ms: self.long_or("replica.fetch.wait.max.ms", 500).max(0) as i32,
+            fetch_max_bytes: self.long_or("replica.fetch.max.bytes", 1 << 20).max(0) as i32,
+            fetch_response_max_bytes: self
+                .long_or("replica.fetch.response.max.bytes", 10 << 20)
+                .max(0) as i32,
+            fetch_backoff_ms: self.long_or("replica.fetch.backoff.ms", 1000).max(0) as u64,
+            socket_timeout_ms: self.long_or("replica.socket.timeout.ms", 30_000).max(1) as u64,
         }
     }
 
@@ -809,6 +852,7 @@ impl BrokerConfig {
                 .unwrap_or(0.5),
             min_compaction_lag_ms: long("min.compaction.lag.ms", 0).max(0),
             max_compaction_lag_ms: long("max.compaction.lag.ms", i64::MAX).max(1),
+            min_insync_replicas: long("min.insync.replicas", 1).max(1) as usize,
         }
     }
 }
@@ -835,6 +879,8 @@ pub struct LogConfig {
     pub min_cleanable_dirty_ratio: f64,
     pub min_compaction_lag_ms: i64,
     pub max_compaction_lag_ms: i64,
+    /// `acks=all` needs at least this many in-sync replicas.
+    pub min_insync_replicas: usize,
 }
 
 impl Default for LogConfig {
@@ -857,6 +903,7 @@ impl Default for LogConfig {
             min_cleanable_dirty_ratio: 0.5,
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
+            min_insync_replicas: 1,
         }
     }
 }

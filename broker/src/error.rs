@@ -51,6 +51,12 @@ pub enum LogError {
     },
     #[error("the log is closed")]
     Closed,
+    #[error("this replica does not lead (leader epoch {leader_epoch})")]
+    NotLeader { leader_epoch: i32 },
+    #[error("this replica does not follow at that leader epoch: it takes no copied batches")]
+    NotFollower,
+    #[error("checkpoint file {path} is corrupt")]
+    CorruptCheckpoint { path: PathBuf },
     #[error(transparent)]
     Producer(#[from] crate::producer::ProducerError),
 }

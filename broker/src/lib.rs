@@ -19,11 +19,13 @@
 //!   controller's decisions — broker registration and fencing, replica placement, leader
 //!   election from the ISR, AlterPartition checks; the openraft quorum that replicates it
 //!   (`cluster::quorum`), a broker's registration and heartbeats, its view of the image.
-//! - [`replication`]: replicas following the cluster metadata (roles, leader epochs); the ISR,
-//!   high watermark and follower fetchers come next.
+//! - [`replication`]: replicas following the cluster metadata — leaders tracking their
+//!   followers (ISR, high watermark, AlterPartition to the controller), followers fetching from
+//!   their leaders with truncation by leader epoch.
+//! - [`client`]: a small Kafka protocol client (followers' fetches, the CLI's admin calls).
 //! - [`topic`]: topic registry — names, ids, partitions, config overrides, persistence.
-//! - [`partition`]: a partition's replication-facing state (leader epoch, high watermark) and
-//!   waiters (long-poll fetches, group-commit fsyncs).
+//! - [`partition`]: a partition's replication-facing state (role, leader epoch, high watermark)
+//!   and waiters (long-poll fetches, group-commit fsyncs, `acks=all`).
 //! - [`log`]: storage — record batches, segments, indexes, recovery, retention, compaction.
 //! - [`config`]: broker and topic configuration by Kafka's property names.
 //! - [`metrics`], [`clock`] (time behind a seam), [`error`].
@@ -43,6 +45,7 @@
 //! - After a crash, recovery cuts each log at its first torn or corrupt batch; nothing before it
 //!   is lost.
 
+pub mod client;
 pub mod clock;
 pub mod cluster;
 pub mod config;

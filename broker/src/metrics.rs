@@ -38,6 +38,9 @@ pub struct Metrics {
     pub cleaner_bytes_written_total: IntCounterVec,
     pub cleaner_records_removed_total: IntCounterVec,
     pub cleaner_errors_total: IntCounterVec,
+    pub isr_shrinks_total: IntCounter,
+    pub isr_expands_total: IntCounter,
+    replica_lag: IntGaugeVec,
     cluster: ClusterGauges,
 }
 
@@ -150,6 +153,14 @@ impl ClusterGauges {
     }
 }
 
+fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+    let metric = IntCounter::new(name, help).expect("valid metric");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("unique metric");
+    metric
+}
+
 fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
     let metric = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
     registry
@@ -231,6 +242,22 @@ impl Metrics {
                 "log_cleaner_errors_total",
                 "Compaction passes that failed",
                 &["topic"],
+            ),
+            isr_shrinks_total: counter(
+                &registry,
+                "isr_shrinks_total",
+                "ISR shrinks this broker's leaders got the controller to accept",
+            ),
+            isr_expands_total: counter(
+                &registry,
+                "isr_expands_total",
+                "ISR expansions this broker's leaders got the controller to accept",
+            ),
+            replica_lag: gauge_vec(
+                &registry,
+                "replica_lag_offsets",
+                "Offsets each follower is behind, on the partitions this broker leads",
+                &["topic", "partition", "follower"],
             ),
             requests_total: counter_vec(
                 &registry,
@@ -357,6 +384,7 @@ impl Metrics {
         self.log_start_offset.reset();
         self.log_last_stable_offset.reset();
         self.open_transactions.reset();
+        self.replica_lag.reset();
         for partition in topics.all_partitions() {
             let index = partition.index.to_string();
             let labels = [&*partition.topic, index.as_str()];
@@ -381,6 +409,13 @@ impl Metrics {
             self.open_transactions
                 .with_label_values(&labels)
                 .set(log.producer_state().open_transactions().len() as i64);
+            drop(log);
+            for (follower, lag) in partition.follower_lags() {
+                let follower = follower.to_string();
+                self.replica_lag
+                    .with_label_values(&[&*partition.topic, index.as_str(), follower.as_str()])
+                    .set(lag);
+            }
         }
         let mut out = Vec::new();
         if let Err(error) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {

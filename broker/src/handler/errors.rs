@@ -57,10 +57,14 @@ fn config_error(error: &ConfigError) -> ResponseError {
 
 pub fn log_error(error: &LogError) -> ResponseError {
     match error {
-        LogError::Io { .. } => ResponseError::KafkaStorageError,
+        LogError::Io { .. } | LogError::CorruptCheckpoint { .. } => {
+            ResponseError::KafkaStorageError
+        }
         LogError::Batch(batch) => batch_error(batch),
         LogError::OffsetOutOfRange { .. } => ResponseError::OffsetOutOfRange,
-        LogError::Closed => ResponseError::NotLeaderOrFollower,
+        LogError::Closed | LogError::NotLeader { .. } | LogError::NotFollower => {
+            ResponseError::NotLeaderOrFollower
+        }
         LogError::Producer(producer) => producer_error(producer),
     }
 }

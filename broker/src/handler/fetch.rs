@@ -7,6 +7,9 @@
 //!   partitions' high watermark to move (watch channels, not sleeps), then reads again.
 //! - v13+ names topics by id. Fetch sessions (KIP-227) are not offered: `session_id` is 0, so
 //!   clients send full fetches.
+//! - A follower's fetch (`replica_id` set) reads up to the log end, not the high watermark,
+//!   tells the leader how far the follower got (which may move the high watermark and earn it
+//!   a place in the ISR), and waits for the log end to move rather than the high watermark.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -63,9 +66,13 @@ pub async fn handle(
                 .collect::<Vec<_>>()
         })
         .collect();
+    let follower = (request.replica_id.0 >= 0).then_some(request.replica_id.0);
     let mut watchers: Vec<watch::Receiver<i64>> = partitions
         .iter()
-        .map(|p| p.watch_high_watermark())
+        .map(|p| match follower {
+            Some(_) => p.watch_log_end(),
+            None => p.watch_high_watermark(),
+        })
         .collect();
     for watcher in &mut watchers {
         watcher.borrow_and_update();
@@ -73,13 +80,16 @@ pub async fn handle(
     let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let deadline = tokio::time::Instant::now() + max_wait;
     loop {
-        let (response, bytes, any_error) = read_all(context, version, &request, &resolved);
+        let (response, bytes, any_error) =
+            read_all(context, version, &request, &resolved, follower);
         let done = bytes >= request.min_bytes.max(0) as usize
             || any_error
             || watchers.is_empty()
             || tokio::time::Instant::now() >= deadline;
         if done {
-            record_metrics(context, &response);
+            if follower.is_none() {
+                record_metrics(context, &response);
+            }
             return response;
         }
         let woke = {
@@ -93,8 +103,10 @@ pub async fn handle(
                 }
             }
             false => {
-                let (response, _, _) = read_all(context, version, &request, &resolved);
-                record_metrics(context, &response);
+                let (response, _, _) = read_all(context, version, &request, &resolved, follower);
+                if follower.is_none() {
+                    record_metrics(context, &response);
+                }
                 return response;
             }
         }
@@ -108,6 +120,7 @@ fn read_all(
     version: i16,
     request: &FetchRequest,
     resolved: &[ResolvedTopic],
+    follower: Option<i32>,
 ) -> (FetchResponse, usize, bool) {
     let response_max = if version >= 3 {
         request.max_bytes.clamp(0, context.config.fetch_max_bytes()) as usize
@@ -133,6 +146,12 @@ fn read_all(
             };
             let result = partition.and_then(|partition| {
                 check_leader_epoch(partition, requested.current_leader_epoch)?;
+                if let (Some(replica_id), Some(topic)) = (follower, &entry.topic) {
+                    let fetch_offset = requested.fetch_offset;
+                    if let Some(proposal) = partition.follower_fetched(replica_id, fetch_offset)? {
+                        crate::replication::propose_isr(context, topic, partition, proposal);
+                    }
+                }
                 let offsets = partition.offsets();
                 data = std::mem::take(&mut data)
                     .with_high_watermark(offsets.high_watermark)
@@ -141,6 +160,11 @@ fn read_all(
                 let remaining = response_max.saturating_sub(total_bytes);
                 let limit = (requested.partition_max_bytes.max(0) as usize).min(remaining);
                 let min_one_batch = total_bytes == 0;
+                if follower.is_some() {
+                    return partition
+                        .read_for_follower(requested.fetch_offset, limit)
+                        .map_err(|error| log_error(&error));
+                }
                 if !read_committed {
                     return partition
                         .read(requested.fetch_offset, limit, min_one_batch)

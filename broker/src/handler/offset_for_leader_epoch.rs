@@ -1,7 +1,8 @@
 //! OffsetForLeaderEpoch (KIP-101/KIP-320): the end offset of a leader epoch.
 //!
-//! A single broker has led every partition since epoch 0 and never changes epoch, so the end
-//! offset of the current epoch is the log end offset; epochs above ours are unknown.
+//! Answered by the leader from its leader epoch cache (`log::leader_epochs`): the current epoch
+//! ends at the log end, an older one where the next epoch began; epochs above ours are unknown.
+//! Followers ask it before fetching from a new leader and truncate where their epoch ended.
 
 use std::sync::Arc;
 
@@ -31,25 +32,22 @@ pub fn handle(
                         .with_partition(requested.partition)
                         .with_leader_epoch(-1)
                         .with_end_offset(-1);
-                    let Some(partition) = found
-                        .as_ref()
-                        .and_then(|t| t.partition(requested.partition))
-                    else {
-                        return result
-                            .with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                    let partition = match &found {
+                        Some(topic) => crate::handler::led_partition(topic, requested.partition),
+                        None => Err(ResponseError::UnknownTopicOrPartition),
                     };
-                    if let Err(error) =
-                        check_leader_epoch(partition, requested.current_leader_epoch)
-                    {
-                        return result.with_error_code(error.code());
+                    let checked = partition.and_then(|partition| {
+                        check_leader_epoch(partition, requested.current_leader_epoch)?;
+                        Ok(partition)
+                    });
+                    match checked {
+                        Err(error) => result.with_error_code(error.code()),
+                        Ok(partition) => {
+                            let (epoch, end_offset) =
+                                partition.end_offset_for_epoch(requested.leader_epoch);
+                            result.with_leader_epoch(epoch).with_end_offset(end_offset)
+                        }
                     }
-                    let current = partition.leader_epoch();
-                    if requested.leader_epoch > current || requested.leader_epoch < 0 {
-                        return result;
-                    }
-                    result
-                        .with_leader_epoch(current)
-                        .with_end_offset(partition.offsets().log_end_offset)
                 })
                 .collect();
             OffsetForLeaderTopicResult::default()

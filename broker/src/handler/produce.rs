@@ -1,8 +1,12 @@
 //! Produce: validate each partition's batch, append it, and answer after the acks ask for.
 //!
 //! Appends happen in request order (the connection handles one request at a time). With
-//! `flush.on.ack`, the answer waits for a group-commit fsync, as a deferred response, so the
-//! connection can take the next request meanwhile.
+//! `flush.on.ack`, the answer waits for a group-commit fsync; with `acks=all` on a replicated
+//! partition, for every in-sync replica to hold the batch (the high watermark passing it) —
+//! both as a deferred response, so the connection can take the next request meanwhile. The wait
+//! for replicas ends with REQUEST_TIMED_OUT after the request's `timeout_ms`; `acks=all` is
+//! refused up front with NOT_ENOUGH_REPLICAS while the ISR is smaller than
+//! `min.insync.replicas`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,10 +34,21 @@ use crate::topic::Topic;
 /// writes add their partition to the transaction themselves.
 const IMPLICIT_ADD_PARTITIONS_VERSION: i16 = 12;
 
-/// The transactional side of a produce request.
+/// The transactional side of a produce request, and its acks.
 struct Sender<'a> {
     transactional_id: Option<&'a str>,
     adds_partitions: bool,
+    acks_all: bool,
+}
+
+/// What an answer waits for after a partition's append.
+struct AckWait {
+    partition: Arc<Partition>,
+    last_offset: i64,
+    /// fsynced (`flush.on.ack`).
+    durable: bool,
+    /// Held by the whole ISR (`acks=all`), which must still have `min.insync.replicas`.
+    replicated_with_min_insync: Option<usize>,
 }
 
 pub fn handle(
@@ -46,8 +61,10 @@ pub fn handle(
     let sender = Sender {
         transactional_id: request.transactional_id.as_deref().map(|id| id.as_str()),
         adds_partitions: version >= IMPLICIT_ADD_PARTITIONS_VERSION,
+        acks_all: acks == -1,
     };
-    let mut durable_waits: Vec<(usize, usize, Arc<Partition>, i64)> = Vec::new();
+    let timeout = std::time::Duration::from_millis(request.timeout_ms.max(0) as u64);
+    let mut waits: Vec<(usize, usize, AckWait)> = Vec::new();
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for (topic_index, topic_data) in request.topic_data.into_iter().enumerate() {
         let topic = lookup_topic(context, topic_data.name.as_str());
@@ -60,13 +77,8 @@ pub fn handle(
                 match &topic {
                     Ok(topic) => {
                         let (response, wait) = produce_partition(context, topic, data, &sender);
-                        if let Some((partition, last_offset)) = wait {
-                            durable_waits.push((
-                                topic_index,
-                                partition_slot,
-                                partition,
-                                last_offset,
-                            ));
+                        if let Some(wait) = wait {
+                            waits.push((topic_index, partition_slot, wait));
                         }
                         response
                     }
@@ -85,23 +97,58 @@ pub fn handle(
         return HandlerOutput::None;
     }
     let response = ProduceResponse::default().with_responses(responses);
-    if durable_waits.is_empty() {
+    if waits.is_empty() {
         return HandlerOutput::Ready(Box::new(ResponseKind::Produce(response)));
     }
     HandlerOutput::Deferred(
         async move {
             let mut response = response;
-            for (topic_slot, partition_slot, partition, last_offset) in durable_waits {
-                if let Err(error) = partition.wait_durable(last_offset).await {
-                    tracing::error!(%error, topic = %partition.topic, partition = partition.index, "fsync failed");
-                    let slot = &mut response.responses[topic_slot].partition_responses[partition_slot];
-                    *slot = failed(slot.index, log_error(&error), Some(error.to_string()));
+            let deadline = tokio::time::Instant::now() + timeout;
+            for (topic_slot, partition_slot, wait) in waits {
+                if let Err((error, message)) = wait_for_acks(&wait, deadline).await {
+                    let slot =
+                        &mut response.responses[topic_slot].partition_responses[partition_slot];
+                    *slot = failed(slot.index, error, Some(message));
                 }
             }
             ResponseKind::Produce(response)
         }
         .boxed(),
     )
+}
+
+async fn wait_for_acks(
+    wait: &AckWait,
+    deadline: tokio::time::Instant,
+) -> Result<(), (ResponseError, String)> {
+    let partition = &wait.partition;
+    if wait.durable {
+        if let Err(error) = partition.wait_durable(wait.last_offset).await {
+            tracing::error!(%error, topic = %partition.topic, partition = partition.index, "fsync failed");
+            return Err((log_error(&error), error.to_string()));
+        }
+    }
+    let Some(min_insync_replicas) = wait.replicated_with_min_insync else {
+        return Ok(());
+    };
+    let replicated = partition.wait_replicated(wait.last_offset, min_insync_replicas);
+    match tokio::time::timeout_at(deadline, replicated).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err((
+            error,
+            format!(
+                "{}-{}: offset {} was not replicated: {error}",
+                partition.topic, partition.index, wait.last_offset,
+            ),
+        )),
+        Err(_) => Err((
+            ResponseError::RequestTimedOut,
+            format!(
+                "{}-{}: the in-sync replicas did not copy offset {} in time",
+                partition.topic, partition.index, wait.last_offset
+            ),
+        )),
+    }
 }
 
 fn lookup_topic(context: &Arc<BrokerContext>, name: &str) -> Result<Arc<Topic>, ResponseError> {
@@ -120,8 +167,6 @@ fn lookup_topic(context: &Arc<BrokerContext>, name: &str) -> Result<Arc<Topic>, 
         Err(error) => Err(error_for(&error)),
     }
 }
-
-type DurableWait = Option<(Arc<Partition>, i64)>;
 
 /// KIP-890: a transactional write lands only in an open transaction that holds its partition —
 /// added before (AddPartitionsToTxn), or now by the write itself (transaction version 2) — so
@@ -186,7 +231,7 @@ fn produce_partition(
     topic: &Arc<Topic>,
     data: PartitionProduceData,
     sender: &Sender<'_>,
-) -> (PartitionProduceResponse, DurableWait) {
+) -> (PartitionProduceResponse, Option<AckWait>) {
     let index = data.index;
     let partition = match crate::handler::led_partition(topic, index) {
         Ok(partition) => partition,
@@ -230,6 +275,16 @@ fn produce_partition(
             return (failed(index, error, Some(message)), None);
         }
     }
+    let min_insync_replicas = topic.config.min_insync_replicas;
+    if sender.acks_all {
+        if let Err(error) = partition.check_min_insync(min_insync_replicas) {
+            let message = format!("{}-{index}: {error}", topic.name);
+            return (
+                failed(index, ResponseError::NotEnoughReplicas, Some(message)),
+                None,
+            );
+        }
+    }
     let bytes = records.len();
     match partition.append(BytesMut::from(&records[..])) {
         Ok(info) => {
@@ -252,10 +307,14 @@ fn produce_partition(
                 .with_base_offset(info.base_offset)
                 .with_log_append_time_ms(info.log_append_time_ms)
                 .with_log_start_offset(info.log_start_offset);
-            let wait = topic
-                .config
-                .flush_on_ack
-                .then(|| (Arc::clone(partition), info.last_offset));
+            let durable = topic.config.flush_on_ack;
+            let replicate = sender.acks_all && partition.high_watermark() <= info.last_offset;
+            let wait = (durable || replicate).then(|| AckWait {
+                partition: Arc::clone(partition),
+                last_offset: info.last_offset,
+                durable,
+                replicated_with_min_insync: replicate.then_some(min_insync_replicas),
+            });
             (response, wait)
         }
         Err(LogError::Producer(error)) => {

@@ -8,6 +8,7 @@
 //! - `index`: sparse offset and time indexes.
 //! - `segment`: one `.log` file with its indexes, scanning and recovery of a torn tail.
 //! - `compaction`: the cleaner of compacted topics (offset map, batch rewrite, atomic swap).
+//! - `leader_epochs`: the first offset of each leader epoch (truncation by epoch, KIP-101/279).
 //! - `partition_log`: the ordered segments of a partition: append, read, roll, retention,
 //!   truncation, flush planning and crash recovery.
 
@@ -17,6 +18,7 @@ pub mod compaction;
 pub mod compression;
 pub mod control;
 pub mod index;
+pub mod leader_epochs;
 pub mod partition_log;
 pub mod record;
 pub mod segment;

@@ -21,6 +21,7 @@ use crate::log::batch::{self, BatchHeader, BatchIter};
 use crate::log::compression::decompress_bounded;
 use crate::log::control::{self, MarkerKind};
 use crate::log::index::write_file_synced;
+use crate::log::leader_epochs::LeaderEpochCache;
 use crate::log::segment::{read_file_at, sync_dir, Segment};
 use crate::producer::snapshot;
 use crate::producer::state::{ProducerStateManager, SequenceCheck};
@@ -72,6 +73,8 @@ pub struct PartitionLog {
     producers: ProducerStateManager,
     /// Aborted transactions, for read_committed fetches.
     aborted: AbortedIndex,
+    /// The first offset of each leader epoch in this log.
+    epochs: LeaderEpochCache,
 }
 
 impl PartitionLog {
@@ -115,6 +118,7 @@ impl PartitionLog {
             first_dirty_offset: read_offset_file(&dir.join(CLEANER_CHECKPOINT_FILE)).unwrap_or(0),
             producers: ProducerStateManager::default(),
             aborted: AbortedIndex::unopened(dir),
+            epochs: LeaderEpochCache::empty(dir),
         };
         log.load_segments(&bases, clean_shutdown, now_ms)?;
         if log.segments.is_empty() {
@@ -136,7 +140,66 @@ impl PartitionLog {
         }
         log.aborted = AbortedIndex::open(dir, log_end)?;
         log.rebuild_producer_state(now_ms)?;
+        log.load_leader_epochs()?;
         Ok(log)
+    }
+
+    /// The saved leader epoch cache, fitted to the recovered log; rebuilt from the batches when
+    /// missing (a log from before clusters) or unreadable.
+    fn load_leader_epochs(&mut self) -> Result<(), LogError> {
+        let loaded = match LeaderEpochCache::load(&self.dir) {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                tracing::warn!(%error, "rebuilding the leader epoch cache from the log");
+                None
+            }
+        };
+        let (mut epochs, mut changed) = match loaded {
+            Some(epochs) => (epochs, false),
+            None => (self.scan_leader_epochs()?, true),
+        };
+        changed |= epochs.truncate_from_end(self.log_end_offset());
+        changed |= epochs.truncate_from_start(self.log_start_offset);
+        if changed {
+            epochs.persist()?;
+        }
+        self.epochs = epochs;
+        Ok(())
+    }
+
+    fn scan_leader_epochs(&self) -> Result<LeaderEpochCache, LogError> {
+        let mut epochs = LeaderEpochCache::empty(&self.dir);
+        for segment in self.segments.values() {
+            segment.scan(0, segment.size(), false, |_, header, _| {
+                epochs.assign(header.partition_leader_epoch, header.base_offset);
+                std::ops::ControlFlow::Continue(())
+            })?;
+        }
+        Ok(epochs)
+    }
+
+    /// Records that data of `epoch` begins at `start_offset`, persisting the cache if it changed.
+    fn assign_epoch(&mut self, epoch: i32, start_offset: i64) -> Result<(), LogError> {
+        if self.epochs.assign(epoch, start_offset) {
+            self.epochs.persist()?;
+        }
+        Ok(())
+    }
+
+    /// This replica leads from now at `epoch`: the epoch begins at the log end (Kafka records
+    /// it at election, so followers asking for the previous epoch learn where it ended).
+    pub fn begin_leader_epoch(&mut self, epoch: i32) -> Result<(), LogError> {
+        let log_end = self.log_end_offset();
+        self.assign_epoch(epoch, log_end)
+    }
+
+    /// Where `epoch` ends in this log (OffsetForLeaderEpoch): `(epoch found, end offset)`.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.epochs.end_offset_for(epoch, self.log_end_offset())
+    }
+
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.epochs.latest_epoch()
     }
 
     fn load_segments(
@@ -293,6 +356,7 @@ impl PartitionLog {
             max_timestamp: log_append_time.unwrap_or(header.max_timestamp),
             ..header
         };
+        self.assign_epoch(leader_epoch, base_offset)?;
         let interval = self.config.index_interval_bytes;
         let eager = self.config.flush_on_ack;
         self.active_mut().append(&batch, &header, interval, eager)?;
@@ -319,6 +383,7 @@ impl PartitionLog {
             });
         }
         self.maybe_roll(batch.len() as u64, now_ms)?;
+        self.assign_epoch(header.partition_leader_epoch, header.base_offset)?;
         let interval = self.config.index_interval_bytes;
         let eager = self.config.flush_on_ack;
         self.active_mut().append(batch, &header, interval, eager)?;
@@ -353,6 +418,7 @@ impl PartitionLog {
         let base_offset = self.log_end_offset();
         batch::assign_offsets(&mut batch, base_offset, leader_epoch, None);
         let header = BatchHeader::parse(&batch)?;
+        self.assign_epoch(leader_epoch, base_offset)?;
         let interval = self.config.index_interval_bytes;
         let eager = self.config.flush_on_ack;
         self.active_mut().append(&batch, &header, interval, eager)?;
@@ -639,6 +705,10 @@ impl PartitionLog {
     /// Removes every batch at or after `offset` (recovery, followers, tests).
     pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
         if offset >= self.log_end_offset() {
+            // No data goes, but epochs begun at or after `offset` with nothing written do.
+            if self.epochs.truncate_from_end(offset) {
+                self.epochs.persist()?;
+            }
             return Ok(());
         }
         let offset = offset.max(self.log_start_offset);
@@ -665,11 +735,42 @@ impl PartitionLog {
             self.set_first_dirty_offset(log_end)?;
         }
         self.aborted.truncate_to(log_end)?;
+        if self.epochs.truncate_from_end(log_end) {
+            self.epochs.persist()?;
+        }
         self.rebuild_producer_state(self.last_flush_ms)?;
         if self.log_start_offset > log_end {
             self.log_start_offset = log_end;
             self.write_log_start_offset()?;
         }
+        Ok(())
+    }
+
+    /// Drops every batch and starts the log empty at `offset`: a follower whose leader's log
+    /// now starts past this log's end (retention ran while it was away) cannot continue it.
+    pub fn reset_to(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+        let bases: Vec<i64> = self.segments.keys().copied().collect();
+        for base in bases {
+            if let Some(segment) = self.segments.remove(&base) {
+                segment.delete_files()?;
+            }
+        }
+        self.unflushed_sealed.clear();
+        for snapshot_offset in snapshot::list(&self.dir)? {
+            snapshot::remove(&self.dir, snapshot_offset)?;
+        }
+        self.segments
+            .insert(offset, Segment::create(&self.dir, offset, now_ms)?);
+        self.epochs = LeaderEpochCache::empty(&self.dir);
+        self.epochs.persist()?;
+        self.log_start_offset = offset;
+        self.write_log_start_offset()?;
+        self.recovery_point = offset;
+        self.checkpoint_recovery_point()?;
+        self.set_first_dirty_offset(offset)?;
+        self.aborted.trim_below(offset)?;
+        self.producers = ProducerStateManager::default();
+        self.unflushed_messages = 0;
         Ok(())
     }
 
@@ -838,10 +939,14 @@ impl PartitionLog {
         self.write_log_start_offset()
     }
 
-    fn write_log_start_offset(&self) -> Result<(), LogError> {
+    fn write_log_start_offset(&mut self) -> Result<(), LogError> {
         let path = self.dir.join(LOG_START_OFFSET_FILE);
         write_file_synced(&path, self.log_start_offset.to_string().as_bytes())
-            .map_err(|e| LogError::io(&path, e))
+            .map_err(|e| LogError::io(&path, e))?;
+        if self.epochs.truncate_from_start(self.log_start_offset) {
+            self.epochs.persist()?;
+        }
+        Ok(())
     }
 
     /// Deletes every file of the log (topic deletion).
@@ -929,6 +1034,57 @@ mod tests {
 
     fn open(dir: &Path, config: LogConfig) -> PartitionLog {
         PartitionLog::open(dir, config, false, 0).unwrap()
+    }
+
+    #[test]
+    fn leader_epochs_follow_appends_truncation_and_a_lost_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = open(dir.path(), LogConfig::default());
+        let batch = || encode_batch(&[b"a", b"b"], Compression::None);
+        log.append(batch(), 0, 0).unwrap();
+        log.append(batch(), 0, 0).unwrap();
+        log.begin_leader_epoch(3).unwrap();
+        log.append(batch(), 3, 0).unwrap();
+        assert_eq!(log.end_offset_for_epoch(0), (0, 4));
+        assert_eq!(log.end_offset_for_epoch(2), (0, 4));
+        assert_eq!(log.end_offset_for_epoch(3), (3, 6));
+        log.close(0).unwrap();
+        drop(log);
+        // A log written before the cache existed: rebuilt from the batches' epochs.
+        fs::remove_file(
+            dir.path()
+                .join(crate::log::leader_epochs::LEADER_EPOCH_FILE),
+        )
+        .unwrap();
+        let mut log = open(dir.path(), LogConfig::default());
+        assert_eq!(log.end_offset_for_epoch(0), (0, 4));
+        assert_eq!(log.latest_epoch(), Some(3));
+        log.truncate_to(4).unwrap();
+        assert_eq!(log.latest_epoch(), Some(0));
+        assert_eq!(log.end_offset_for_epoch(0), (0, 4));
+        log.advance_log_start_offset(2, 0).unwrap();
+        drop(log);
+        let log = open(dir.path(), LogConfig::default());
+        assert_eq!(log.latest_epoch(), Some(0));
+        assert_eq!(log.end_offset_for_epoch(3), (-1, -1));
+    }
+
+    #[test]
+    fn reset_starts_an_empty_log_at_the_given_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = open(dir.path(), LogConfig::default());
+        log.append(encode_batch(&[b"a", b"b"], Compression::None), 1, 0)
+            .unwrap();
+        log.reset_to(100, 0).unwrap();
+        assert_eq!((log.log_start_offset(), log.log_end_offset()), (100, 100));
+        assert_eq!(log.latest_epoch(), None);
+        log.append(encode_batch(&[b"c"], Compression::None), 2, 0)
+            .unwrap();
+        drop(log);
+        let log = open(dir.path(), LogConfig::default());
+        assert_eq!((log.log_start_offset(), log.log_end_offset()), (100, 101));
+        assert_eq!(log.end_offset_for_epoch(2), (2, 101));
+        assert_eq!(log.read(100, 1 << 20, 101, true).unwrap().next_offset, 101);
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! A partition as the broker serves it: its log plus the replication-facing state — leader epoch,
 //! log start offset, high watermark and log end offset — and the waiters on them.
 //!
-//! With one replica the high watermark follows the log end offset on every append; the state is
-//! modelled separately from day one so that replication can hold it back.
+//! Alone (no cluster), the high watermark follows the log end offset on every append; in a
+//! cluster, the role in [`replication`] decides it (the ISR's smallest log end on a leader, the
+//! leader's on a follower).
 //!
-//! Waiting is never a sleep loop: fetchers wait on the `high_watermark` watch channel; producers
-//! that need durability wait on `durable_offset`, advanced by group commits (one fsync covering
-//! every append made before it started).
+//! Waiting is never a sleep loop: consumers' fetches wait on the `high_watermark` watch channel,
+//! followers' fetches on `log_end`; producers that need durability wait on `durable_offset`,
+//! advanced by group commits (one fsync covering every append made before it started), and
+//! with `acks=all` on the high watermark.
+
+pub mod replication;
 
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -21,6 +25,7 @@ use crate::log::aborted_index::AbortedTxn;
 use crate::log::compaction::{self, CleaningStats};
 use crate::log::control::MarkerKind;
 use crate::log::{AppendInfo, PartitionLog, ReadResult};
+use replication::Role;
 
 /// Offsets a fetch or list-offsets answer reports alongside data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +48,8 @@ pub struct Partition {
     /// The leader's broker id, or [`LEADER_IS_LOCAL`] while this replica leads.
     leader_id: AtomicI32,
     high_watermark: watch::Sender<i64>,
+    log_end: watch::Sender<i64>,
+    role: Mutex<Role>,
     durable_offset: watch::Sender<i64>,
     flush_lock: tokio::sync::Mutex<()>,
     clock: Arc<dyn Clock>,
@@ -64,6 +71,8 @@ impl Partition {
             leader_epoch: AtomicI32::new(leader_epoch),
             leader_id: AtomicI32::new(LEADER_IS_LOCAL),
             high_watermark: watch::Sender::new(log_end),
+            log_end: watch::Sender::new(log_end),
+            role: Mutex::new(Role::Alone),
             durable_offset: watch::Sender::new(0),
             flush_lock: tokio::sync::Mutex::new(()),
             clock,
@@ -79,6 +88,28 @@ impl Partition {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// A replica of a cluster's partition, opened before the metadata says who leads: a
+    /// follower of nobody, whose high watermark is only known to be at least the log start
+    /// (records above it may not be committed; the leader's answers will tell).
+    pub fn new_replica(
+        topic: Arc<str>,
+        index: i32,
+        log: PartitionLog,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        let log_start = log.log_start_offset();
+        let partition = Partition::new(topic, index, log, -1, clock);
+        partition.become_follower(-1, -1);
+        partition.high_watermark.send_replace(log_start);
+        partition
+    }
+
+    fn role(&self) -> MutexGuard<'_, Role> {
+        self.role
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch.load(Ordering::Acquire)
     }
@@ -88,25 +119,18 @@ impl Partition {
         self.leader_id.load(Ordering::Acquire) == LEADER_IS_LOCAL
     }
 
-    /// The metadata says this replica leads at `leader_epoch`.
-    pub fn become_leader(&self, leader_epoch: i32) {
-        self.leader_epoch.store(leader_epoch, Ordering::Release);
-        self.leader_id.store(LEADER_IS_LOCAL, Ordering::Release);
-    }
-
-    /// The metadata says broker `leader_id` leads at `leader_epoch` (`-1`: no leader now).
-    pub fn become_follower(&self, leader_id: i32, leader_epoch: i32) {
-        self.leader_id.store(leader_id, Ordering::Release);
-        self.leader_epoch.store(leader_epoch, Ordering::Release);
-    }
-
     pub fn high_watermark(&self) -> i64 {
         *self.high_watermark.borrow()
     }
 
-    /// A receiver that changes whenever the high watermark moves.
+    /// A receiver that changes whenever the high watermark moves (or the role changes).
     pub fn watch_high_watermark(&self) -> watch::Receiver<i64> {
         self.high_watermark.subscribe()
+    }
+
+    /// A receiver that changes whenever the log end moves (followers' fetches wait on it).
+    pub fn watch_log_end(&self) -> watch::Receiver<i64> {
+        self.log_end.subscribe()
     }
 
     pub fn offsets(&self) -> PartitionOffsets {
@@ -129,24 +153,15 @@ impl Partition {
     /// Appends a validated producer batch as leader.
     pub fn append(&self, batch: BytesMut) -> Result<AppendInfo, LogError> {
         let now_ms = self.clock.now_ms();
-        let mut log = self.log();
-        let info = log.append(batch, self.leader_epoch(), now_ms)?;
-        // Single replica: everything appended is replicated everywhere it needs to be.
-        let log_end = log.log_end_offset();
-        drop(log);
-        self.high_watermark.send_replace(log_end);
-        Ok(info)
+        self.append_as_leader(|log, leader_epoch| log.append(batch, leader_epoch, now_ms))
     }
 
     /// Appends a batch a coordinator wrote for a producer (no sequence rules; see the log).
     pub fn append_from_coordinator(&self, batch: BytesMut) -> Result<AppendInfo, LogError> {
         let now_ms = self.clock.now_ms();
-        let mut log = self.log();
-        let info = log.append_from_coordinator(batch, self.leader_epoch(), now_ms)?;
-        let log_end = log.log_end_offset();
-        drop(log);
-        self.high_watermark.send_replace(log_end);
-        Ok(info)
+        self.append_as_leader(|log, leader_epoch| {
+            log.append_from_coordinator(batch, leader_epoch, now_ms)
+        })
     }
 
     /// Reads committed data (below the high watermark).
@@ -159,6 +174,17 @@ impl Partition {
         let high_watermark = self.high_watermark();
         self.log()
             .read(fetch_offset, max_bytes, high_watermark, min_one_batch)
+    }
+
+    /// Reads for a follower: everything up to the log end.
+    pub fn read_for_follower(
+        &self,
+        fetch_offset: i64,
+        max_bytes: usize,
+    ) -> Result<ReadResult, LogError> {
+        let log = self.log();
+        let log_end = log.log_end_offset();
+        log.read(fetch_offset, max_bytes, log_end, true)
     }
 
     /// Reads for a read_committed consumer: below the last stable offset, with the aborted
@@ -190,19 +216,16 @@ impl Partition {
         coordinator_epoch: i32,
     ) -> Result<AppendInfo, LogError> {
         let now_ms = self.clock.now_ms();
-        let mut log = self.log();
-        let info = log.append_marker(
-            producer_id,
-            producer_epoch,
-            kind,
-            coordinator_epoch,
-            self.leader_epoch(),
-            now_ms,
-        )?;
-        let log_end = log.log_end_offset();
-        drop(log);
-        self.high_watermark.send_replace(log_end);
-        Ok(info)
+        self.append_as_leader(|log, leader_epoch| {
+            log.append_marker(
+                producer_id,
+                producer_epoch,
+                kind,
+                coordinator_epoch,
+                leader_epoch,
+                now_ms,
+            )
+        })
     }
 
     /// Waits until everything up to and including `offset` is fsynced. Concurrent callers share

@@ -98,6 +98,18 @@ impl LeaderReplicas {
         self.high_watermark
     }
 
+    /// Whether `broker_id` holds a replica (leader or follower).
+    pub fn is_replica(&self, broker_id: i32) -> bool {
+        self.replicas.contains(&broker_id)
+    }
+
+    /// Each follower's log end offset as its last fetch showed it (-1 before one).
+    pub fn follower_log_ends(&self) -> impl Iterator<Item = (i32, i64)> + '_ {
+        self.followers
+            .iter()
+            .map(|(id, state)| (*id, state.log_end_offset))
+    }
+
     pub fn isr(&self) -> &[i32] {
         &self.isr
     }

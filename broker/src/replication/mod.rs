@@ -2,26 +2,36 @@
 //!
 //! `follow_metadata` waits until this broker's image has caught up with the metadata log (to
 //! the index its registration was answered at), then, on every image change, opens the
-//! replicas assigned here and tells each whether it leads and at which leader epoch.
+//! replicas assigned here, makes each leader (with the ISR and partition epoch the image holds)
+//! or follower, and hands the followed partitions to one fetcher task per leader broker.
 //!
-//! [`leader`]: the leader's view of its followers as a deterministic state machine — log end
-//! offsets, the high watermark over the maximal ISR, ISR shrink/expand proposals (tested on
-//! its own; not yet wired to Fetch).
-//!
-//! Still to come here: wiring [`leader`] into follower Fetch requests and acks=all waiters, the
-//! followers' fetchers with truncation by leader epoch, AlterPartition to the controller. Until
-//! then a partition's high watermark is its leader's log end, whatever its replication factor.
+//! - [`leader`]: the leader's view of its followers as a deterministic state machine — log end
+//!   offsets, the high watermark over the maximal ISR, ISR shrink/expand proposals. Fed by
+//!   followers' Fetch requests (`handler::fetch`) through `Partition::follower_fetched`.
+//! - [`isr`]: ISR changes sent to the active controller (AlterPartition); the periodic check
+//!   for lagging followers.
+//! - [`fetcher`]: followers copying their leaders — truncation by leader epoch, then Fetch.
 
+pub mod fetcher;
+pub mod isr;
 pub mod leader;
 
-use std::sync::Arc;
+pub use isr::propose_isr;
 
-use tokio::sync::watch;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
+use tokio::sync::{mpsc, watch};
+
+use crate::cluster::image::PartitionState;
 use crate::cluster::member::ClusterMember;
-use crate::cluster::MetadataImage;
+use crate::cluster::{MetadataImage, NO_LEADER};
 use crate::error::BrokerError;
+use crate::partition::replication::Leadership;
+use crate::partition::Partition;
 use crate::server::BrokerContext;
+use fetcher::{FetcherSetup, Followed};
+use isr::IsrChange;
 
 /// Follows `cluster`'s image until shutdown.
 pub async fn follow_metadata(
@@ -62,12 +72,16 @@ pub async fn follow_metadata(
     }
 }
 
-/// Opens the replicas `image` assigns to broker `node_id` and sets each one's role.
+/// Opens the replicas `image` assigns to broker `node_id`, sets each one's role, and gives the
+/// followed ones to the fetchers.
 pub fn apply_image(
     context: &BrokerContext,
     image: &MetadataImage,
     node_id: i32,
 ) -> Result<(), BrokerError> {
+    let lag_time_max_ms = context.config.replica_settings().lag_time_max_ms;
+    let mut followed: BTreeMap<i32, Vec<Followed>> = BTreeMap::new();
+    let mut first_error = None;
     for topic in image.topics.values() {
         let hosted: Vec<i32> = topic
             .partitions
@@ -92,15 +106,131 @@ pub fn apply_image(
             else {
                 continue;
             };
-            if state.leader == node_id {
-                if !partition.is_leader() || partition.leader_epoch() != state.leader_epoch {
-                    tracing::info!(topic = %topic.name, partition = index, leader_epoch = state.leader_epoch, "leading");
+            if state.leader != node_id {
+                follow(partition, state);
+                if state.leader != NO_LEADER {
+                    followed.entry(state.leader).or_default().push(Followed {
+                        partition: Arc::clone(partition),
+                        leader_epoch: state.leader_epoch,
+                    });
                 }
-                partition.become_leader(state.leader_epoch);
-            } else {
-                partition.become_follower(state.leader, state.leader_epoch);
+                continue;
+            }
+            if !partition.is_leader() || partition.leader_epoch() != state.leader_epoch {
+                tracing::info!(topic = %topic.name, partition = index, leader_epoch = state.leader_epoch, isr = ?state.isr, "leading");
+            }
+            let leadership = Leadership {
+                local_id: node_id,
+                leader_epoch: state.leader_epoch,
+                partition_epoch: state.partition_epoch,
+                replicas: state.replicas.clone(),
+                isr: state.isr.clone(),
+                replica_lag_time_max_ms: lag_time_max_ms,
+            };
+            if let Err(error) = partition.become_leader(&leadership) {
+                tracing::error!(%error, topic = %topic.name, partition = index, "cannot lead");
+                first_error.get_or_insert(error);
             }
         }
     }
-    Ok(())
+    if let Some(replication) = &context.replication {
+        replication.assign_fetchers(followed);
+    }
+    match first_error {
+        Some(error) => Err(error.into()),
+        None => Ok(()),
+    }
+}
+
+fn follow(partition: &Partition, state: &PartitionState) {
+    let changed = partition.is_leader()
+        || partition.leader_epoch() != state.leader_epoch
+        || partition.leader_id() != Some(state.leader).filter(|id| *id >= 0);
+    if changed {
+        tracing::info!(topic = %partition.topic, partition = partition.index, leader = state.leader, leader_epoch = state.leader_epoch, "following");
+        partition.become_follower(state.leader, state.leader_epoch);
+    }
+}
+
+/// This broker's replication machinery: the queue of ISR changes for the controller and one
+/// fetcher task per leader this broker follows.
+pub struct Replication {
+    pub isr_changes: mpsc::Sender<IsrChange>,
+    setup: FetcherSetup,
+    shutdown: watch::Receiver<bool>,
+    fetchers: Mutex<BTreeMap<i32, FetcherHandle>>,
+}
+
+struct FetcherHandle {
+    assigned: watch::Sender<Vec<Followed>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Replication {
+    /// The machinery, and the receiving end of the ISR changes (for [`isr::send_isr_changes`]).
+    pub fn new(
+        setup: FetcherSetup,
+        shutdown: watch::Receiver<bool>,
+    ) -> (Self, mpsc::Receiver<IsrChange>) {
+        let (isr_changes, receiver) = mpsc::channel(isr::MAX_QUEUED_ISR_CHANGES);
+        let replication = Replication {
+            isr_changes,
+            setup,
+            shutdown,
+            fetchers: Mutex::new(BTreeMap::new()),
+        };
+        (replication, receiver)
+    }
+
+    fn fetchers(&self) -> std::sync::MutexGuard<'_, BTreeMap<i32, FetcherHandle>> {
+        self.fetchers
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Fetch these partitions from these leaders (and nothing else).
+    pub fn assign_fetchers(&self, by_leader: BTreeMap<i32, Vec<Followed>>) {
+        let mut fetchers = self.fetchers();
+        fetchers.retain(|leader, handle| {
+            let keep = by_leader.contains_key(leader);
+            if !keep {
+                handle.task.abort();
+            }
+            keep
+        });
+        for (leader, followed) in by_leader {
+            if let Some(handle) = fetchers.get(&leader) {
+                handle.assigned.send_if_modified(|current| {
+                    let same = same_assignment(current, &followed);
+                    if !same {
+                        *current = followed;
+                    }
+                    !same
+                });
+                continue;
+            }
+            let (assigned, receiver) = watch::channel(followed);
+            let setup = self.setup.clone();
+            let task = tokio::spawn(fetcher::run(leader, setup, receiver, self.shutdown.clone()));
+            fetchers.insert(leader, FetcherHandle { assigned, task });
+        }
+    }
+
+    /// Stops every fetcher (before the logs close).
+    pub async fn stop(&self) {
+        let handles: Vec<FetcherHandle> = std::mem::take(&mut *self.fetchers())
+            .into_values()
+            .collect();
+        for handle in handles {
+            handle.task.abort();
+            let _ = handle.task.await;
+        }
+    }
+}
+
+fn same_assignment(current: &[Followed], next: &[Followed]) -> bool {
+    current.len() == next.len()
+        && current.iter().zip(next).all(|(a, b)| {
+            Arc::ptr_eq(&a.partition, &b.partition) && a.leader_epoch == b.leader_epoch
+        })
 }

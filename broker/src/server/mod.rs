@@ -48,6 +48,9 @@ pub struct BrokerContext {
     /// Cluster mode (`controller.quorum.voters` set): the metadata image and the way to the
     /// active controller. `None` when the broker runs alone.
     pub cluster: Option<Arc<ClusterMember>>,
+    /// Cluster mode: the fetchers of the partitions this broker follows, and the way ISR
+    /// changes reach the controller.
+    pub replication: Option<crate::replication::Replication>,
 }
 
 impl BrokerContext {
@@ -159,6 +162,19 @@ impl Broker {
             .await?;
             (Some(parts.member), Some((parts.quorum, parts.lifecycle)))
         };
+        let (replication, isr_changes) = match &cluster_member {
+            Some(member) => {
+                let setup = crate::replication::fetcher::FetcherSetup {
+                    node_id,
+                    settings: config.replica_settings(),
+                    cluster: Arc::clone(member),
+                };
+                let (replication, changes) =
+                    crate::replication::Replication::new(setup, shutdown_rx.clone());
+                (Some(replication), Some(changes))
+            }
+            None => (None, None),
+        };
         let context = Arc::new(BrokerContext {
             config: config.clone(),
             topics,
@@ -172,6 +188,7 @@ impl Broker {
             advertised_host,
             advertised_port,
             cluster: cluster_member,
+            replication,
         });
         let mut tasks = JoinSet::new();
         let metrics_addr = match config.metrics_listen {
@@ -182,10 +199,21 @@ impl Broker {
             None => None,
         };
         background::spawn(&mut tasks, Arc::clone(&context), shutdown_rx.clone());
-        if let Some(cluster) = &context.cluster {
+        if let (Some(cluster), Some(isr_changes)) = (&context.cluster, isr_changes) {
             tasks.spawn(crate::replication::follow_metadata(
                 Arc::clone(&context),
                 Arc::clone(cluster),
+                shutdown_rx.clone(),
+            ));
+            tasks.spawn(crate::replication::isr::send_isr_changes(
+                Arc::clone(&context),
+                Arc::clone(cluster),
+                isr_changes,
+                shutdown_rx.clone(),
+            ));
+            tasks.spawn(crate::replication::isr::check_lagging_followers(
+                Arc::clone(&context),
+                config.replica_settings().lag_time_max_ms,
                 shutdown_rx.clone(),
             ));
         }
@@ -239,6 +267,9 @@ impl Broker {
         };
         let _ = self.shutdown.send(true);
         while self.tasks.join_next().await.is_some() {}
+        if let Some(replication) = &self.context.replication {
+            replication.stop().await;
+        }
         if let Some(quorum) = quorum {
             quorum.shutdown().await;
         }
@@ -263,6 +294,9 @@ impl Broker {
     pub async fn abort(mut self) {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
+        if let Some(replication) = &self.context.replication {
+            replication.stop().await;
+        }
         if let Some((quorum, lifecycle)) = self.cluster.take() {
             // The quorum member's listener and controller task stop on the signal.
             let _ = self.shutdown.send(true);

@@ -183,13 +183,14 @@ impl TopicRegistry {
             }
             let dir = self.partition_dir(&name, index);
             let log = PartitionLog::open(&dir, config.clone(), clean_shutdown, now_ms)?;
-            partitions.push(Some(Arc::new(Partition::new(
-                Arc::clone(&name),
-                index,
-                log,
-                0,
-                Arc::clone(&self.clock),
-            ))));
+            let partition = match record.hosted {
+                // A cluster's replica waits for the metadata to say who leads.
+                Some(_) => {
+                    Partition::new_replica(Arc::clone(&name), index, log, self.clock.clone())
+                }
+                None => Partition::new(Arc::clone(&name), index, log, 0, self.clock.clone()),
+            };
+            partitions.push(Some(Arc::new(partition)));
         }
         Ok(Topic {
             name,
@@ -494,12 +495,12 @@ impl TopicRegistry {
                 None if hosted.contains(&index) => {
                     let dir = self.partition_dir(&name, index);
                     let log = PartitionLog::open(&dir, config.clone(), false, now_ms)?;
-                    Some(Arc::new(Partition::new(
+                    let clock = Arc::clone(&self.clock);
+                    Some(Arc::new(Partition::new_replica(
                         Arc::clone(&name),
                         index,
                         log,
-                        0,
-                        Arc::clone(&self.clock),
+                        clock,
                     )))
                 }
                 None => None,

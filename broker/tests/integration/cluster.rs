@@ -170,6 +170,15 @@ async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_br
         let values: Vec<String> = (0..50).map(|i| format!("p{partition}-{i}")).collect();
         let offsets = produce_values(&producer, "replicated", partition, &values).await;
         assert_eq!(offsets, (0..50).collect::<Vec<i64>>());
+        // acks=all answered: every in-sync replica holds the records already.
+        for (node_id, broker) in &cluster.brokers {
+            let copy = broker.context().topics.partition("replicated", partition);
+            let offsets = copy.expect("replica here").offsets();
+            assert!(
+                offsets.log_end_offset >= 50,
+                "broker {node_id} holds {offsets:?} of partition {partition}"
+            );
+        }
         let read = consume(
             &cluster.bootstrap(3),
             "replicated",
@@ -229,6 +238,23 @@ async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_br
     }
     assert_eq!(active_controllers, 1);
     assert_eq!(under_replicated, 6);
+    // Every acknowledged record is on the new leaders, and they take acks=all writes with
+    // the ISR of two.
+    for partition in 0..6 {
+        let more: Vec<String> = (50..60).map(|i| format!("p{partition}-{i}")).collect();
+        let offsets = produce_values(&producer, "replicated", partition, &more).await;
+        assert_eq!(offsets, (50..60).collect::<Vec<i64>>());
+        let read = consume(
+            &cluster.bootstrap(survivor),
+            "replicated",
+            partition,
+            Offset::Beginning,
+            60,
+        )
+        .await;
+        let expected: Vec<String> = (0..60).map(|i| format!("p{partition}-{i}")).collect();
+        assert_eq!(payloads(&read), expected, "partition {partition}");
+    }
     for (partition, (leader, replicas, isr)) in layout(&after, "replicated") {
         let (old_leader, old_replicas, _) = &layouts[0][&partition];
         assert_eq!(&replicas, old_replicas, "replicas stay assigned");

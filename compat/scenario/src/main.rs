@@ -5,8 +5,6 @@
 //!
 //! Usage: weir-compat-scenario HOST:PORT RUN_ID
 
-#[path = "../../../cli/src/protocol_client.rs"]
-mod protocol_client;
 mod transactions;
 
 use std::collections::BTreeMap;
@@ -18,8 +16,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
-use protocol_client::ProtocolClient;
 use serde_json::{json, Value};
+use weir_broker::client::ProtocolClient;
 
 const TOPIC_RESOURCE: i8 = 2;
 /// Configs compared between the brokers (Weir implements these; Kafka has many more).
