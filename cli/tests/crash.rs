@@ -2,7 +2,8 @@
 //! and again while transactional producers (committing and aborting) and an idempotent producer
 //! write through rdkafka; everything the clients were told and everything readers saw goes into
 //! a history that the Jepsen-style checker (`crash/history.rs`) judges: no lost writes, no
-//! aborted reads, no torn transactions, no duplicates, no offset that changes its value.
+//! aborted reads, no torn transactions, no duplicates, no offset that changes its value, no
+//! record read that later disappears.
 
 #[path = "crash/broker.rs"]
 mod broker;
@@ -66,7 +67,8 @@ fn kill_9_during_transactions_and_idempotent_writes_loses_and_duplicates_nothing
     history
         .txns
         .extend(idempotent.join().expect("idempotent writer"));
-    history.reads.push(read_all(&bootstrap, false));
+    let last_uncommitted = read_all(&bootstrap, false);
+    history.reads.push(last_uncommitted.clone());
     let final_read = read_all(&bootstrap, true);
 
     let committed = history
@@ -93,4 +95,6 @@ fn kill_9_during_transactions_and_idempotent_writes_loses_and_duplicates_nothing
         "seed {seed}: {anomalies:#?}\nbroker log:\n{}",
         broker.log_tail()
     );
+    let vanished = history.vanished(&last_uncommitted);
+    assert!(vanished.is_empty(), "seed {seed}: {vanished:#?}");
 }

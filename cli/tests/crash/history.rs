@@ -6,7 +6,9 @@
 //!   part (transactions are all or nothing);
 //! - **duplicates**: one written value at two offsets;
 //! - **inconsistent offsets**: one offset read with two different values, or an acknowledged
-//!   offset holding another value than the one acknowledged there.
+//!   offset holding another value than the one acknowledged there;
+//! - **vanished reads** (`History::vanished`): a record a reader saw that a later full read no
+//!   longer holds — readers must only ever see committed records.
 //!
 //! Every written value is unique, so a value names its write.
 
@@ -114,6 +116,28 @@ impl History {
     }
 }
 
+impl History {
+    /// Records some read saw that `final_uncommitted` (a read_uncommitted pass at the end)
+    /// no longer holds at the same offset.
+    pub fn vanished(&self, final_uncommitted: &Read) -> Vec<String> {
+        let last: HashSet<(i32, i64, &str)> = final_uncommitted
+            .records
+            .iter()
+            .map(|(p, o, v)| (*p, *o, v.as_str()))
+            .collect();
+        let mut vanished: Vec<String> = self
+            .reads
+            .iter()
+            .flat_map(|read| read.records.iter())
+            .filter(|(p, o, v)| !last.contains(&(*p, *o, v.as_str())))
+            .map(|(p, o, v)| format!("{v} was read at {p}/{o}"))
+            .collect();
+        vanished.sort();
+        vanished.dedup();
+        vanished
+    }
+}
+
 fn describe(txn: &Txn, seen: usize) -> String {
     format!(
         "{} of {} writes visible, e.g. {:?} ({:?})",
@@ -194,6 +218,15 @@ mod tests {
             ],
             reads: vec![read(false, &[(0, "a1"), (1, "a2"), (2, "b1")])],
         }
+    }
+
+    #[test]
+    fn a_record_read_then_gone_has_vanished() {
+        let history = history();
+        let last = read(false, &[(0, "a1"), (1, "a2"), (2, "b1")]);
+        assert!(history.vanished(&last).is_empty());
+        let shorter = read(false, &[(0, "a1"), (1, "a2")]);
+        assert_eq!(history.vanished(&shorter), vec!["b1 was read at 0/2"]);
     }
 
     #[test]

@@ -1,0 +1,168 @@
+//! Cluster nodes as `weir broker` processes (combined mode, Kafka's property names) and the
+//! `weir` CLI calls the process tests observe them with.
+
+use std::fs::File;
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+pub const WAIT: Duration = Duration::from_secs(60);
+
+pub struct Node {
+    pub id: u32,
+    pub port: u16,
+    pub controller_port: u16,
+    pub child: Option<Child>,
+    /// Extra `--set` properties.
+    pub properties: Vec<String>,
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+impl Node {
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn start(&mut self, dir: &Path, voters: &str) {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(dir.join(format!("node-{}.log", self.id)))
+            .expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["broker", "--listen", &self.bootstrap()])
+            .arg("--controller-listen")
+            .arg(format!("127.0.0.1:{}", self.controller_port))
+            .arg("--data-dir")
+            .arg(dir.join(format!("data-{}", self.id)))
+            .args(["--metrics-listen", "off"])
+            .args(["--set", &format!("node.id={}", self.id)])
+            .args(["--set", &format!("controller.quorum.voters={voters}")])
+            .args(["--set", "broker.session.timeout.ms=4000"])
+            .args(["--set", "broker.heartbeat.interval.ms=500"])
+            .args(self.properties.iter().flat_map(|p| ["--set", p.as_str()]))
+            .env("RUST_LOG", "info")
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("weir broker starts");
+        self.child = Some(child);
+    }
+
+    /// SIGSTOP (`true`) or SIGCONT (`false`): the process hangs without its sockets closing.
+    pub fn pause(&self, paused: bool) {
+        let signal = if paused { libc::SIGSTOP } else { libc::SIGCONT };
+        if let Some(child) = &self.child {
+            // SAFETY: signalling our own child process by its pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        }
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn weir(args: &[&str]) -> Option<String> {
+    let output = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("weir runs");
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// `weir cluster info` from `bootstrap` until `ready` accepts it.
+pub fn wait_for_info(bootstrap: &str, what: &str, ready: impl Fn(&str) -> bool) -> String {
+    let started = Instant::now();
+    let mut last = String::new();
+    loop {
+        if let Some(info) = weir(&["cluster", "info", "-b", bootstrap]) {
+            if ready(&info) {
+                return info;
+            }
+            last = info;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "{what}: not seen from {bootstrap}; last answer:\n{last}"
+        );
+        thread::sleep(Duration::from_millis(300));
+    }
+}
+
+pub fn broker_lines(info: &str) -> usize {
+    info.lines()
+        .skip_while(|l| *l != "brokers:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .count()
+}
+
+pub fn controller(info: &str) -> i32 {
+    info.lines()
+        .find_map(|l| l.strip_prefix("controller: "))
+        .and_then(|id| id.trim().parse().ok())
+        .unwrap_or(-1)
+}
+
+/// partition → leader, from `weir topic describe`.
+pub fn leaders(describe: &str) -> Vec<(i32, i32)> {
+    describe
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next()? == "partition").then_some(())?;
+            let partition = words.next()?.parse().ok()?;
+            (words.next()? == "leader").then_some(())?;
+            Some((partition, words.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Three nodes (not started) and their voters list.
+pub fn three_nodes(properties: &[&str]) -> (Vec<Node>, String) {
+    let nodes: Vec<Node> = (1..=3)
+        .map(|id| Node {
+            id,
+            port: free_port(),
+            controller_port: free_port(),
+            child: None,
+            properties: properties.iter().map(|p| p.to_string()).collect(),
+        })
+        .collect();
+    let voters = nodes
+        .iter()
+        .map(|n| format!("{}@127.0.0.1:{}", n.id, n.controller_port))
+        .collect::<Vec<_>>()
+        .join(",");
+    (nodes, voters)
+}
+
+/// The number after `under-replicated partitions: ` in `weir cluster info`.
+pub fn under_replicated(info: &str) -> Option<usize> {
+    info.lines()
+        .find_map(|l| l.strip_prefix("under-replicated partitions: "))
+        .and_then(|n| n.trim().parse().ok())
+}
