@@ -11,6 +11,9 @@ use super::image::{BrokerState, MetadataImage, PartitionState};
 use super::placement;
 use super::record::{MetadataRecord, PartitionChange, NO_LEADER};
 
+/// Producer ids per block a broker gets (Kafka's controller hands out 1000 too).
+pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
+
 #[derive(Debug, Clone)]
 pub struct ControllerConfig {
     /// A broker whose last heartbeat is older than this is fenced (`broker.session.timeout.ms`).
@@ -210,6 +213,21 @@ impl Controller {
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
         self.registered(broker_id, broker_epoch)?;
         Ok(self.fence(broker_id))
+    }
+
+    /// The next block of producer ids, for a registered broker.
+    pub fn allocate_producer_ids(
+        &self,
+        broker_id: i32,
+        broker_epoch: i64,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        self.registered(broker_id, broker_epoch)?;
+        Ok(vec![MetadataRecord::ProducerIdBlock {
+            broker_id,
+            broker_epoch,
+            first_id: self.image.next_producer_id,
+            size: PRODUCER_ID_BLOCK_SIZE,
+        }])
     }
 
     /// A new topic over the live brokers, or on explicit `assignments`.

@@ -50,6 +50,12 @@ pub struct MetadataImage {
     /// How many partition changes gave a partition a new leader.
     #[serde(default)]
     pub leader_elections: u64,
+    /// The first producer id not yet given to any broker.
+    #[serde(default)]
+    pub next_producer_id: i64,
+    /// The latest producer id block of each broker: (first id, size).
+    #[serde(default)]
+    pub producer_id_blocks: BTreeMap<i32, (i64, i64)>,
 }
 
 impl MetadataImage {
@@ -146,6 +152,16 @@ impl MetadataImage {
                 self.topics.remove(topic_id);
             }
             MetadataRecord::PartitionChange(change) => self.change_partition(change),
+            MetadataRecord::ProducerIdBlock {
+                broker_id,
+                first_id,
+                size,
+                ..
+            } => {
+                self.next_producer_id = self.next_producer_id.max(first_id + size);
+                self.producer_id_blocks
+                    .insert(*broker_id, (*first_id, *size));
+            }
         }
     }
 

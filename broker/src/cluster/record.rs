@@ -47,6 +47,14 @@ pub enum MetadataRecord {
         topic_id: Uuid,
     },
     PartitionChange(PartitionChange),
+    /// Producer ids `first_id..first_id + size` belong to this broker (Kafka's
+    /// ProducerIdsRecord): every broker hands out ids no other broker has.
+    ProducerIdBlock {
+        broker_id: i32,
+        broker_epoch: i64,
+        first_id: i64,
+        size: i64,
+    },
 }
 
 /// A change to one partition: a new leader, a new ISR, or both. Fields left `None` stay.

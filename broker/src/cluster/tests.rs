@@ -346,6 +346,31 @@ fn a_live_broker_id_cannot_be_registered_twice_but_a_restarted_one_can() {
     ));
 }
 
+#[test]
+fn producer_id_blocks_never_overlap_even_across_a_controller_failover() {
+    let mut cluster = Cluster::new(3, false);
+    let mut blocks = Vec::new();
+    for broker in [1, 2, 3, 1] {
+        let records = cluster
+            .controller
+            .allocate_producer_ids(broker, cluster.epochs[&broker])
+            .unwrap();
+        cluster.commit(records);
+        blocks.push(cluster.controller.image().producer_id_blocks[&broker]);
+        cluster.fail_over();
+    }
+    assert_eq!(
+        blocks,
+        vec![(0, 1000), (1000, 1000), (2000, 1000), (3000, 1000)]
+    );
+    assert!(matches!(
+        cluster
+            .controller
+            .allocate_producer_ids(2, cluster.epochs[&2] - 1),
+        Err(ControllerError::StaleBrokerEpoch { .. })
+    ));
+}
+
 /// Brokers die and return and leaders shrink and grow ISRs at random; after every step the
 /// invariants hold (checked in `commit`), leader epochs never go back, and the records alone
 /// rebuild the controller's image.

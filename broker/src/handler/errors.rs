@@ -55,6 +55,17 @@ fn config_error(error: &ConfigError) -> ResponseError {
     }
 }
 
+/// A producer id could not be handed out: storage failed, or no block from the controller yet
+/// (retriable, as Kafka answers while its block is on the way).
+pub fn producer_id_error(error: &crate::producer::id_manager::ProducerIdError) -> ResponseError {
+    match error {
+        crate::producer::id_manager::ProducerIdError::Io(error) => log_error(error),
+        crate::producer::id_manager::ProducerIdError::Unavailable => {
+            ResponseError::CoordinatorLoadInProgress
+        }
+    }
+}
+
 pub fn log_error(error: &LogError) -> ResponseError {
     match error {
         LogError::Io { .. } | LogError::CorruptCheckpoint { .. } => {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use kafka_protocol::ResponseError;
 
-use crate::handler::errors::log_error;
+use crate::handler::errors::producer_id_error;
 use crate::server::BrokerContext;
 
 pub fn handle(
@@ -42,8 +42,8 @@ pub fn handle(
             .with_producer_id(ProducerId(id))
             .with_producer_epoch(0),
         Err(error) => {
-            tracing::error!(%error, "cannot allocate a producer id");
-            failed(log_error(&error))
+            tracing::warn!(%error, "cannot hand out a producer id");
+            failed(producer_id_error(&error))
         }
     }
 }

@@ -36,7 +36,7 @@ pub struct BrokerContext {
     pub config: BrokerConfig,
     pub topics: TopicRegistry,
     pub groups: GroupCoordinator,
-    pub producer_ids: ProducerIdManager,
+    pub producer_ids: Arc<ProducerIdManager>,
     pub transactions: TransactionCoordinator,
     pub clock: Arc<dyn Clock>,
     pub metrics: Metrics,
@@ -123,7 +123,11 @@ impl Broker {
         }
         let meta_dir = data_dir.join("meta");
         std::fs::create_dir_all(&meta_dir).map_err(|e| LogError::io(&meta_dir, e))?;
-        let producer_ids = ProducerIdManager::open(&meta_dir)?;
+        // In a cluster, producer ids come from the controller so no two brokers share one.
+        let producer_ids = Arc::new(match config.quorum_voters().is_empty() {
+            true => ProducerIdManager::open(&meta_dir)?,
+            false => ProducerIdManager::from_controller(),
+        });
         let transactions =
             TransactionCoordinator::new(config.transaction_settings(), Arc::clone(&clock));
         let transactions_loaded = transactions.load(&TxnServices {
@@ -209,6 +213,11 @@ impl Broker {
                 Arc::clone(&context),
                 Arc::clone(cluster),
                 isr_changes,
+                shutdown_rx.clone(),
+            ));
+            tasks.spawn(crate::cluster::producer_ids::keep_blocks(
+                Arc::clone(cluster),
+                Arc::clone(&context.producer_ids),
                 shutdown_rx.clone(),
             ));
             tasks.spawn(crate::replication::isr::check_lagging_followers(

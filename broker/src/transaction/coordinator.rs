@@ -138,7 +138,7 @@ impl TransactionCoordinator {
                 let id = services
                     .producer_ids
                     .next_id()
-                    .map_err(|e| crate::handler::errors::log_error(&e))?;
+                    .map_err(|e| crate::handler::errors::producer_id_error(&e))?;
                 let txn = TxnMetadata::new(id, timeout_ms, now_ms);
                 self.persist(services.topics, transactional_id, &txn)?;
                 transactions.insert(transactional_id.to_string(), txn.clone());
@@ -171,7 +171,7 @@ impl TransactionCoordinator {
             txn.producer_id = services
                 .producer_ids
                 .next_id()
-                .map_err(|e| crate::handler::errors::log_error(&e))?;
+                .map_err(|e| crate::handler::errors::producer_id_error(&e))?;
             txn.producer_epoch = 0;
         }
         self.persist(services.topics, transactional_id, &txn)?;
@@ -297,7 +297,7 @@ impl TransactionCoordinator {
                 services
                     .producer_ids
                     .next_id()
-                    .map_err(|e| crate::handler::errors::log_error(&e))
+                    .map_err(|e| crate::handler::errors::producer_id_error(&e))
             };
             txn.end_bumping_epoch(producer_id, epoch, commit, now_ms, new_producer_id)?
         } else {

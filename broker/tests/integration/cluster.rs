@@ -164,6 +164,37 @@ async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_br
         assert_eq!(isr.len(), 3);
     }
 
+    // Producer ids come from the controller in blocks: no two brokers hand out the same one.
+    let mut producer_ids = BTreeSet::new();
+    for node_id in 1..=3 {
+        let address = cluster.bootstrap(node_id);
+        let mut client = weir_broker::client::ProtocolClient::connect(&address)
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            let request = kafka_protocol::messages::InitProducerIdRequest::default()
+                .with_transactional_id(None)
+                .with_transaction_timeout_ms(60_000)
+                .with_producer_id(kafka_protocol::messages::ProducerId(-1))
+                .with_producer_epoch(-1);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            let id = loop {
+                let response = client.call(4, &request).await.unwrap();
+                if response.error_code == 0 {
+                    break response.producer_id.0;
+                }
+                // COORDINATOR_LOAD_IN_PROGRESS until the first block arrived.
+                assert_eq!(response.error_code, 14, "broker {node_id}: {response:?}");
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "no producer id from {node_id}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
+            assert!(producer_ids.insert(id), "producer id {id} handed out twice");
+        }
+    }
+
     // Clients find each partition's leader, whichever broker they start from.
     let producer = producer(&cluster.bootstrap(1), &[("acks", "all")]);
     for partition in 0..6 {

@@ -257,5 +257,9 @@ fn decide(
             partition_epoch,
             isr,
         ),
+        ControllerRequest::AllocateProducerIds {
+            broker_id,
+            broker_epoch,
+        } => controller.allocate_producer_ids(broker_id, broker_epoch),
     }
 }

@@ -79,6 +79,11 @@ pub enum ControllerRequest {
         partition_epoch: i32,
         isr: Vec<i32>,
     },
+    /// A block of producer ids for the broker (its latest block in the image once applied).
+    AllocateProducerIds {
+        broker_id: i32,
+        broker_epoch: i64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
