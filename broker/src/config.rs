@@ -123,6 +123,13 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         ConfigType::Boolean,
         "false",
     ),
+    prop("auto.leader.rebalance.enable", ConfigType::Boolean, "true"),
+    prop_min(
+        "leader.imbalance.check.interval.seconds",
+        ConfigType::Long,
+        "300",
+        1,
+    ),
     // Replication between brokers (cluster mode).
     prop_min("replica.lag.time.max.ms", ConfigType::Long, "30000", 1),
     prop_min("replica.fetch.wait.max.ms", ConfigType::Int, "500", 0),
@@ -660,6 +667,11 @@ impl BrokerConfig {
             unclean_leader_election: self.boolean("unclean.leader.election.enable"),
             default_replication_factor: self.long_or("default.replication.factor", 1) as i32,
             cluster_id: self.explicit("cluster.id").map(str::to_string),
+            leader_rebalance_interval_ms: self.boolean("auto.leader.rebalance.enable").then(|| {
+                self.long_or("leader.imbalance.check.interval.seconds", 300)
+                    .max(1)
+                    * 1000
+            }),
         }
     }
 

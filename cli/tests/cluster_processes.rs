@@ -1,18 +1,20 @@
 //! A three-node cluster started as three `weir broker` processes with Kafka's property names,
 //! observed through the `weir` CLI: all brokers register, a topic is placed across them, and
 //! when the active controller's process is killed -9 another voter takes over, the dead
-//! broker's leaderships move, and the restarted process rejoins every ISR.
+//! broker's leaderships move, and the restarted process rejoins every ISR and leads again what it is preferred for.
 
 #[allow(dead_code)]
 #[path = "cluster/nodes.rs"]
 mod nodes;
+
+use std::time::{Duration, Instant};
 
 use nodes::*;
 
 #[test]
 fn three_processes_form_a_cluster_and_survive_the_controller_being_killed() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut nodes, voters) = three_nodes(&[]);
+    let (mut nodes, voters) = three_nodes(&["leader.imbalance.check.interval.seconds=1"]);
     for node in &mut nodes {
         node.start(dir.path(), &voters);
     }
@@ -79,4 +81,18 @@ fn three_processes_form_a_cluster_and_survive_the_controller_being_killed() {
         "the restarted broker back in every ISR",
         |info| broker_lines(info) == 3 && under_replicated(info) == Some(0),
     );
+    // In sync again, it gets back the leaderships it is preferred for
+    // (auto.leader.rebalance.enable, checked every second here).
+    let started = Instant::now();
+    loop {
+        let describe = weir(&["topic", "describe", "-b", &survivor, "spread"]).unwrap_or_default();
+        if leaders(&describe) == before {
+            break;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "preferred leaders not restored ({before:?}):\n{describe}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }

@@ -26,6 +26,9 @@ pub struct ControllerConfig {
     /// `cluster.id` as configured on this node: what the first active controller writes as the
     /// cluster's id (a random one when unset).
     pub cluster_id: Option<String>,
+    /// `auto.leader.rebalance.enable` with `leader.imbalance.check.interval.seconds`: how often
+    /// leadership goes back to preferred replicas that are live and in sync (`None`: never).
+    pub leader_rebalance_interval_ms: Option<i64>,
 }
 
 impl Default for ControllerConfig {
@@ -35,6 +38,7 @@ impl Default for ControllerConfig {
             unclean_leader_election: false,
             default_replication_factor: 1,
             cluster_id: None,
+            leader_rebalance_interval_ms: Some(300_000),
         }
     }
 }
@@ -88,6 +92,8 @@ pub struct Controller {
     config: ControllerConfig,
     image: MetadataImage,
     last_heartbeat_ms: BTreeMap<i32, i64>,
+    /// When preferred leaders are next restored.
+    next_rebalance_ms: i64,
 }
 
 impl Controller {
@@ -95,10 +101,12 @@ impl Controller {
     /// session (heartbeat times are not in the log).
     pub fn new(config: ControllerConfig, image: MetadataImage, now_ms: i64) -> Self {
         let last_heartbeat_ms = image.brokers.keys().map(|id| (*id, now_ms)).collect();
+        let next_rebalance_ms = now_ms + config.leader_rebalance_interval_ms.unwrap_or(0);
         Controller {
             config,
             image,
             last_heartbeat_ms,
+            next_rebalance_ms,
         }
     }
 
@@ -201,6 +209,12 @@ impl Controller {
                 image.apply(record);
             }
             records.extend(fenced);
+        }
+        if let Some(interval_ms) = self.config.leader_rebalance_interval_ms {
+            if now_ms >= self.next_rebalance_ms {
+                self.next_rebalance_ms = now_ms + interval_ms;
+                records.extend(preferred_leaders(&image));
+            }
         }
         records
     }
@@ -507,4 +521,30 @@ fn in_replica_order(replicas: &[i32], isr: &[i32]) -> Vec<i32> {
         .copied()
         .filter(|r| isr.contains(r))
         .collect()
+}
+
+/// Leadership back to each partition's preferred replica (the first of its replicas) where
+/// that one is live, in the ISR and not leading (Kafka's preferred leader election).
+fn preferred_leaders(image: &MetadataImage) -> Vec<MetadataRecord> {
+    let mut records = Vec::new();
+    for topic in image.topics.values() {
+        for (index, state) in topic.partitions.iter().enumerate() {
+            let Some(&preferred) = state.replicas.first() else {
+                continue;
+            };
+            if state.leader != preferred
+                && state.isr.contains(&preferred)
+                && image.is_live(preferred)
+            {
+                records.push(MetadataRecord::PartitionChange(PartitionChange {
+                    topic_id: topic.topic_id,
+                    partition: index as i32,
+                    leader: Some(preferred),
+                    isr: None,
+                    unclean: false,
+                }));
+            }
+        }
+    }
+    records
 }

@@ -27,6 +27,7 @@ impl Cluster {
             unclean_leader_election: unclean,
             default_replication_factor: 3,
             cluster_id: None,
+            leader_rebalance_interval_ms: None,
         };
         let mut cluster = Cluster {
             controller: Controller::new(config, MetadataImage::default(), 0),
@@ -344,6 +345,46 @@ fn a_live_broker_id_cannot_be_registered_twice_but_a_restarted_one_can() {
         cluster.controller.heartbeat(2, old_epoch, cluster.now_ms),
         Err(ControllerError::StaleBrokerEpoch { .. })
     ));
+}
+
+#[test]
+fn a_preferred_leader_back_in_sync_leads_again_at_the_next_check() {
+    let mut cluster = Cluster::new(3, false);
+    let config = ControllerConfig {
+        leader_rebalance_interval_ms: Some(10_000),
+        ..cluster.controller.config().clone()
+    };
+    cluster.controller =
+        Controller::new(config, cluster.controller.image().clone(), cluster.now_ms);
+    let topic = cluster.topic("events", 1);
+    let preferred = cluster.partition(topic, 0).replicas[0];
+    let others: Vec<i32> = [1, 2, 3].into_iter().filter(|b| *b != preferred).collect();
+    cluster.pass_ms(SESSION_MS + 1000, &others);
+    let moved = cluster.partition(topic, 0);
+    assert_ne!(moved.leader, preferred);
+    assert!(!moved.isr.contains(&preferred));
+    // Back, but not in sync: it does not lead yet.
+    cluster.start(preferred);
+    cluster.pass_ms(20_000, &[1, 2, 3]);
+    assert_eq!(cluster.partition(topic, 0).leader, moved.leader);
+    // The current leader adds it back to the ISR; the next check hands leadership back.
+    let state = cluster.partition(topic, 0);
+    let records = cluster
+        .controller
+        .alter_partition(
+            state.leader,
+            cluster.epochs[&state.leader],
+            topic,
+            0,
+            state.partition_epoch,
+            vec![1, 2, 3],
+        )
+        .unwrap();
+    cluster.commit(records);
+    cluster.pass_ms(10_000, &[1, 2, 3]);
+    let restored = cluster.partition(topic, 0);
+    assert_eq!(restored.leader, preferred);
+    assert!(restored.leader_epoch > moved.leader_epoch);
 }
 
 #[test]
