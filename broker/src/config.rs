@@ -259,6 +259,7 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         1,
     ),
     prop_min("offsets.topic.num.partitions", ConfigType::Int, "50", 1),
+    prop_min("offsets.topic.replication.factor", ConfigType::Int, "3", 1),
     prop_min(
         "offsets.topic.segment.bytes",
         ConfigType::Int,
@@ -735,6 +736,11 @@ impl BrokerConfig {
     pub fn offsets_retention_check_interval_ms(&self) -> u64 {
         self.long_or("offsets.retention.check.interval.ms", 600_000)
             .max(1) as u64
+    }
+
+    /// Replicas of `__consumer_offsets` in a cluster (created once that many brokers are live).
+    pub fn offsets_topic_replication_factor(&self) -> i32 {
+        self.long_or("offsets.topic.replication.factor", 3) as i32
     }
 
     pub fn offsets_topic_partitions(&self) -> i32 {

@@ -193,4 +193,33 @@ impl ClusterMember {
             other => Err(BrokerError::ControllerUnavailable(format!("{other:?}"))),
         }
     }
+
+    /// Asks the controller to create a topic without waiting (auto-creation): the caller
+    /// answers "not available yet" and the client retries.
+    pub fn create_topic_soon(
+        self: &Arc<Self>,
+        name: &str,
+        partitions: i32,
+        replication_factor: Option<i32>,
+        configs: std::collections::BTreeMap<String, String>,
+    ) {
+        let request = ControllerRequest::CreateTopic {
+            name: name.to_string(),
+            partitions,
+            replication_factor,
+            assignments: None,
+            configs,
+        };
+        let cluster = Arc::clone(self);
+        let topic = name.to_string();
+        tokio::spawn(async move {
+            match cluster.request(request).await {
+                Ok(_)
+                | Err(BrokerError::Controller(
+                    crate::cluster::ControllerError::TopicAlreadyExists { .. },
+                )) => {}
+                Err(error) => tracing::warn!(topic, %error, "creating a topic failed"),
+            }
+        });
+    }
 }

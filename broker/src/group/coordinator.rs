@@ -1,6 +1,10 @@
 //! The group coordinator service: owns every group's state machine and committed offsets, parks
 //! join/sync requests until their replies are released, runs the timeout ticker, and persists
 //! offsets to `__consumer_offsets` (read back at start-up).
+//!
+//! In a cluster, a group belongs to the broker leading its partition of `__consumer_offsets`
+//! (as in Kafka): that partition's groups and offsets are loaded from its log when this broker
+//! starts leading it and dropped when it stops; requests for other groups get NOT_COORDINATOR.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -46,6 +50,9 @@ struct CoordinatorState {
     /// Offsets committed in open transactions (TxnOffsetCommit): producer id → group →
     /// offsets, applied by the commit marker, dropped by the abort marker.
     pending_txn: HashMap<i64, HashMap<String, GroupOffsets>>,
+    /// Cluster mode: the `__consumer_offsets` partitions loaded here, with the leader epoch
+    /// they were loaded at. `None` when the broker runs alone (every group is its own).
+    owned: Option<BTreeMap<i32, i32>>,
 }
 
 impl CoordinatorState {
@@ -104,6 +111,33 @@ impl CoordinatorState {
         }
     }
 
+    /// Forgets the groups (and their offsets and parked requests) for which `belongs` holds.
+    fn drop_groups(&mut self, belongs: impl Fn(&str) -> bool) {
+        let dropped: Vec<String> = self
+            .groups
+            .keys()
+            .chain(self.offsets.keys())
+            .chain(self.persisted.keys())
+            .filter(|id| belongs(id))
+            .cloned()
+            .collect();
+        for group_id in dropped {
+            if let Some(group) = self.groups.remove(&group_id) {
+                // Their callers get COORDINATOR_NOT_AVAILABLE and look for the new coordinator.
+                for waiter in group.waiters() {
+                    self.parked.remove(&waiter);
+                }
+            }
+            self.offsets.remove(&group_id);
+            self.persisted.remove(&group_id);
+            self.last_active_ms.remove(&group_id);
+        }
+        for groups in self.pending_txn.values_mut() {
+            groups.retain(|group_id, _| !belongs(group_id));
+        }
+        self.pending_txn.retain(|_, groups| !groups.is_empty());
+    }
+
     fn park(&mut self, parked: Parked) -> Waiter {
         self.next_waiter += 1;
         self.parked.insert(self.next_waiter, parked);
@@ -128,6 +162,16 @@ impl CoordinatorState {
     }
 }
 
+/// What an offset commit's answer waits for.
+pub struct CommitWait {
+    pub partition: Arc<crate::partition::Partition>,
+    pub last_offset: i64,
+    /// An fsync covering the commit (`flush.on.ack`).
+    pub durable: bool,
+    /// Every in-sync replica holding it (cluster mode).
+    pub replicated: bool,
+}
+
 /// One group as ListGroups / DescribeGroups show it.
 pub struct GroupSummary {
     pub group_id: String,
@@ -144,6 +188,8 @@ pub struct GroupCoordinator {
     limits: GroupLimits,
     offsets_partitions: i32,
     clock: Arc<dyn Clock>,
+    /// Cluster mode (groups follow offsets partition leadership); readable without the lock.
+    in_cluster: std::sync::atomic::AtomicBool,
 }
 
 impl GroupCoordinator {
@@ -153,6 +199,7 @@ impl GroupCoordinator {
             limits,
             offsets_partitions,
             clock,
+            in_cluster: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -172,11 +219,18 @@ impl GroupCoordinator {
                 loaded += 1;
             }
         })?;
+        self.restore_groups(&mut state, |_| true);
+        Ok(loaded)
+    }
+
+    /// Groups from their persisted metadata, for the group ids `wanted` accepts.
+    fn restore_groups(&self, state: &mut CoordinatorState, wanted: impl Fn(&str) -> bool) {
         state.offsets.retain(|_, offsets| !offsets.is_empty());
         let now_ms = self.clock.now_ms();
         let restored: Vec<(String, Group)> = state
             .persisted
             .iter()
+            .filter(|(id, _)| wanted(id) && !state.groups.contains_key(*id))
             .map(|(id, snapshot)| {
                 let group = Group::restore(id, snapshot.clone(), self.limits, now_ms);
                 (id.clone(), group)
@@ -188,19 +242,98 @@ impl GroupCoordinator {
             }
             state.groups.insert(id, group);
         }
-        Ok(loaded)
+    }
+
+    /// Cluster mode: groups are served only once their offsets partition is loaded here.
+    pub fn follow_partition_leadership(&self) {
+        self.lock().owned = Some(BTreeMap::new());
+        self.in_cluster
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// NOT_COORDINATOR for a group whose offsets partition this broker does not lead.
+    pub fn coordinator_error(&self, group_id: &str) -> Option<ResponseError> {
+        let state = self.lock();
+        let owned = state.owned.as_ref()?;
+        let index = offsets::partition_for(group_id, self.offsets_partitions);
+        (!owned.contains_key(&index)).then_some(ResponseError::NotCoordinator)
+    }
+
+    /// This broker now leads partition `index` of `__consumer_offsets` at `leader_epoch`
+    /// (`None`: it no longer does): its groups are loaded from the log, or dropped.
+    pub fn leadership_changed(
+        &self,
+        topics: &TopicRegistry,
+        index: i32,
+        leader_epoch: Option<i32>,
+    ) -> Result<(), BrokerError> {
+        let partitions = self.offsets_partitions;
+        let belongs = |group_id: &str| offsets::partition_for(group_id, partitions) == index;
+        let mut state = self.lock();
+        let Some(owned) = state.owned.as_ref() else {
+            return Ok(());
+        };
+        if owned.get(&index).copied() == leader_epoch {
+            return Ok(());
+        }
+        state.drop_groups(belongs);
+        if let Some(owned) = state.owned.as_mut() {
+            owned.remove(&index);
+        }
+        let Some(leader_epoch) = leader_epoch else {
+            tracing::info!(
+                partition = index,
+                "no longer coordinating the groups of this offsets partition"
+            );
+            return Ok(());
+        };
+        let partition = topics.partition(OFFSETS_TOPIC, index)?;
+        let mut loaded = 0;
+        internal::for_each_record_of(&partition, |record| {
+            let key = record.key.as_deref().unwrap_or_default();
+            let ours = record.control
+                || metadata::decode_key(key).is_some_and(|g| belongs(&g))
+                || offsets::decode_key(key).is_some_and(|(g, _, _)| belongs(&g));
+            if ours && state.apply_record(&record) {
+                loaded += 1;
+            }
+        })?;
+        self.restore_groups(&mut state, belongs);
+        if let Some(owned) = state.owned.as_mut() {
+            owned.insert(index, leader_epoch);
+        }
+        tracing::info!(
+            partition = index,
+            leader_epoch,
+            records = loaded,
+            "coordinating the groups of this offsets partition"
+        );
+        Ok(())
     }
 
     /// The offsets topic, created on first use (FindCoordinator), like Kafka: compacted (the
     /// latest commit of each group/partition stays; tombstones of deleted offsets go after
     /// delete.retention.ms), `offsets.topic.segment.bytes` segments.
     pub fn offsets_topic(&self, topics: &TopicRegistry) -> Result<Arc<Topic>, BrokerError> {
+        let configs = self.offsets_topic_configs(topics);
+        // Read without the state lock: callers may hold it.
+        if self.in_cluster.load(std::sync::atomic::Ordering::Acquire) {
+            // In a cluster the controller creates it; only a leader of one of its partitions
+            // writes here.
+            return topics.get(OFFSETS_TOPIC).ok_or(BrokerError::UnknownTopic {
+                topic: OFFSETS_TOPIC.into(),
+            });
+        }
+        internal::ensure_topic(topics, OFFSETS_TOPIC, self.offsets_partitions, configs)
+    }
+
+    /// The offsets topic's configs: compacted, `offsets.topic.segment.bytes` segments.
+    pub fn offsets_topic_configs(&self, topics: &TopicRegistry) -> BTreeMap<String, String> {
         let segment_bytes = topics.broker_config().offsets_topic_segment_bytes();
-        let configs = BTreeMap::from([
+        BTreeMap::from([
             ("cleanup.policy".to_string(), "compact".to_string()),
             ("segment.bytes".to_string(), segment_bytes.to_string()),
-        ]);
-        internal::ensure_topic(topics, OFFSETS_TOPIC, self.offsets_partitions, configs)
+        ])
     }
 
     pub async fn join(
@@ -403,13 +536,14 @@ impl GroupCoordinator {
     }
 
     /// Appends offset commits to the group's `__consumer_offsets` partition, then applies them.
-    /// Returns the last offset appended (for durability waits).
+    /// Returns what the answer must wait for: an fsync (`flush.on.ack`), and in a cluster the
+    /// offsets partition's in-sync replicas (as Kafka writes commits with acks=all).
     pub fn commit(
         &self,
         topics: &TopicRegistry,
         group_id: &str,
         commits: Vec<(String, i32, CommittedOffset)>,
-    ) -> Result<Option<(Arc<crate::partition::Partition>, i64)>, BrokerError> {
+    ) -> Result<Option<CommitWait>, BrokerError> {
         if commits.is_empty() {
             return Ok(None);
         }
@@ -420,11 +554,17 @@ impl GroupCoordinator {
         let (partition, last_offset, flush_on_ack) =
             self.append_offset_records(topics, group_id, records)?;
         let mut state = self.lock();
+        let replicated = state.owned.is_some();
         let group_offsets = state.offsets.entry(group_id.to_string()).or_default();
         for (topic, index, offset) in commits {
             group_offsets.insert((topic, index), offset);
         }
-        Ok(flush_on_ack.then_some((partition, last_offset)))
+        Ok((flush_on_ack || replicated).then_some(CommitWait {
+            partition,
+            last_offset,
+            durable: flush_on_ack,
+            replicated,
+        }))
     }
 
     /// Appends tombstones deleting the committed offsets of `partitions`.

@@ -546,6 +546,15 @@ impl Group {
         (Outcome::Parked, released)
     }
 
+    /// Every parked join and sync of this group's members.
+    pub fn waiters(&self) -> Vec<Waiter> {
+        self.members
+            .values()
+            .flat_map(|m| [m.awaiting_join, m.awaiting_sync])
+            .flatten()
+            .collect()
+    }
+
     fn take_join_waiter(&mut self, member_id: &str) -> Vec<Reply> {
         // A second join from the same member replaces the first; the first gets an error.
         match self

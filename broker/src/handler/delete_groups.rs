@@ -12,10 +12,13 @@ pub fn handle(context: &Arc<BrokerContext>, request: DeleteGroupsRequest) -> Del
         .groups_names
         .into_iter()
         .map(|group_id| {
-            let error = context
-                .groups
-                .delete_group(&context.topics, &group_id)
-                .err();
+            let error = match context.groups.coordinator_error(&group_id) {
+                Some(error) => Some(error),
+                None => context
+                    .groups
+                    .delete_group(&context.topics, &group_id)
+                    .err(),
+            };
             DeletableGroupResult::default()
                 .with_group_id(group_id)
                 .with_error_code(error.map_or(0, |e| e.code()))

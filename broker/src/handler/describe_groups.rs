@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
-use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::server::BrokerContext;
@@ -16,43 +16,54 @@ pub fn handle(
     let groups = request
         .groups
         .into_iter()
-        .map(|group_id| match context.groups.describe(&group_id) {
-            Some(summary) => DescribedGroup::default()
-                .with_group_id(group_id)
-                .with_group_state(StrBytes::from_static_str(summary.state))
-                .with_protocol_type(StrBytes::from_string(summary.protocol_type))
-                .with_protocol_data(StrBytes::from_string(summary.protocol_name))
-                .with_members(
-                    summary
-                        .members
-                        .into_iter()
-                        .map(
-                            |(member_id, client_id, client_host, metadata, assignment)| {
-                                DescribedGroupMember::default()
-                                    .with_member_id(StrBytes::from_string(member_id))
-                                    .with_client_id(StrBytes::from_string(client_id))
-                                    .with_client_host(StrBytes::from_string(client_host))
-                                    .with_member_metadata(metadata)
-                                    .with_member_assignment(assignment)
-                            },
-                        )
-                        .collect(),
-                ),
-            None if context
-                .groups
-                .list()
-                .iter()
-                .any(|(id, _, _)| id.as_str() == group_id.as_str()) =>
-            {
-                DescribedGroup::default()
+        .map(|group_id| {
+            if let Some(error) = context.groups.coordinator_error(&group_id) {
+                return DescribedGroup::default()
                     .with_group_id(group_id)
-                    .with_group_state(StrBytes::from_static_str("Empty"))
-                    .with_protocol_type(StrBytes::from_static_str("consumer"))
+                    .with_error_code(error.code());
             }
-            None => DescribedGroup::default()
-                .with_group_id(group_id)
-                .with_group_state(StrBytes::from_static_str("Dead")),
+            describe(context, group_id)
         })
         .collect();
     DescribeGroupsResponse::default().with_groups(groups)
+}
+
+fn describe(context: &BrokerContext, group_id: GroupId) -> DescribedGroup {
+    match context.groups.describe(&group_id) {
+        Some(summary) => DescribedGroup::default()
+            .with_group_id(group_id)
+            .with_group_state(StrBytes::from_static_str(summary.state))
+            .with_protocol_type(StrBytes::from_string(summary.protocol_type))
+            .with_protocol_data(StrBytes::from_string(summary.protocol_name))
+            .with_members(
+                summary
+                    .members
+                    .into_iter()
+                    .map(
+                        |(member_id, client_id, client_host, metadata, assignment)| {
+                            DescribedGroupMember::default()
+                                .with_member_id(StrBytes::from_string(member_id))
+                                .with_client_id(StrBytes::from_string(client_id))
+                                .with_client_host(StrBytes::from_string(client_host))
+                                .with_member_metadata(metadata)
+                                .with_member_assignment(assignment)
+                        },
+                    )
+                    .collect(),
+            ),
+        None if context
+            .groups
+            .list()
+            .iter()
+            .any(|(id, _, _)| id.as_str() == group_id.as_str()) =>
+        {
+            DescribedGroup::default()
+                .with_group_id(group_id)
+                .with_group_state(StrBytes::from_static_str("Empty"))
+                .with_protocol_type(StrBytes::from_static_str("consumer"))
+        }
+        None => DescribedGroup::default()
+            .with_group_id(group_id)
+            .with_group_state(StrBytes::from_static_str("Dead")),
+    }
 }

@@ -1,5 +1,10 @@
-//! FindCoordinator: this broker coordinates every group and every transactional id (creating
-//! `__consumer_offsets` / `__transaction_state` on first use, as Kafka does).
+//! FindCoordinator: alone, this broker coordinates every group and every transactional id
+//! (creating `__consumer_offsets` / `__transaction_state` on first use, as Kafka does).
+//!
+//! In a cluster, a group's coordinator is the leader of its partition of `__consumer_offsets`,
+//! which the controller creates on first use with `offsets.topic.replication.factor` replicas
+//! (COORDINATOR_NOT_AVAILABLE until it exists and has a leader). Transactional ids are still
+//! coordinated by the broker asked.
 
 use std::sync::Arc;
 
@@ -8,12 +13,65 @@ use kafka_protocol::messages::{BrokerId, FindCoordinatorRequest, FindCoordinator
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use crate::cluster::member::ClusterMember;
+use crate::cluster::NO_LEADER;
+use crate::group::offsets::{self, OFFSETS_TOPIC};
 use crate::handler::errors::error_for;
 use crate::server::BrokerContext;
 
 const GROUP_KEY_TYPE: i8 = 0;
 
 const TRANSACTION_KEY_TYPE: i8 = 1;
+
+/// (node id, host, port) of the coordinator of `key`.
+type Found = (i32, StrBytes, i32);
+
+fn find(
+    context: &Arc<BrokerContext>,
+    key_type: i8,
+    key: &str,
+) -> Result<Found, (ResponseError, String)> {
+    if let (Some(cluster), GROUP_KEY_TYPE) = (&context.cluster, key_type) {
+        return group_coordinator_in_cluster(context, cluster, key);
+    }
+    answer(context, key_type)?;
+    let host = StrBytes::from_string(context.advertised_host.clone());
+    Ok((context.node_id, host, context.advertised_port as i32))
+}
+
+fn group_coordinator_in_cluster(
+    context: &Arc<BrokerContext>,
+    cluster: &Arc<ClusterMember>,
+    group_id: &str,
+) -> Result<Found, (ResponseError, String)> {
+    let image = cluster.image().image;
+    let not_available = |message: String| (ResponseError::CoordinatorNotAvailable, message);
+    let Some(topic) = image.topic_by_name(OFFSETS_TOPIC) else {
+        let configs = context.groups.offsets_topic_configs(&context.topics);
+        cluster.create_topic_soon(
+            OFFSETS_TOPIC,
+            context.config.offsets_topic_partitions(),
+            Some(context.config.offsets_topic_replication_factor()),
+            configs,
+        );
+        return Err(not_available(format!("{OFFSETS_TOPIC} is being created")));
+    };
+    let index = offsets::partition_for(group_id, topic.partitions.len() as i32);
+    let leader = topic
+        .partitions
+        .get(index as usize)
+        .map_or(NO_LEADER, |state| state.leader);
+    match image.brokers.get(&leader) {
+        Some(broker) if leader != NO_LEADER => Ok((
+            leader,
+            StrBytes::from_string(broker.host.clone()),
+            broker.port as i32,
+        )),
+        _ => Err(not_available(format!(
+            "{OFFSETS_TOPIC}-{index} has no leader"
+        ))),
+    }
+}
 
 fn answer(context: &Arc<BrokerContext>, key_type: i8) -> Result<(), (ResponseError, String)> {
     let ready = match key_type {
@@ -37,18 +95,15 @@ pub fn handle(
     version: i16,
     request: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
-    let host = StrBytes::from_string(context.advertised_host.clone());
-    let port = context.advertised_port as i32;
-    let node = BrokerId(context.node_id);
     if version >= 4 {
         let coordinators = request
             .coordinator_keys
             .into_iter()
-            .map(|key| match answer(context, request.key_type) {
-                Ok(()) => Coordinator::default()
+            .map(|key| match find(context, request.key_type, key.as_str()) {
+                Ok((node, host, port)) => Coordinator::default()
                     .with_key(key)
-                    .with_node_id(node)
-                    .with_host(host.clone())
+                    .with_node_id(BrokerId(node))
+                    .with_host(host)
                     .with_port(port),
                 Err((error, message)) => Coordinator::default()
                     .with_key(key)
@@ -60,9 +115,9 @@ pub fn handle(
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    match answer(context, request.key_type) {
-        Ok(()) => FindCoordinatorResponse::default()
-            .with_node_id(node)
+    match find(context, request.key_type, request.key.as_str()) {
+        Ok((node, host, port)) => FindCoordinatorResponse::default()
+            .with_node_id(BrokerId(node))
             .with_host(host)
             .with_port(port),
         Err((error, message)) => {

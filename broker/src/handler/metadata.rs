@@ -11,8 +11,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::cluster::member::ClusterMember;
-use crate::cluster::quorum::rpc::ControllerRequest;
-use crate::cluster::{ControllerError, MetadataImage, TopicState, NO_LEADER};
+use crate::cluster::{MetadataImage, TopicState, NO_LEADER};
 use crate::handler::errors::{code, error_for};
 use crate::server::BrokerContext;
 use crate::topic::Topic;
@@ -184,24 +183,8 @@ fn missing_topic(
     let error = if crate::topic::validate_topic_name(name.as_str()).is_err() {
         ResponseError::InvalidTopicException
     } else if auto_create {
-        let request = ControllerRequest::CreateTopic {
-            name: name.to_string(),
-            partitions: context.config.num_partitions(),
-            replication_factor: None,
-            assignments: None,
-            configs: BTreeMap::new(),
-        };
-        let cluster = Arc::clone(cluster);
-        let topic = name.to_string();
-        tokio::spawn(async move {
-            match cluster.request(request).await {
-                Ok(_)
-                | Err(crate::error::BrokerError::Controller(
-                    ControllerError::TopicAlreadyExists { .. },
-                )) => {}
-                Err(error) => tracing::warn!(topic, %error, "auto-creating a topic failed"),
-            }
-        });
+        let partitions = context.config.num_partitions();
+        cluster.create_topic_soon(name.as_str(), partitions, None, BTreeMap::new());
         ResponseError::LeaderNotAvailable
     } else {
         ResponseError::UnknownTopicOrPartition

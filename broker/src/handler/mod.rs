@@ -21,6 +21,7 @@ pub mod end_txn;
 pub mod errors;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod group_routing;
 pub mod heartbeat;
 pub mod init_producer_id;
 pub mod join_group;
@@ -141,6 +142,9 @@ pub async fn handle(
     request: RequestKind,
 ) -> HandlerOutput {
     let ready = |response: ResponseKind| HandlerOutput::Ready(Box::new(response));
+    if let Some(response) = group_routing::not_coordinator(&context.groups, version, &request) {
+        return ready(response);
+    }
     match request {
         RequestKind::ApiVersions(r) => {
             ready(ResponseKind::ApiVersions(api_versions::handle(version, r)))

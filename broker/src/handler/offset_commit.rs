@@ -93,7 +93,7 @@ pub fn handle(context: &Arc<BrokerContext>, request: OffsetCommitRequest) -> Han
             None
         }
     };
-    let Some((partition, last_offset)) = wait else {
+    let Some(wait) = wait else {
         return HandlerOutput::Ready(Box::new(ResponseKind::OffsetCommit(
             OffsetCommitResponse::default().with_topics(results),
         )));
@@ -101,11 +101,36 @@ pub fn handle(context: &Arc<BrokerContext>, request: OffsetCommitRequest) -> Han
     HandlerOutput::Deferred(
         async move {
             let mut results = results;
-            if let Err(error) = partition.wait_durable(last_offset).await {
-                fail_all(&mut results, log_error(&error));
+            if let Err(error) = wait_for_commit(&wait).await {
+                fail_all(&mut results, error);
             }
             ResponseKind::OffsetCommit(OffsetCommitResponse::default().with_topics(results))
         }
         .boxed(),
     )
+}
+
+/// Kafka's `offsets.commit.timeout.ms`: how long a commit waits for the offsets partition's
+/// replicas before REQUEST_TIMED_OUT.
+const OFFSETS_COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5000);
+
+async fn wait_for_commit(
+    wait: &crate::group::coordinator::CommitWait,
+) -> Result<(), ResponseError> {
+    if wait.durable {
+        wait.partition
+            .wait_durable(wait.last_offset)
+            .await
+            .map_err(|error| log_error(&error))?;
+    }
+    if wait.replicated {
+        let replicated = wait.partition.wait_replicated(wait.last_offset, 1);
+        match tokio::time::timeout(OFFSETS_COMMIT_TIMEOUT, replicated).await {
+            Ok(Ok(())) => {}
+            // The coordinator moved away meanwhile: the client looks for the new one.
+            Ok(Err(_)) => return Err(ResponseError::NotCoordinator),
+            Err(_) => return Err(ResponseError::RequestTimedOut),
+        }
+    }
+    Ok(())
 }

@@ -56,6 +56,11 @@ pub fn handle(
             .groups
             .into_iter()
             .map(|group| {
+                if let Some(error) = context.groups.coordinator_error(&group.group_id) {
+                    return OffsetFetchResponseGroup::default()
+                        .with_group_id(group.group_id)
+                        .with_error_code(error.code());
+                }
                 let wanted = group.topics.map(|topics| {
                     topics
                         .into_iter()

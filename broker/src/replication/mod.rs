@@ -27,6 +27,7 @@ use crate::cluster::image::PartitionState;
 use crate::cluster::member::ClusterMember;
 use crate::cluster::{MetadataImage, NO_LEADER};
 use crate::error::BrokerError;
+use crate::group::offsets::OFFSETS_TOPIC;
 use crate::partition::replication::Leadership;
 use crate::partition::Partition;
 use crate::server::BrokerContext;
@@ -108,6 +109,7 @@ pub fn apply_image(
             };
             if state.leader != node_id {
                 follow(partition, state);
+                coordinate(context, &topic.name, index, None);
                 if state.leader != NO_LEADER {
                     followed.entry(state.leader).or_default().push(Followed {
                         partition: Arc::clone(partition),
@@ -127,9 +129,12 @@ pub fn apply_image(
                 isr: state.isr.clone(),
                 replica_lag_time_max_ms: lag_time_max_ms,
             };
-            if let Err(error) = partition.become_leader(&leadership) {
-                tracing::error!(%error, topic = %topic.name, partition = index, "cannot lead");
-                first_error.get_or_insert(error);
+            match partition.become_leader(&leadership) {
+                Ok(()) => coordinate(context, &topic.name, index, Some(state.leader_epoch)),
+                Err(error) => {
+                    tracing::error!(%error, topic = %topic.name, partition = index, "cannot lead");
+                    first_error.get_or_insert(error);
+                }
             }
         }
     }
@@ -139,6 +144,20 @@ pub fn apply_image(
     match first_error {
         Some(error) => Err(error.into()),
         None => Ok(()),
+    }
+}
+
+/// Coordinators follow the leadership of their internal topic's partitions: the group
+/// coordinator serves the groups of the `__consumer_offsets` partitions led here.
+fn coordinate(context: &BrokerContext, topic: &str, index: i32, leader_epoch: Option<i32>) {
+    if topic != OFFSETS_TOPIC {
+        return;
+    }
+    let changed = context
+        .groups
+        .leadership_changed(&context.topics, index, leader_epoch);
+    if let Err(error) = changed {
+        tracing::error!(%error, partition = index, "cannot load the groups of an offsets partition");
     }
 }
 

@@ -117,9 +117,14 @@ impl Broker {
             config.offsets_topic_partitions(),
             Arc::clone(&clock),
         );
-        let offsets_loaded = groups.load(&topics)?;
-        if offsets_loaded > 0 {
-            tracing::info!(records = offsets_loaded, "committed offsets loaded");
+        if config.quorum_voters().is_empty() {
+            let offsets_loaded = groups.load(&topics)?;
+            if offsets_loaded > 0 {
+                tracing::info!(records = offsets_loaded, "committed offsets loaded");
+            }
+        } else {
+            // Groups load as this broker comes to lead their offsets partitions.
+            groups.follow_partition_leadership();
         }
         let meta_dir = data_dir.join("meta");
         std::fs::create_dir_all(&meta_dir).map_err(|e| LogError::io(&meta_dir, e))?;

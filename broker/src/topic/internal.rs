@@ -10,6 +10,7 @@ use kafka_protocol::records::{
 };
 
 use crate::error::BrokerError;
+use crate::partition::Partition;
 use crate::topic::{Topic, TopicRegistry};
 
 /// The topic `name`, created with `partitions` and `configs` if it does not exist.
@@ -80,14 +81,24 @@ pub fn key_value_batch(
 /// (start-up loading). An unreadable batch is skipped with a warning.
 pub fn for_each_record(topic: &Topic, mut visit: impl FnMut(Record)) -> Result<(), BrokerError> {
     for partition in topic.hosted() {
-        for (_, batch) in partition.log().read_all_batches()? {
-            let mut bytes = batch;
-            let Ok(set) = RecordBatchDecoder::decode(&mut bytes) else {
-                tracing::warn!(topic = %topic.name, partition = partition.index, "skipping an unreadable batch");
-                continue;
-            };
-            set.records.into_iter().for_each(&mut visit);
-        }
+        for_each_record_of(partition, &mut visit)?;
+    }
+    Ok(())
+}
+
+/// Calls `visit` with every record of one partition of an internal topic, in offset order.
+pub fn for_each_record_of(
+    partition: &Partition,
+    mut visit: impl FnMut(Record),
+) -> Result<(), BrokerError> {
+    let batches = partition.log().read_all_batches()?;
+    for (_, batch) in batches {
+        let mut bytes = batch;
+        let Ok(set) = RecordBatchDecoder::decode(&mut bytes) else {
+            tracing::warn!(topic = %partition.topic, partition = partition.index, "skipping an unreadable batch");
+            continue;
+        };
+        set.records.into_iter().for_each(&mut visit);
     }
     Ok(())
 }

@@ -51,6 +51,8 @@ impl TestCluster {
                     ("broker.heartbeat.interval.ms", "300"),
                     ("broker.session.timeout.ms", &session),
                     ("default.replication.factor", "3"),
+                    ("offsets.topic.num.partitions", "6"),
+                    ("group.initial.rebalance.delay.ms", "0"),
                 ],
             );
             broker_config.controller_listen = Some(
@@ -268,7 +270,16 @@ async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_br
         );
     }
     assert_eq!(active_controllers, 1);
-    assert_eq!(under_replicated, 6);
+    // Every partition has a replica on each broker: all are under-replicated now, the six of
+    // "replicated" and those of __consumer_offsets (created by the consumers' group lookups).
+    let everything = metadata(&cluster.bootstrap(survivor), None);
+    let partitions: usize = everything
+        .topics()
+        .iter()
+        .map(|t| t.partitions().len())
+        .sum();
+    assert!(partitions >= 6);
+    assert_eq!(under_replicated, partitions as i64);
     // Every acknowledged record is on the new leaders, and they take acks=all writes with
     // the ISR of two.
     for partition in 0..6 {
@@ -300,6 +311,127 @@ async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_br
             );
         }
     }
+}
+
+/// The coordinator of `group` as broker `node_id` answers FindCoordinator (-1 while none).
+async fn coordinator_of(cluster: &TestCluster, node_id: i32, group: &str) -> i32 {
+    let address = cluster.bootstrap(node_id);
+    let Ok(mut client) = weir_broker::client::ProtocolClient::connect(&address).await else {
+        return -1;
+    };
+    let request = kafka_protocol::messages::FindCoordinatorRequest::default()
+        .with_key(kafka_protocol::protocol::StrBytes::from_string(
+            group.into(),
+        ))
+        .with_key_type(0);
+    match client.call(3, &request).await {
+        Ok(response) if response.error_code == 0 => response.node_id.0,
+        _ => -1,
+    }
+}
+
+fn group_consumer(bootstrap: &str, group: &str) -> rdkafka::consumer::StreamConsumer {
+    let consumer: rdkafka::consumer::StreamConsumer = client_config(bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("session.timeout.ms", "6000")
+        .create()
+        .expect("group consumer");
+    consumer.subscribe(&["grouped"]).expect("subscribe");
+    consumer
+}
+
+/// Reads `count` records through a group consumer and commits what it read.
+async fn consume_and_commit(
+    consumer: &rdkafka::consumer::StreamConsumer,
+    count: usize,
+) -> Vec<String> {
+    use rdkafka::consumer::CommitMode;
+    use rdkafka::Message;
+    let mut values = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while values.len() < count {
+        let message = tokio::time::timeout_at(deadline, consumer.recv())
+            .await
+            .unwrap_or_else(|_| panic!("only {} of {count} records", values.len()))
+            .expect("consume");
+        values.push(String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned());
+    }
+    tokio::task::block_in_place(|| consumer.commit_consumer_state(CommitMode::Sync))
+        .expect("commit");
+    values
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_keeps_its_committed_offsets_when_its_coordinator_dies() {
+    let mut cluster = TestCluster::start(3).await;
+    for node_id in 1..=3 {
+        wait_for_metadata(&cluster.bootstrap(node_id), None, "three brokers", |m| {
+            m.brokers().len() == 3
+        })
+        .await;
+    }
+    let admin = admin(&cluster.bootstrap(1));
+    let topic = NewTopic::new("grouped", 3, TopicReplication::Fixed(3));
+    admin
+        .create_topics([&topic], &admin_options())
+        .await
+        .unwrap()[0]
+        .as_ref()
+        .expect("topic created");
+    let producer = producer(&cluster.bootstrap(1), &[("acks", "all")]);
+    let first: Vec<String> = (0..10).map(|i| format!("first-{i}")).collect();
+    for partition in 0..3 {
+        produce_values(&producer, "grouped", partition, &first).await;
+    }
+    let all = [1, 2, 3].map(|id| cluster.bootstrap(id)).join(",");
+    let consumer = group_consumer(&all, "survivors");
+    let mut read = consume_and_commit(&consumer, 30).await;
+    eprintln!("phase: first 30 read and committed");
+    read.sort();
+    assert_eq!(read.len(), 30);
+    drop(consumer);
+
+    // Every broker names the same coordinator: the leader of the group's offsets partition.
+    let coordinator = coordinator_of(&cluster, 1, "survivors").await;
+    assert!(coordinator > 0);
+    for node_id in 2..=3 {
+        assert_eq!(
+            coordinator_of(&cluster, node_id, "survivors").await,
+            coordinator
+        );
+    }
+    eprintln!("phase: coordinator {coordinator} dies");
+    cluster.brokers.remove(&coordinator).unwrap().abort().await;
+    let survivor = (1..=3).find(|id| *id != coordinator).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = coordinator_of(&cluster, survivor, "survivors").await;
+        if now > 0 && now != coordinator {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no new coordinator");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    eprintln!("phase: new coordinator");
+    // The new coordinator loaded the commits: the group goes on from them, nothing re-read.
+    let second: Vec<String> = (0..10).map(|i| format!("second-{i}")).collect();
+    for partition in 0..3 {
+        produce_values(&producer, "grouped", partition, &second).await;
+    }
+    let live = (1..=3)
+        .filter(|id| *id != coordinator)
+        .map(|id| cluster.bootstrap(id))
+        .collect::<Vec<_>>()
+        .join(",");
+    let consumer = group_consumer(&live, "survivors");
+    let read = consume_and_commit(&consumer, 30).await;
+    assert!(
+        read.iter().all(|value| value.starts_with("second-")),
+        "re-read committed records: {read:?}"
+    );
 }
 
 /// The value of an unlabelled gauge in Prometheus text.
