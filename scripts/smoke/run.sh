@@ -142,5 +142,6 @@ record start_broker
 record survives_restart
 record stop_broker
 record unknown_property_is_refused
+record "$here/cluster_failover.sh" "$weir" "$python"
 echo "smoke: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
