@@ -23,7 +23,8 @@ pub fn not_coordinator(
 ) -> Option<ResponseKind> {
     let group_id = single_group(version, request)?;
     let error = groups.coordinator_error(group_id)?;
-    error_response(request, error)
+    super::unsupported::top_level_error(version, request, error)
+        .or_else(|| per_partition_error(request, error))
 }
 
 fn single_group(version: i16, request: &RequestKind) -> Option<&str> {
@@ -41,23 +42,10 @@ fn single_group(version: i16, request: &RequestKind) -> Option<&str> {
     Some(group.as_str())
 }
 
-fn error_response(request: &RequestKind, error: ResponseError) -> Option<ResponseKind> {
+/// Responses for the group APIs `unsupported::top_level_error` does not build.
+fn per_partition_error(request: &RequestKind, error: ResponseError) -> Option<ResponseKind> {
     let code = error.code();
     let response = match request {
-        RequestKind::JoinGroup(_) => ResponseKind::JoinGroup(
-            JoinGroupResponse::default()
-                .with_error_code(code)
-                .with_generation_id(-1),
-        ),
-        RequestKind::SyncGroup(_) => {
-            ResponseKind::SyncGroup(SyncGroupResponse::default().with_error_code(code))
-        }
-        RequestKind::Heartbeat(_) => {
-            ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code))
-        }
-        RequestKind::LeaveGroup(_) => {
-            ResponseKind::LeaveGroup(LeaveGroupResponse::default().with_error_code(code))
-        }
         RequestKind::OffsetDelete(_) => {
             ResponseKind::OffsetDelete(OffsetDeleteResponse::default().with_error_code(code))
         }

@@ -9,7 +9,17 @@ use kafka_protocol::ResponseError;
 
 /// The error response for an unimplemented API, if one can be built.
 pub fn response(version: i16, request: &RequestKind) -> Option<ResponseKind> {
-    let code = ResponseError::UnsupportedVersion.code();
+    top_level_error(version, request, ResponseError::UnsupportedVersion)
+}
+
+/// `request`'s response carrying only `error`, for the APIs whose responses have a top-level
+/// error code (also NOT_COORDINATOR answers, `handler::group_routing`).
+pub fn top_level_error(
+    version: i16,
+    request: &RequestKind,
+    error: ResponseError,
+) -> Option<ResponseKind> {
+    let code = error.code();
     let response = match request {
         RequestKind::FindCoordinator(request) if version >= 4 => {
             let coordinators = request
