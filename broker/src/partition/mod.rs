@@ -12,7 +12,7 @@
 
 pub mod replication;
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::BytesMut;
@@ -50,6 +50,8 @@ pub struct Partition {
     high_watermark: watch::Sender<i64>,
     log_end: watch::Sender<i64>,
     role: Mutex<Role>,
+    /// The high watermark last written to the partition's checkpoint file (-1: none yet).
+    checkpointed_high_watermark: AtomicI64,
     durable_offset: watch::Sender<i64>,
     flush_lock: tokio::sync::Mutex<()>,
     clock: Arc<dyn Clock>,
@@ -73,6 +75,7 @@ impl Partition {
             high_watermark: watch::Sender::new(log_end),
             log_end: watch::Sender::new(log_end),
             role: Mutex::new(Role::Alone),
+            checkpointed_high_watermark: AtomicI64::new(-1),
             durable_offset: watch::Sender::new(0),
             flush_lock: tokio::sync::Mutex::new(()),
             clock,
@@ -89,18 +92,20 @@ impl Partition {
     }
 
     /// A replica of a cluster's partition, opened before the metadata says who leads: a
-    /// follower of nobody, whose high watermark is only known to be at least the log start
-    /// (records above it may not be committed; the leader's answers will tell).
+    /// follower of nobody, whose high watermark is the one last checkpointed (records above it
+    /// may not be committed; the leader's answers will tell), else the log start.
     pub fn new_replica(
         topic: Arc<str>,
         index: i32,
         log: PartitionLog,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        let log_start = log.log_start_offset();
+        let (log_start, log_end) = (log.log_start_offset(), log.log_end_offset());
+        let saved = replication::saved_high_watermark(log.dir());
         let partition = Partition::new(topic, index, log, -1, clock);
         partition.become_follower(-1, -1);
-        partition.high_watermark.send_replace(log_start);
+        let high_watermark = saved.map_or(log_start, |saved| saved.clamp(log_start, log_end));
+        partition.high_watermark.send_replace(high_watermark);
         partition
     }
 

@@ -10,13 +10,30 @@
 //! Appends check the role under its lock, so nothing is appended as leader once this replica
 //! has become a follower (lock order: role, then log).
 
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
 
 use crate::error::LogError;
 use crate::log::batch::BatchIter;
+use crate::log::index::write_file_synced;
 use crate::partition::{Partition, LEADER_IS_LOCAL};
 use crate::replication::leader::{IsrProposal, LeaderReplicas, NotEnoughReplicas};
+
+/// The partition's high watermark as last checkpointed (Kafka keeps one file per log dir,
+/// `replication-offset-checkpoint`; here each partition has its own).
+const HIGH_WATERMARK_FILE: &str = "high-watermark";
+
+/// The high watermark checkpointed in a partition directory, if any.
+pub fn saved_high_watermark(dir: &Path) -> Option<i64> {
+    std::fs::read_to_string(dir.join(HIGH_WATERMARK_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
 
 pub enum Role {
     Alone,
@@ -304,6 +321,21 @@ impl Partition {
         Ok(())
     }
 
+    /// Writes the high watermark to the partition's checkpoint file if it moved since the last
+    /// write, so a restarted replica knows how far its log was committed.
+    pub fn checkpoint_high_watermark(&self) -> Result<(), LogError> {
+        let high_watermark = self.high_watermark();
+        if self.checkpointed_high_watermark.load(Ordering::Acquire) == high_watermark {
+            return Ok(());
+        }
+        let path = self.log().dir().join(HIGH_WATERMARK_FILE);
+        write_file_synced(&path, high_watermark.to_string().as_bytes())
+            .map_err(|error| LogError::io(&path, error))?;
+        self.checkpointed_high_watermark
+            .store(high_watermark, Ordering::Release);
+        Ok(())
+    }
+
     /// The latest leader epoch this log holds data of.
     pub fn latest_epoch(&self) -> Option<i32> {
         self.log().latest_epoch()
@@ -317,5 +349,102 @@ impl Partition {
             return (epoch, log.log_end_offset());
         }
         log.end_offset_for_epoch(epoch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::config::LogConfig;
+    use crate::log::test_support::encode_batch;
+    use crate::log::PartitionLog;
+    use kafka_protocol::records::Compression;
+
+    fn replica(dir: &Path) -> Partition {
+        let log = PartitionLog::open(dir, LogConfig::default(), false, 0).unwrap();
+        Partition::new_replica("t".into(), 0, log, Arc::new(ManualClock::new(0)))
+    }
+
+    fn leadership(isr: Vec<i32>) -> Leadership {
+        Leadership {
+            local_id: 1,
+            leader_epoch: 3,
+            partition_epoch: 0,
+            replicas: vec![1, 2],
+            isr,
+            replica_lag_time_max_ms: 30_000,
+        }
+    }
+
+    #[test]
+    fn a_restarted_replica_starts_from_its_checkpointed_high_watermark() {
+        let dir = tempfile::tempdir().unwrap();
+        let partition = replica(dir.path());
+        assert_eq!(partition.high_watermark(), 0);
+        partition.become_leader(&leadership(vec![1, 2])).unwrap();
+        for _ in 0..3 {
+            partition
+                .append(encode_batch(&[b"a"], Compression::None))
+                .unwrap();
+        }
+        assert_eq!(
+            partition.high_watermark(),
+            0,
+            "the follower holds nothing yet"
+        );
+        partition.follower_fetched(2, 2).unwrap();
+        assert_eq!(partition.high_watermark(), 2);
+        partition.checkpoint_high_watermark().unwrap();
+        drop(partition);
+        let restarted = replica(dir.path());
+        assert_eq!(restarted.high_watermark(), 2);
+        assert!(!restarted.is_leader());
+    }
+
+    #[test]
+    fn acks_all_needs_min_insync_replicas_and_waits_for_the_isr() {
+        let dir = tempfile::tempdir().unwrap();
+        let partition = Arc::new(replica(dir.path()));
+        partition.become_leader(&leadership(vec![1])).unwrap();
+        assert!(partition.check_min_insync(2).is_err());
+        partition.become_leader(&leadership(vec![1, 2])).unwrap();
+        assert!(partition.check_min_insync(2).is_ok());
+        let info = partition
+            .append(encode_batch(&[b"a"], Compression::None))
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let waiting = {
+                let partition = Arc::clone(&partition);
+                tokio::spawn(async move { partition.wait_replicated(info.last_offset, 2).await })
+            };
+            tokio::task::yield_now().await;
+            assert!(
+                !waiting.is_finished(),
+                "acknowledged before the follower copied"
+            );
+            partition.follower_fetched(2, info.last_offset + 1).unwrap();
+            assert_eq!(waiting.await.unwrap(), Ok(()));
+            // Leadership lost while waiting: the producer is told.
+            let info = partition
+                .append(encode_batch(&[b"b"], Compression::None))
+                .unwrap();
+            let waiting = {
+                let partition = Arc::clone(&partition);
+                tokio::spawn(async move { partition.wait_replicated(info.last_offset, 2).await })
+            };
+            tokio::task::yield_now().await;
+            partition.become_follower(2, 4);
+            assert_eq!(
+                waiting.await.unwrap(),
+                Err(ResponseError::NotLeaderOrFollower)
+            );
+        });
     }
 }

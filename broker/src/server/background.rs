@@ -13,6 +13,9 @@ use crate::server::BrokerContext;
 const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 /// How often recovery points are written (Kafka's `log.flush.offset.checkpoint.interval.ms`).
 const RECOVERY_POINT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
+/// How often high watermarks are written in a cluster (Kafka's
+/// `replica.high.watermark.checkpoint.interval.ms`).
+const HIGH_WATERMARK_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5);
 
 pub fn spawn(
     tasks: &mut JoinSet<()>,
@@ -53,6 +56,16 @@ pub fn spawn(
             move || context.groups.tick(&context.topics)
         },
     ));
+    if context.cluster.is_some() {
+        tasks.spawn(every(
+            HIGH_WATERMARK_CHECKPOINT_INTERVAL,
+            shutdown.clone(),
+            {
+                let context = Arc::clone(&context);
+                move || checkpoint_high_watermarks(&context)
+            },
+        ));
+    }
     tasks.spawn(every(RECOVERY_POINT_CHECKPOINT_INTERVAL, shutdown, move || {
         for partition in context.topics.all_partitions() {
             let log = partition.log();
@@ -78,6 +91,15 @@ async fn every(
         tokio::select! {
             _ = ticker.tick() => work(),
             _ = super::stopped(&mut shutdown) => return,
+        }
+    }
+}
+
+/// Writes the high watermarks that moved (cluster mode; also on clean shutdown).
+pub fn checkpoint_high_watermarks(context: &BrokerContext) {
+    for partition in context.topics.all_partitions() {
+        if let Err(error) = partition.checkpoint_high_watermark() {
+            tracing::warn!(%error, topic = %partition.topic, partition = partition.index, "high watermark checkpoint failed");
         }
     }
 }

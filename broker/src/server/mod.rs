@@ -287,6 +287,9 @@ impl Broker {
         if let Some(quorum) = quorum {
             quorum.shutdown().await;
         }
+        if self.context.cluster.is_some() {
+            background::checkpoint_high_watermarks(&self.context);
+        }
         let now_ms = self.context.clock.now_ms();
         let mut first_error = None;
         for partition in self.context.topics.all_partitions() {
