@@ -51,8 +51,8 @@ struct CoordinatorState {
     /// offsets, applied by the commit marker, dropped by the abort marker.
     pending_txn: HashMap<i64, HashMap<String, GroupOffsets>>,
     /// Cluster mode: the `__consumer_offsets` partitions loaded here, with the leader epoch
-    /// they were loaded at. `None` when the broker runs alone (every group is its own).
-    owned: Option<BTreeMap<i32, i32>>,
+    /// they were loaded at (unused alone: every group is the broker's own).
+    owned: BTreeMap<i32, i32>,
 }
 
 impl CoordinatorState {
@@ -246,17 +246,23 @@ impl GroupCoordinator {
 
     /// Cluster mode: groups are served only once their offsets partition is loaded here.
     pub fn follow_partition_leadership(&self) {
-        self.lock().owned = Some(BTreeMap::new());
         self.in_cluster
             .store(true, std::sync::atomic::Ordering::Release);
     }
 
+    /// Cluster mode: groups follow offsets partition leadership. Needs no lock.
+    fn in_cluster(&self) -> bool {
+        self.in_cluster.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// NOT_COORDINATOR for a group whose offsets partition this broker does not lead.
     pub fn coordinator_error(&self, group_id: &str) -> Option<ResponseError> {
-        let state = self.lock();
-        let owned = state.owned.as_ref()?;
+        if !self.in_cluster() {
+            return None;
+        }
         let index = offsets::partition_for(group_id, self.offsets_partitions);
-        (!owned.contains_key(&index)).then_some(ResponseError::NotCoordinator)
+        let owned = self.lock().owned.contains_key(&index);
+        (!owned).then_some(ResponseError::NotCoordinator)
     }
 
     /// This broker now leads partition `index` of `__consumer_offsets` at `leader_epoch`
@@ -269,17 +275,15 @@ impl GroupCoordinator {
     ) -> Result<(), BrokerError> {
         let partitions = self.offsets_partitions;
         let belongs = |group_id: &str| offsets::partition_for(group_id, partitions) == index;
-        let mut state = self.lock();
-        let Some(owned) = state.owned.as_ref() else {
+        if !self.in_cluster() {
             return Ok(());
-        };
-        if owned.get(&index).copied() == leader_epoch {
+        }
+        let mut state = self.lock();
+        if state.owned.get(&index).copied() == leader_epoch {
             return Ok(());
         }
         state.drop_groups(belongs);
-        if let Some(owned) = state.owned.as_mut() {
-            owned.remove(&index);
-        }
+        state.owned.remove(&index);
         let Some(leader_epoch) = leader_epoch else {
             tracing::info!(
                 partition = index,
@@ -299,9 +303,7 @@ impl GroupCoordinator {
             }
         })?;
         self.restore_groups(&mut state, belongs);
-        if let Some(owned) = state.owned.as_mut() {
-            owned.insert(index, leader_epoch);
-        }
+        state.owned.insert(index, leader_epoch);
         tracing::info!(
             partition = index,
             leader_epoch,
@@ -317,7 +319,7 @@ impl GroupCoordinator {
     pub fn offsets_topic(&self, topics: &TopicRegistry) -> Result<Arc<Topic>, BrokerError> {
         let configs = self.offsets_topic_configs(topics);
         // Read without the state lock: callers may hold it.
-        if self.in_cluster.load(std::sync::atomic::Ordering::Acquire) {
+        if self.in_cluster() {
             // In a cluster the controller creates it; only a leader of one of its partitions
             // writes here.
             return topics.get(OFFSETS_TOPIC).ok_or(BrokerError::UnknownTopic {
@@ -554,7 +556,7 @@ impl GroupCoordinator {
         let (partition, last_offset, flush_on_ack) =
             self.append_offset_records(topics, group_id, records)?;
         let mut state = self.lock();
-        let replicated = state.owned.is_some();
+        let replicated = self.in_cluster();
         let group_offsets = state.offsets.entry(group_id.to_string()).or_default();
         for (topic, index, offset) in commits {
             group_offsets.insert((topic, index), offset);

@@ -29,6 +29,9 @@ use crate::producer::state::{ProducerStateManager, SequenceCheck};
 const LOG_START_OFFSET_FILE: &str = "log-start-offset";
 const RECOVERY_POINT_FILE: &str = "recovery-point";
 const CLEANER_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
+/// The partition's high watermark as last checkpointed (Kafka keeps one file per log dir,
+/// `replication-offset-checkpoint`; here each partition has its own).
+const HIGH_WATERMARK_FILE: &str = "high-watermark";
 
 /// Where an appended batch landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -920,6 +923,18 @@ impl PartitionLog {
     }
 
     /// Persists the recovery point (call after a flush, periodically and at shutdown).
+    /// The high watermark last checkpointed here, if any.
+    pub fn saved_high_watermark(&self) -> Option<i64> {
+        read_offset_file(&self.dir.join(HIGH_WATERMARK_FILE))
+    }
+
+    /// Writes the high watermark checkpoint (whole, fsynced).
+    pub fn checkpoint_high_watermark(&self, high_watermark: i64) -> Result<(), LogError> {
+        let path = self.dir.join(HIGH_WATERMARK_FILE);
+        write_file_synced(&path, high_watermark.to_string().as_bytes())
+            .map_err(|e| LogError::io(&path, e))
+    }
+
     pub fn checkpoint_recovery_point(&self) -> Result<(), LogError> {
         let path = self.dir.join(RECOVERY_POINT_FILE);
         write_file_synced(&path, self.recovery_point.to_string().as_bytes())

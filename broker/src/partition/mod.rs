@@ -101,7 +101,7 @@ impl Partition {
         clock: Arc<dyn Clock>,
     ) -> Self {
         let (log_start, log_end) = (log.log_start_offset(), log.log_end_offset());
-        let saved = replication::saved_high_watermark(log.dir());
+        let saved = log.saved_high_watermark();
         let partition = Partition::new(topic, index, log, -1, clock);
         partition.become_follower(-1, -1);
         let high_watermark = saved.map_or(log_start, |saved| saved.clamp(log_start, log_end));

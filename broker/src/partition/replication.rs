@@ -10,7 +10,6 @@
 //! Appends check the role under its lock, so nothing is appended as leader once this replica
 //! has become a follower (lock order: role, then log).
 
-use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
@@ -18,22 +17,8 @@ use kafka_protocol::ResponseError;
 
 use crate::error::LogError;
 use crate::log::batch::BatchIter;
-use crate::log::index::write_file_synced;
 use crate::partition::{Partition, LEADER_IS_LOCAL};
 use crate::replication::leader::{IsrProposal, LeaderReplicas, NotEnoughReplicas};
-
-/// The partition's high watermark as last checkpointed (Kafka keeps one file per log dir,
-/// `replication-offset-checkpoint`; here each partition has its own).
-const HIGH_WATERMARK_FILE: &str = "high-watermark";
-
-/// The high watermark checkpointed in a partition directory, if any.
-pub fn saved_high_watermark(dir: &Path) -> Option<i64> {
-    std::fs::read_to_string(dir.join(HIGH_WATERMARK_FILE))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
 
 pub enum Role {
     Alone,
@@ -328,9 +313,7 @@ impl Partition {
         if self.checkpointed_high_watermark.load(Ordering::Acquire) == high_watermark {
             return Ok(());
         }
-        let path = self.log().dir().join(HIGH_WATERMARK_FILE);
-        write_file_synced(&path, high_watermark.to_string().as_bytes())
-            .map_err(|error| LogError::io(&path, error))?;
+        self.log().checkpoint_high_watermark(high_watermark)?;
         self.checkpointed_high_watermark
             .store(high_watermark, Ordering::Release);
         Ok(())
@@ -355,6 +338,8 @@ impl Partition {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use std::path::Path;
 
     use super::*;
     use crate::clock::ManualClock;

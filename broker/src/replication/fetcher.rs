@@ -35,7 +35,6 @@ use tokio::time::Instant;
 use crate::client::{ClientError, ProtocolClient};
 use crate::cluster::member::ClusterMember;
 use crate::config::ReplicaSettings;
-use crate::error::LogError;
 use crate::log::leader_epochs::UNDEFINED_OFFSET;
 use crate::partition::Partition;
 
@@ -276,7 +275,7 @@ async fn take_fetched(
             let records = data.records.unwrap_or_default();
             let appended =
                 partition.append_as_follower(followed.leader_epoch, &records, data.high_watermark);
-            Ok(appended.map(|_| ()).map_err(|error| describe(&error)))
+            Ok(appended.map(|_| ()).map_err(|error| error.to_string()))
         }
         Some(ResponseError::OffsetOutOfRange) => {
             let leader_start = list_log_start(client, followed).await?;
@@ -285,7 +284,7 @@ async fn take_fetched(
                     tracing::warn!(topic = %partition.topic, partition = partition.index, leader_log_start = start, "leader's log starts past ours: starting over there");
                     partition
                         .reset_as_follower(followed.leader_epoch, start)
-                        .map_err(|error| describe(&error))
+                        .map_err(|error| error.to_string())
                 }
                 Ok(_) => {
                     // Ahead of the leader: truncate by epoch again.
@@ -297,10 +296,6 @@ async fn take_fetched(
         }
         Some(error) => Ok(Err(error.to_string())),
     }
-}
-
-fn describe(error: &LogError) -> String {
-    error.to_string()
 }
 
 /// KIP-279 truncation against the leader. The inner error means "not now" (the leader does not
@@ -332,7 +327,7 @@ async fn truncate(
         // Also drops epochs begun at the cut with nothing written (the next round asks with
         // an older one).
         if let Err(error) = partition.truncate_as_follower(followed.leader_epoch, step.cut_at) {
-            return Ok(Err(describe(&error)));
+            return Ok(Err(error.to_string()));
         }
         let progressed = partition.latest_epoch() != Some(latest_epoch);
         if step.done || !progressed {
