@@ -182,8 +182,13 @@ impl ProducerContext for Deliveries {
         };
         let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
         let partition = message.partition();
+        // librdkafka acknowledges a batch implicitly, without an offset (-1001), when a later
+        // batch of the same producer succeeds after this one's request failed uncertainly (a
+        // connection cut by a killed leader): the write counts, its offset is unknown.
         let acked_offsets = match outcome {
-            Outcome::Committed => vec![(partition, message.offset(), value.clone())],
+            Outcome::Committed if message.offset() >= 0 => {
+                vec![(partition, message.offset(), value.clone())]
+            }
             _ => Vec::new(),
         };
         self.0.lock().unwrap().push(Txn {
