@@ -238,6 +238,13 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         "104857600",
         14,
     ),
+    prop_min(
+        "transaction.state.log.replication.factor",
+        ConfigType::Int,
+        "3",
+        1,
+    ),
+    prop_min("transaction.state.log.min.isr", ConfigType::Int, "2", 1),
     prop_min("transaction.max.timeout.ms", ConfigType::Int, "900000", 1),
     prop_min(
         "transactional.id.expiration.ms",
@@ -765,6 +772,9 @@ impl BrokerConfig {
             state_segment_bytes: self.long_or("transaction.state.log.segment.bytes", 104_857_600),
             max_timeout_ms: self.long_or("transaction.max.timeout.ms", 900_000) as i32,
             id_expiration_ms: self.long_or("transactional.id.expiration.ms", 604_800_000),
+            state_replication_factor: self.long_or("transaction.state.log.replication.factor", 3)
+                as i32,
+            state_min_isr: self.long_or("transaction.state.log.min.isr", 2) as i32,
         }
     }
 

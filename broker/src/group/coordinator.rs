@@ -620,6 +620,15 @@ impl GroupCoordinator {
     }
 
     /// The topic and the `__consumer_offsets` partition of a group.
+    /// The index of the group's `__consumer_offsets` partition, whether or not this broker
+    /// hosts it (a transaction coordinator adding a group's offsets to a transaction).
+    pub fn offsets_partition_index(&self, topics: &TopicRegistry, group_id: &str) -> i32 {
+        let partitions = topics
+            .get(OFFSETS_TOPIC)
+            .map_or(self.offsets_partitions, |t| t.partitions.len() as i32);
+        offsets::partition_for(group_id, partitions)
+    }
+
     pub fn offsets_partition(
         &self,
         topics: &TopicRegistry,
@@ -645,11 +654,11 @@ impl GroupCoordinator {
         producer_id: i64,
         producer_epoch: i16,
         commits: Vec<(String, i32, CommittedOffset)>,
-    ) -> Result<(), BrokerError> {
+    ) -> Result<Option<CommitWait>, BrokerError> {
         if commits.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
-        let (_, partition) = self.offsets_partition(topics, group_id)?;
+        let (topic, partition) = self.offsets_partition(topics, group_id)?;
         let records = commits
             .iter()
             .map(|(topic, index, offset)| {
@@ -661,7 +670,7 @@ impl GroupCoordinator {
             .collect();
         let producer = Some((producer_id, producer_epoch));
         let batch = internal::key_value_batch(records, producer, self.clock.now_ms())?;
-        partition.append_from_coordinator(batch)?;
+        let appended = partition.append_from_coordinator(batch)?;
         let mut state = self.lock();
         let pending = state
             .pending_txn
@@ -672,7 +681,16 @@ impl GroupCoordinator {
         for (topic, index, offset) in commits {
             pending.insert((topic, index), offset);
         }
-        Ok(())
+        // As a plain commit: held by the offsets partition's replicas before it is answered,
+        // or the transaction could commit without its offsets.
+        let durable = topic.config.flush_on_ack;
+        let replicated = self.in_cluster();
+        Ok((durable || replicated).then_some(CommitWait {
+            partition,
+            last_offset: appended.last_offset,
+            durable,
+            replicated,
+        }))
     }
 
     /// The transaction coordinator wrote `producer_id`'s marker to `__consumer_offsets`.

@@ -7,16 +7,19 @@ use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 
 use crate::server::BrokerContext;
 
-pub fn handle(
+pub async fn handle(
     context: &Arc<BrokerContext>,
     request: AddOffsetsToTxnRequest,
 ) -> AddOffsetsToTxnResponse {
-    let result = context.transactions.add_offsets(
-        &context.txn_services(),
-        request.transactional_id.as_str(),
-        request.producer_id.0,
-        request.producer_epoch,
-        request.group_id.as_str(),
-    );
+    let result = context
+        .transactions
+        .add_offsets(
+            &context.txn_services(),
+            request.transactional_id.as_str(),
+            request.producer_id.0,
+            request.producer_epoch,
+            request.group_id.as_str(),
+        )
+        .await;
     AddOffsetsToTxnResponse::default().with_error_code(result.err().map_or(0, |e| e.code()))
 }

@@ -9,83 +9,56 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError;
 
 use crate::server::BrokerContext;
 use crate::transaction::state::TopicPartition;
+use crate::transaction::verify::{self, TxnWrite};
 
-pub fn handle(
+pub async fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
     request: AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResponse {
     if version <= 3 {
-        let results = add(
-            context,
-            request.v3_and_below_transactional_id.as_str(),
-            request.v3_and_below_producer_id.0,
-            request.v3_and_below_producer_epoch,
-            &request.v3_and_below_topics,
-            false,
-        );
+        let write = TxnWrite {
+            transactional_id: request.v3_and_below_transactional_id.as_str(),
+            producer_id: request.v3_and_below_producer_id.0,
+            producer_epoch: request.v3_and_below_producer_epoch,
+            adds_partition: true,
+        };
+        let results = add(context, &write, &request.v3_and_below_topics).await;
         return AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results);
     }
-    let results = request
-        .transactions
-        .iter()
-        .map(|txn| {
-            let topics = add(
-                context,
-                txn.transactional_id.as_str(),
-                txn.producer_id.0,
-                txn.producer_epoch,
-                &txn.topics,
-                txn.verify_only,
-            );
+    let mut results = Vec::with_capacity(request.transactions.len());
+    for txn in &request.transactions {
+        let write = TxnWrite {
+            transactional_id: txn.transactional_id.as_str(),
+            producer_id: txn.producer_id.0,
+            producer_epoch: txn.producer_epoch,
+            adds_partition: !txn.verify_only,
+        };
+        let topics = add(context, &write, &txn.topics).await;
+        results.push(
             AddPartitionsToTxnResult::default()
                 .with_transactional_id(txn.transactional_id.clone())
-                .with_topic_results(topics)
-        })
-        .collect();
+                .with_topic_results(topics),
+        );
+    }
     AddPartitionsToTxnResponse::default().with_results_by_transaction(results)
 }
 
-fn add(
+/// Adds (or, `verify_only`, checks) the partitions of one transaction coordinated here.
+async fn add(
     context: &Arc<BrokerContext>,
-    transactional_id: &str,
-    producer_id: i64,
-    epoch: i16,
+    write: &TxnWrite<'_>,
     topics: &[AddPartitionsToTxnTopic],
-    verify_only: bool,
 ) -> Vec<AddPartitionsToTxnTopicResult> {
     let partitions: Vec<TopicPartition> = topics
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| (t.name.to_string(), *p)))
         .collect();
-    let outcome: Vec<(TopicPartition, Option<ResponseError>)> = if verify_only {
-        let coordinator = &context.transactions;
-        partitions
-            .into_iter()
-            .map(|(topic, index)| {
-                let ok = coordinator.verify(producer_id, epoch, &topic, index);
-                (
-                    (topic, index),
-                    (!ok).then_some(ResponseError::InvalidTxnState),
-                )
-            })
-            .collect()
-    } else {
-        match context.transactions.add_partitions(
-            &context.topics,
-            transactional_id,
-            producer_id,
-            epoch,
-            partitions.clone(),
-        ) {
-            Ok(outcome) => outcome,
-            Err(error) => partitions.into_iter().map(|tp| (tp, Some(error))).collect(),
-        }
-    };
+    let services = context.txn_services();
+    let outcome = verify::check_here(&context.transactions, &services, write, partitions).await;
     let mut by_topic: Vec<AddPartitionsToTxnTopicResult> = Vec::new();
     for ((topic, index), error) in outcome {
         let result = AddPartitionsToTxnPartitionResult::default()

@@ -23,6 +23,15 @@ pub fn describe(
         .transactional_ids
         .into_iter()
         .map(|id| {
+            let elsewhere = context
+                .transactions
+                .coordinator_error(&context.topics, id.as_str());
+            if let Some(error) = elsewhere {
+                return TransactionState::default()
+                    .with_transactional_id(id)
+                    .with_error_code(error.code())
+                    .with_transaction_state(StrBytes::from_static_str(""));
+            }
             let Some(txn) = known.get(id.as_str()) else {
                 return TransactionState::default()
                     .with_transactional_id(id)

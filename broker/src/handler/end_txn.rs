@@ -1,5 +1,6 @@
 //! EndTxn: commit or abort the producer's open transaction; answered once every marker is
-//! written (the coordinator writes them itself). From v5 (transaction version 2, KIP-890 part 2)
+//! written (or, when markers take long, once the decision is persisted — the coordinator goes on
+//! writing them, and meanwhile answers CONCURRENT_TRANSACTIONS for the id). From v5 (transaction version 2, KIP-890 part 2)
 //! every EndTxn bumps the producer's epoch and the answer carries the id and epoch to go on with.
 
 use std::sync::Arc;
@@ -11,20 +12,23 @@ use crate::server::BrokerContext;
 /// The first EndTxn version of transaction version 2.
 const EPOCH_BUMP_VERSION: i16 = 5;
 
-pub fn handle(
+pub async fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
     request: EndTxnRequest,
 ) -> EndTxnResponse {
     let bump_epoch = version >= EPOCH_BUMP_VERSION;
-    let result = context.transactions.end_txn(
-        &context.txn_services(),
-        request.transactional_id.as_str(),
-        request.producer_id.0,
-        request.producer_epoch,
-        request.committed,
-        bump_epoch,
-    );
+    let result = context
+        .transactions
+        .end_txn(
+            &context.txn_services(),
+            request.transactional_id.as_str(),
+            request.producer_id.0,
+            request.producer_epoch,
+            request.committed,
+            bump_epoch,
+        )
+        .await;
     let response = EndTxnResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);

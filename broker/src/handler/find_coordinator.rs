@@ -1,10 +1,11 @@
 //! FindCoordinator: alone, this broker coordinates every group and every transactional id
 //! (creating `__consumer_offsets` / `__transaction_state` on first use, as Kafka does).
 //!
-//! In a cluster, a group's coordinator is the leader of its partition of `__consumer_offsets`,
-//! which the controller creates on first use with `offsets.topic.replication.factor` replicas
-//! (COORDINATOR_NOT_AVAILABLE until it exists and has a leader). Transactional ids are still
-//! coordinated by the broker asked.
+//! In a cluster, a group's coordinator is the leader of its partition of `__consumer_offsets`
+//! and a transactional id's the leader of its partition of `__transaction_state`; the
+//! controller creates them on first use with `offsets.topic.replication.factor` /
+//! `transaction.state.log.replication.factor` replicas (COORDINATOR_NOT_AVAILABLE until the
+//! topic exists and the partition has a leader).
 
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ use crate::cluster::NO_LEADER;
 use crate::group::offsets::{self, OFFSETS_TOPIC};
 use crate::handler::errors::error_for;
 use crate::server::BrokerContext;
+use crate::transaction::records::TRANSACTION_STATE_TOPIC;
 
 const GROUP_KEY_TYPE: i8 = 0;
 
@@ -31,32 +33,59 @@ fn find(
     key_type: i8,
     key: &str,
 ) -> Result<Found, (ResponseError, String)> {
-    if let (Some(cluster), GROUP_KEY_TYPE) = (&context.cluster, key_type) {
-        return group_coordinator_in_cluster(context, cluster, key);
+    if let Some(cluster) = &context.cluster {
+        let internal = match key_type {
+            GROUP_KEY_TYPE => InternalTopic {
+                name: OFFSETS_TOPIC,
+                partitions: context.config.offsets_topic_partitions(),
+                replication_factor: context.config.offsets_topic_replication_factor(),
+                configs: context.groups.offsets_topic_configs(&context.topics),
+            },
+            TRANSACTION_KEY_TYPE => {
+                let settings = context.transactions.settings();
+                InternalTopic {
+                    name: TRANSACTION_STATE_TOPIC,
+                    partitions: settings.state_partitions,
+                    replication_factor: settings.state_replication_factor,
+                    configs: context.transactions.state_topic_configs(),
+                }
+            }
+            other => return Err(unknown_key_type(other)),
+        };
+        return coordinator_in_cluster(cluster, internal, key);
     }
     answer(context, key_type)?;
     let host = StrBytes::from_string(context.advertised_host.clone());
     Ok((context.node_id, host, context.advertised_port as i32))
 }
 
-fn group_coordinator_in_cluster(
-    context: &Arc<BrokerContext>,
+/// The internal topic whose partition leaders coordinate a kind of key.
+struct InternalTopic {
+    name: &'static str,
+    partitions: i32,
+    replication_factor: i32,
+    configs: std::collections::BTreeMap<String, String>,
+}
+
+/// In a cluster: the leader of the key's partition of the internal topic, which the controller
+/// creates on first use (COORDINATOR_NOT_AVAILABLE until it exists and has a leader).
+fn coordinator_in_cluster(
     cluster: &Arc<ClusterMember>,
-    group_id: &str,
+    internal: InternalTopic,
+    key: &str,
 ) -> Result<Found, (ResponseError, String)> {
     let image = cluster.image().image;
     let not_available = |message: String| (ResponseError::CoordinatorNotAvailable, message);
-    let Some(topic) = image.topic_by_name(OFFSETS_TOPIC) else {
-        let configs = context.groups.offsets_topic_configs(&context.topics);
+    let Some(topic) = image.topic_by_name(internal.name) else {
         cluster.create_topic_soon(
-            OFFSETS_TOPIC,
-            context.config.offsets_topic_partitions(),
-            Some(context.config.offsets_topic_replication_factor()),
-            configs,
+            internal.name,
+            internal.partitions,
+            Some(internal.replication_factor),
+            internal.configs,
         );
-        return Err(not_available(format!("{OFFSETS_TOPIC} is being created")));
+        return Err(not_available(format!("{} is being created", internal.name)));
     };
-    let index = offsets::partition_for(group_id, topic.partitions.len() as i32);
+    let index = offsets::partition_for(key, topic.partitions.len() as i32);
     let leader = topic
         .partitions
         .get(index as usize)
@@ -68,9 +97,17 @@ fn group_coordinator_in_cluster(
             broker.port as i32,
         )),
         _ => Err(not_available(format!(
-            "{OFFSETS_TOPIC}-{index} has no leader"
+            "{}-{index} has no leader",
+            internal.name
         ))),
     }
+}
+
+fn unknown_key_type(key_type: i8) -> (ResponseError, String) {
+    (
+        ResponseError::InvalidRequest,
+        format!("unknown coordinator key type {key_type}"),
+    )
 }
 
 fn answer(context: &Arc<BrokerContext>, key_type: i8) -> Result<(), (ResponseError, String)> {
@@ -80,12 +117,7 @@ fn answer(context: &Arc<BrokerContext>, key_type: i8) -> Result<(), (ResponseErr
             .transactions
             .state_topic(&context.topics)
             .map(|_| ()),
-        other => {
-            return Err((
-                ResponseError::InvalidRequest,
-                format!("unknown coordinator key type {other}"),
-            ))
-        }
+        other => return Err(unknown_key_type(other)),
     };
     ready.map_err(|error| (error_for(&error), error.to_string()))
 }

@@ -12,7 +12,7 @@ use kafka_protocol::ResponseError;
 use crate::handler::errors::producer_id_error;
 use crate::server::BrokerContext;
 
-pub fn handle(
+pub async fn handle(
     context: &Arc<BrokerContext>,
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
@@ -25,12 +25,16 @@ pub fn handle(
     if let Some(transactional_id) = &request.transactional_id {
         let current =
             (request.producer_id.0 >= 0).then_some((request.producer_id.0, request.producer_epoch));
-        return match context.transactions.init_producer_id(
-            &context.txn_services(),
-            transactional_id.as_str(),
-            request.transaction_timeout_ms,
-            current,
-        ) {
+        let initialised = context
+            .transactions
+            .init_producer_id(
+                &context.txn_services(),
+                transactional_id.as_str(),
+                request.transaction_timeout_ms,
+                current,
+            )
+            .await;
+        return match initialised {
             Ok((producer_id, epoch)) => InitProducerIdResponse::default()
                 .with_producer_id(ProducerId(producer_id))
                 .with_producer_epoch(epoch),

@@ -34,6 +34,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod produce_txn;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unsupported;
@@ -152,7 +153,7 @@ pub async fn handle(
         RequestKind::Metadata(r) => ready(ResponseKind::Metadata(metadata::handle(
             context, version, r,
         ))),
-        RequestKind::Produce(r) => produce::handle(context, version, r),
+        RequestKind::Produce(r) => produce::handle(context, version, r).await,
         RequestKind::Fetch(r) => ready(ResponseKind::Fetch(
             fetch::handle(context, version, r).await,
         )),
@@ -210,17 +211,19 @@ pub async fn handle(
             context, r,
         ))),
         RequestKind::InitProducerId(r) => ready(ResponseKind::InitProducerId(
-            init_producer_id::handle(context, r),
+            init_producer_id::handle(context, r).await,
         )),
         RequestKind::AddPartitionsToTxn(r) => ready(ResponseKind::AddPartitionsToTxn(
-            add_partitions_to_txn::handle(context, version, r),
+            add_partitions_to_txn::handle(context, version, r).await,
         )),
         RequestKind::AddOffsetsToTxn(r) => ready(ResponseKind::AddOffsetsToTxn(
-            add_offsets_to_txn::handle(context, r),
+            add_offsets_to_txn::handle(context, r).await,
         )),
-        RequestKind::EndTxn(r) => ready(ResponseKind::EndTxn(end_txn::handle(context, version, r))),
+        RequestKind::EndTxn(r) => ready(ResponseKind::EndTxn(
+            end_txn::handle(context, version, r).await,
+        )),
         RequestKind::TxnOffsetCommit(r) => ready(ResponseKind::TxnOffsetCommit(
-            txn_offset_commit::handle(context, version, r),
+            txn_offset_commit::handle(context, version, r).await,
         )),
         RequestKind::DescribeTransactions(r) => ready(ResponseKind::DescribeTransactions(
             describe_transactions::describe(context, r),
@@ -232,7 +235,7 @@ pub async fn handle(
             describe_producers::handle(context, r),
         )),
         RequestKind::WriteTxnMarkers(r) => ready(ResponseKind::WriteTxnMarkers(
-            write_txn_markers::handle(context, r),
+            write_txn_markers::handle(context, r).await,
         )),
         other => {
             // The connection only passes requests listed in SUPPORTED_APIS.

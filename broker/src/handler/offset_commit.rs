@@ -29,18 +29,13 @@ pub fn handle(context: &Arc<BrokerContext>, request: OffsetCommitRequest) -> Han
     // (topic index, partition index, error) for each requested partition.
     let mut results: Vec<OffsetCommitResponseTopic> = Vec::new();
     for topic in &request.topics {
-        let known = context.topics.get(topic.name.as_str());
         let partitions = topic
             .partitions
             .iter()
             .map(|p| {
                 let error = if let Some(error) = group_error {
                     Some(error)
-                } else if known
-                    .as_ref()
-                    .and_then(|t| t.partition(p.partition_index))
-                    .is_none()
-                {
+                } else if !context.partition_exists(topic.name.as_str(), p.partition_index) {
                     Some(ResponseError::UnknownTopicOrPartition)
                 } else if p
                     .committed_metadata
@@ -114,7 +109,7 @@ pub fn handle(context: &Arc<BrokerContext>, request: OffsetCommitRequest) -> Han
 /// replicas before REQUEST_TIMED_OUT.
 const OFFSETS_COMMIT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5000);
 
-async fn wait_for_commit(
+pub async fn wait_for_commit(
     wait: &crate::group::coordinator::CommitWait,
 ) -> Result<(), ResponseError> {
     if wait.durable {

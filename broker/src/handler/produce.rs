@@ -24,20 +24,18 @@ use kafka_protocol::ResponseError;
 use crate::config::MAX_DECOMPRESSED_BATCH_BYTES;
 use crate::error::{BatchError, BrokerError, LogError};
 use crate::handler::errors::{batch_error, error_for, log_error};
+use crate::handler::produce_txn::{self, TxnChecks};
 use crate::handler::HandlerOutput;
 use crate::log::batch::{validate_producer_batch, ValidationLimits};
 use crate::partition::Partition;
 use crate::server::BrokerContext;
 use crate::topic::Topic;
 
-/// Produce v12 is sent by clients of transaction version 2 (KIP-890 part 2): their transactional
-/// writes add their partition to the transaction themselves.
-const IMPLICIT_ADD_PARTITIONS_VERSION: i16 = 12;
-
 /// The transactional side of a produce request, and its acks.
 struct Sender<'a> {
     transactional_id: Option<&'a str>,
-    adds_partitions: bool,
+    /// What the coordinators said of the transactional batches' partitions.
+    txn_checks: TxnChecks,
     acks_all: bool,
 }
 
@@ -51,16 +49,20 @@ struct AckWait {
     replicated_with_min_insync: Option<usize>,
 }
 
-pub fn handle(
+pub async fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
     request: ProduceRequest,
 ) -> HandlerOutput {
     let acks = request.acks;
     let valid_acks = matches!(acks, -1..=1);
+    let txn_checks = match valid_acks {
+        true => produce_txn::check_request(context, version, &request).await,
+        false => TxnChecks::default(),
+    };
     let sender = Sender {
         transactional_id: request.transactional_id.as_deref().map(|id| id.as_str()),
-        adds_partitions: version >= IMPLICIT_ADD_PARTITIONS_VERSION,
+        txn_checks,
         acks_all: acks == -1,
     };
     let timeout = std::time::Duration::from_millis(request.timeout_ms.max(0) as u64);
@@ -170,7 +172,8 @@ fn lookup_topic(context: &Arc<BrokerContext>, name: &str) -> Result<Arc<Topic>, 
 
 /// KIP-890: a transactional write lands only in an open transaction that holds its partition —
 /// added before (AddPartitionsToTxn), or now by the write itself (transaction version 2) — so
-/// no stray or late write can leave a transaction hanging or slip into the next one.
+/// no stray or late write can leave a transaction hanging or slip into the next one. The
+/// coordinator was asked before the appends (`produce_txn::check_request`).
 fn check_transaction(
     context: &BrokerContext,
     sender: &Sender<'_>,
@@ -179,51 +182,16 @@ fn check_transaction(
     index: i32,
 ) -> Result<(), (ResponseError, String)> {
     // As Kafka: transactional records come with the request's transactional id.
-    let Some(transactional_id) = sender.transactional_id else {
+    if sender.transactional_id.is_none() {
         let message = "transactional records need the request's transactional id";
         return Err((
             ResponseError::TransactionalIdAuthorizationFailed,
             message.into(),
         ));
-    };
-    let (producer_id, epoch) = (header.producer_id, header.producer_epoch);
-    if sender.adds_partitions {
-        let partition = (topic.name.to_string(), index);
-        return context
-            .transactions
-            .add_partition_for_produce(
-                &context.topics,
-                transactional_id,
-                producer_id,
-                epoch,
-                partition,
-            )
-            .map_err(|error| {
-                // As Kafka answers produce requests: a fenced epoch is INVALID_PRODUCER_EPOCH,
-                // a transaction still completing is worth a retry.
-                let error = match error {
-                    ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch,
-                    ResponseError::ConcurrentTransactions => ResponseError::NotEnoughReplicas,
-                    other => other,
-                };
-                let message = format!(
-                    "producer {producer_id} epoch {epoch} cannot add {}-{index} to its transaction",
-                    topic.name
-                );
-                (error, message)
-            });
     }
-    if context
-        .transactions
-        .verify(producer_id, epoch, &topic.name, index)
-    {
-        return Ok(());
-    }
-    let message = format!(
-        "producer {producer_id} epoch {epoch} has no open transaction with {}-{index}",
-        topic.name
-    );
-    Err((ResponseError::InvalidTxnState, message))
+    sender
+        .txn_checks
+        .verdict(context, header, &topic.name, index)
 }
 
 fn produce_partition(

@@ -15,33 +15,30 @@ use kafka_protocol::ResponseError;
 use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::{CommittedOffset, OFFSETS_TOPIC};
 use crate::handler::errors::error_for;
+use crate::handler::offset_commit::wait_for_commit;
 use crate::server::BrokerContext;
+use crate::transaction::verify::{self, TxnWrite};
 
 /// The first TxnOffsetCommit version of transaction version 2.
 const IMPLICIT_ADD_OFFSETS_VERSION: i16 = 5;
 
-pub fn handle(
+pub async fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
     request: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let group_id = request.group_id.as_str();
-    let error = check(context, version, &request);
+    let error = check(context, version, &request).await;
     let now_ms = context.clock.now_ms();
     let mut commits = Vec::new();
     let mut topics = Vec::new();
     for topic in &request.topics {
-        let known = context.topics.get(topic.name.as_str());
         let partitions = topic
             .partitions
             .iter()
             .map(|p| {
                 let partition_error = error.or_else(|| {
-                    if known
-                        .as_ref()
-                        .and_then(|t| t.partition(p.partition_index))
-                        .is_none()
-                    {
+                    if !context.partition_exists(topic.name.as_str(), p.partition_index) {
                         return Some(ResponseError::UnknownTopicOrPartition);
                     }
                     let metadata = p.committed_metadata.as_deref().unwrap_or_default();
@@ -71,14 +68,23 @@ pub fn handle(
                 .with_partitions(partitions),
         );
     }
-    if let Err(failure) = context.groups.txn_commit(
-        &context.topics,
-        group_id,
-        request.producer_id.0,
-        request.producer_epoch,
-        commits,
-    ) {
-        let code = error_for(&failure).code();
+    let committed = context
+        .groups
+        .txn_commit(
+            &context.topics,
+            group_id,
+            request.producer_id.0,
+            request.producer_epoch,
+            commits,
+        )
+        .map_err(|failure| error_for(&failure));
+    let waited = match committed {
+        Ok(Some(wait)) => wait_for_commit(&wait).await,
+        Ok(None) => Ok(()),
+        Err(error) => Err(error),
+    };
+    if let Err(error) = waited {
+        let code = error.code();
         for topic in &mut topics {
             for partition in &mut topic.partitions {
                 if partition.error_code == 0 {
@@ -90,38 +96,29 @@ pub fn handle(
     TxnOffsetCommitResponse::default().with_topics(topics)
 }
 
-/// The producer's transaction must have added the group's offsets partition; KIP-447 members
-/// must be of the group's current generation.
-fn check(
+/// The producer's transaction must have added the group's offsets partition (asked of its
+/// coordinator, wherever it runs); KIP-447 members must be of the group's current generation.
+async fn check(
     context: &Arc<BrokerContext>,
     version: i16,
     request: &TxnOffsetCommitRequest,
 ) -> Option<ResponseError> {
     let group_id = request.group_id.as_str();
-    if version >= IMPLICIT_ADD_OFFSETS_VERSION {
-        let added = context.transactions.add_offsets(
-            &context.txn_services(),
-            request.transactional_id.as_str(),
-            request.producer_id.0,
-            request.producer_epoch,
-            group_id,
-        );
-        if let Err(error) = added {
-            return Some(error);
-        }
-    }
     let partition = match context.groups.offsets_partition(&context.topics, group_id) {
         Ok((_, partition)) => partition.index,
         Err(error) => return Some(error_for(&error)),
     };
-    let added = context.transactions.verify(
-        request.producer_id.0,
-        request.producer_epoch,
-        OFFSETS_TOPIC,
-        partition,
-    );
-    if !added {
-        return Some(ResponseError::InvalidTxnState);
+    let write = TxnWrite {
+        transactional_id: request.transactional_id.as_str(),
+        producer_id: request.producer_id.0,
+        producer_epoch: request.producer_epoch,
+        adds_partition: version >= IMPLICIT_ADD_OFFSETS_VERSION,
+    };
+    let offsets_partition = vec![(OFFSETS_TOPIC.to_string(), partition)];
+    let services = context.txn_services();
+    let checked = verify::check(&context.transactions, &services, &write, offsets_partition).await;
+    if let Some(error) = checked.into_iter().find_map(|(_, error)| error) {
+        return Some(error);
     }
     if request.generation_id < 0 && request.member_id.is_empty() {
         return None;

@@ -1,6 +1,7 @@
-//! WriteTxnMarkers: writes transaction markers to partitions. Kafka's transaction coordinator
-//! sends it to partition leaders; Weir's coordinator writes its markers itself, so this serves
-//! the operator's abort of a hanging transaction (KIP-664, `weir txn abort`), as in Kafka.
+//! WriteTxnMarkers: transaction markers for partitions this broker leads. Transaction
+//! coordinators on other brokers send it to end their transactions here (each marker held by
+//! the in-sync replicas before it is answered, as Kafka appends them with acks=all); operators
+//! use it to abort a hanging transaction (KIP-664, `weir txn abort`).
 
 use std::sync::Arc;
 
@@ -8,60 +9,48 @@ use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
-use kafka_protocol::ResponseError;
 
-use crate::handler::errors::log_error;
-use crate::log::control::MarkerKind;
 use crate::server::BrokerContext;
+use crate::transaction::markers::{write_local, TxnMarker};
 
-pub fn handle(
+pub async fn handle(
     context: &Arc<BrokerContext>,
     request: WriteTxnMarkersRequest,
 ) -> WriteTxnMarkersResponse {
-    let markers = request
-        .markers
-        .into_iter()
-        .map(|marker| {
-            let kind = if marker.transaction_result {
-                MarkerKind::Commit
-            } else {
-                MarkerKind::Abort
-            };
-            let topics = marker
-                .topics
-                .into_iter()
-                .map(|requested| {
-                    let topic = context.topics.get(requested.name.as_str());
-                    let partitions = requested
-                        .partition_indexes
-                        .iter()
-                        .map(|&index| {
-                            let error = match topic.as_ref().and_then(|t| t.partition(index)) {
-                                None => Some(ResponseError::UnknownTopicOrPartition),
-                                Some(partition) => partition
-                                    .append_marker(
-                                        marker.producer_id.0,
-                                        marker.producer_epoch,
-                                        kind,
-                                        marker.coordinator_epoch,
-                                    )
-                                    .err()
-                                    .map(|error| log_error(&error)),
-                            };
-                            WritableTxnMarkerPartitionResult::default()
-                                .with_partition_index(index)
-                                .with_error_code(error.map_or(0, |e| e.code()))
-                        })
-                        .collect();
-                    WritableTxnMarkerTopicResult::default()
-                        .with_name(requested.name)
-                        .with_partitions(partitions)
-                })
-                .collect();
+    let replicated = context.cluster.is_some();
+    let mut results = Vec::with_capacity(request.markers.len());
+    for requested in request.markers {
+        let marker = TxnMarker {
+            producer_id: requested.producer_id.0,
+            producer_epoch: requested.producer_epoch,
+            commit: requested.transaction_result,
+            coordinator_epoch: requested.coordinator_epoch,
+        };
+        let mut topics = Vec::with_capacity(requested.topics.len());
+        for topic in requested.topics {
+            // The partitions' markers wait for their replicas side by side.
+            let name = topic.name.to_string();
+            let name = &name;
+            let writes = topic.partition_indexes.iter().map(|&index| async move {
+                let tp = (name.clone(), index);
+                let written =
+                    write_local(&context.topics, &context.groups, marker, &tp, replicated).await;
+                WritableTxnMarkerPartitionResult::default()
+                    .with_partition_index(index)
+                    .with_error_code(written.err().map_or(0, |e| e.code()))
+            });
+            let partitions = futures::future::join_all(writes).await;
+            topics.push(
+                WritableTxnMarkerTopicResult::default()
+                    .with_name(topic.name)
+                    .with_partitions(partitions),
+            );
+        }
+        results.push(
             WritableTxnMarkerResult::default()
-                .with_producer_id(marker.producer_id)
-                .with_topics(topics)
-        })
-        .collect();
-    WriteTxnMarkersResponse::default().with_markers(markers)
+                .with_producer_id(requested.producer_id)
+                .with_topics(topics),
+        );
+    }
+    WriteTxnMarkersResponse::default().with_markers(results)
 }

@@ -31,6 +31,7 @@ use crate::group::offsets::OFFSETS_TOPIC;
 use crate::partition::replication::Leadership;
 use crate::partition::Partition;
 use crate::server::BrokerContext;
+use crate::transaction::records::TRANSACTION_STATE_TOPIC;
 use fetcher::{FetcherSetup, Followed};
 use isr::IsrChange;
 
@@ -148,16 +149,22 @@ pub fn apply_image(
 }
 
 /// Coordinators follow the leadership of their internal topic's partitions: the group
-/// coordinator serves the groups of the `__consumer_offsets` partitions led here.
+/// coordinator serves the groups of the `__consumer_offsets` partitions led here, the
+/// transaction coordinator the transactional ids of the `__transaction_state` ones.
 fn coordinate(context: &BrokerContext, topic: &str, index: i32, leader_epoch: Option<i32>) {
-    if topic != OFFSETS_TOPIC {
-        return;
-    }
-    let changed = context
-        .groups
-        .leadership_changed(&context.topics, index, leader_epoch);
+    let changed = match topic {
+        OFFSETS_TOPIC => context
+            .groups
+            .leadership_changed(&context.topics, index, leader_epoch),
+        TRANSACTION_STATE_TOPIC => {
+            context
+                .transactions
+                .leadership_changed(&context.topics, index, leader_epoch)
+        }
+        _ => return,
+    };
     if let Err(error) = changed {
-        tracing::error!(%error, partition = index, "cannot load the groups of an offsets partition");
+        tracing::error!(%error, topic, partition = index, "cannot load a coordinator's state partition");
     }
 }
 

@@ -32,10 +32,11 @@ pub fn spawn(
     tasks.spawn(every(txn_check, shutdown.clone(), {
         let context = Arc::clone(&context);
         move || {
-            context.transactions.tick(&context.txn_services());
+            context.transactions.tick();
             context.transactions.expire_ids(&context.topics);
         }
     }));
+    tasks.spawn(settle_transactions(Arc::clone(&context), shutdown.clone()));
     let (producer_expiration_ms, producer_check_ms) = context.config.producer_expiration();
     tasks.spawn(every(
         Duration::from_millis(producer_check_ms),
@@ -91,6 +92,40 @@ async fn every(
         tokio::select! {
             _ = ticker.tick() => work(),
             _ = super::stopped(&mut shutdown) => return,
+        }
+    }
+}
+
+/// Finishes the transactions the coordinator queues (decided ones whose markers are not all
+/// written, open ones past their timeout), each in its own task; one that cannot finish yet is
+/// queued again after a pause.
+async fn settle_transactions(context: Arc<BrokerContext>, mut shutdown: watch::Receiver<bool>) {
+    const RETRY_PAUSE: Duration = Duration::from_secs(1);
+    let mut running: JoinSet<()> = JoinSet::new();
+    loop {
+        let queued = tokio::select! {
+            queued = context.transactions.next_to_settle() => queued,
+            Some(_) = running.join_next(), if !running.is_empty() => continue,
+            _ = super::stopped(&mut shutdown) => return,
+        };
+        for transactional_id in queued {
+            let context = Arc::clone(&context);
+            running.spawn(async move {
+                let settled = context
+                    .transactions
+                    .settle(&context.txn_services(), &transactional_id)
+                    .await;
+                match settled {
+                    Ok(()) | Err(kafka_protocol::ResponseError::NotCoordinator) => {}
+                    // Being finished elsewhere (an EndTxn): the next tick looks again.
+                    Err(kafka_protocol::ResponseError::ConcurrentTransactions) => {}
+                    Err(error) => {
+                        tracing::debug!(%transactional_id, %error, "transaction not settled; retrying");
+                        tokio::time::sleep(RETRY_PAUSE).await;
+                        context.transactions.queue_settle(&transactional_id);
+                    }
+                }
+            });
         }
     }
 }

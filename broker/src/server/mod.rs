@@ -26,7 +26,7 @@ use crate::group::GroupCoordinator;
 use crate::metrics::Metrics;
 use crate::producer::ProducerIdManager;
 use crate::topic::TopicRegistry;
-use crate::transaction::{TransactionCoordinator, TxnServices};
+use crate::transaction::{BrokerChannel, TransactionCoordinator, TxnServices};
 
 const CLEAN_SHUTDOWN_FILE: &str = ".clean-shutdown";
 const CLUSTER_ID_FILE: &str = "meta/cluster-id";
@@ -38,6 +38,8 @@ pub struct BrokerContext {
     pub groups: GroupCoordinator,
     pub producer_ids: Arc<ProducerIdManager>,
     pub transactions: TransactionCoordinator,
+    /// Requests to the other brokers of the cluster (transaction markers and verification).
+    pub brokers: BrokerChannel,
     pub clock: Arc<dyn Clock>,
     pub metrics: Metrics,
     pub cluster_id: String,
@@ -63,12 +65,19 @@ impl BrokerContext {
             .unwrap_or_else(|| self.cluster_id.clone())
     }
 
+    /// Whether a topic partition exists in the cluster (or, alone, here).
+    pub fn partition_exists(&self, topic: &str, index: i32) -> bool {
+        let image = self.cluster.as_ref().map(|cluster| cluster.image().image);
+        crate::topic::partition_exists(&self.topics, image.as_deref(), topic, index)
+    }
+
     /// What the transaction coordinator acts on.
     pub fn txn_services(&self) -> TxnServices<'_> {
         TxnServices {
             topics: &self.topics,
             groups: &self.groups,
             producer_ids: &self.producer_ids,
+            channel: &self.brokers,
         }
     }
 }
@@ -135,16 +144,17 @@ impl Broker {
         });
         let transactions =
             TransactionCoordinator::new(config.transaction_settings(), Arc::clone(&clock));
-        let transactions_loaded = transactions.load(&TxnServices {
-            topics: &topics,
-            groups: &groups,
-            producer_ids: &producer_ids,
-        })?;
-        if transactions_loaded > 0 {
-            tracing::info!(
-                transactional_ids = transactions_loaded,
-                "transaction state loaded"
-            );
+        if config.quorum_voters().is_empty() {
+            let transactions_loaded = transactions.load(&topics)?;
+            if transactions_loaded > 0 {
+                tracing::info!(
+                    transactional_ids = transactions_loaded,
+                    "transaction state loaded"
+                );
+            }
+        } else {
+            // Transactional ids load as this broker comes to lead their state partitions.
+            transactions.follow_partition_leadership();
         }
         let listener = TcpListener::bind(config.listen).await.map_err(|e| {
             BrokerError::InvalidRequest(format!("cannot listen on {}: {e}", config.listen))
@@ -184,12 +194,14 @@ impl Broker {
             }
             None => (None, None),
         };
+        let brokers = BrokerChannel::new(node_id, cluster_member.clone());
         let context = Arc::new(BrokerContext {
             config: config.clone(),
             topics,
             groups,
             producer_ids,
             transactions,
+            brokers,
             clock,
             metrics: Metrics::new(),
             cluster_id,

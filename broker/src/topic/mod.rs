@@ -75,6 +75,24 @@ struct TopicRecord {
 }
 
 /// Checks a topic name as Kafka does.
+/// Whether a topic partition exists: in the cluster's metadata when there is a cluster (this
+/// broker may host none of the topic's replicas), else in the local registry.
+pub fn partition_exists(
+    topics: &TopicRegistry,
+    image: Option<&crate::cluster::MetadataImage>,
+    topic: &str,
+    index: i32,
+) -> bool {
+    match image {
+        Some(image) => image
+            .topic_by_name(topic)
+            .is_some_and(|t| index >= 0 && (index as usize) < t.partitions.len()),
+        None => topics
+            .get(topic)
+            .is_some_and(|t| t.partition(index).is_some()),
+    }
+}
+
 pub fn validate_topic_name(name: &str) -> Result<(), BrokerError> {
     let invalid = |reason: &str| BrokerError::InvalidTopic {
         name: name.to_string(),

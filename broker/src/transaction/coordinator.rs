@@ -1,31 +1,52 @@
 //! The transaction coordinator service: every transactional id's state (`transaction::state`),
 //! persisted to `__transaction_state` before it is acted on, and the markers that end a
-//! transaction in each of its partitions (a single broker writes them directly — Kafka's
-//! WriteTxnMarkers to itself).
+//! transaction in each of its partitions (`transaction::markers`).
 //!
-//! Ending a transaction: state → PrepareCommit/PrepareAbort (persisted: the decision), markers
-//! to every partition (on `__consumer_offsets` also the pending offsets apply or go), state →
-//! CompleteCommit/CompleteAbort (persisted). A crash in between leaves a Prepare state that
-//! loading finishes. Open transactions past `transaction.timeout.ms` are aborted by `tick`,
-//! with the producer's epoch bumped so that the zombie is fenced.
+//! Alone, this broker coordinates every transactional id. In a cluster, an id's coordinator is
+//! the leader of its `__transaction_state` partition (Kafka's rule): leading a partition loads
+//! its ids from the log ([`TransactionCoordinator::leadership_changed`]), losing it drops them;
+//! the partition's leader epoch is the coordinator epoch written into markers, so a deposed
+//! coordinator's late markers are refused. Elsewhere requests get NOT_COORDINATOR.
+//!
+//! Every change of an id's state is a [`transition`](TransactionCoordinator::transition):
+//! decided on the current state, appended to the id's partition, and taken into memory only
+//! once the partition's in-sync replicas hold it. Meanwhile the id is *pending*: other requests
+//! for it get CONCURRENT_TRANSACTIONS (clients retry), as in Kafka.
+//!
+//! Ending a transaction: state → PrepareCommit/PrepareAbort (the decision), markers to every
+//! partition (on `__consumer_offsets` also the pending offsets apply or go), state →
+//! CompleteCommit/CompleteAbort. EndTxn finishes it itself when it can within
+//! [`FINISH_WAIT`]; otherwise — and for decisions found on loading, and for open transactions
+//! past `transaction.timeout.ms` (aborted with the producer's epoch bumped, fencing the zombie)
+//! — the id is queued for the broker's settling task (`server::background`), which retries
+//! until the markers are written or the coordinator moved.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use kafka_protocol::ResponseError;
+use tokio::sync::{watch, Notify};
 
 use crate::clock::Clock;
 use crate::error::BrokerError;
-use crate::group::offsets::OFFSETS_TOPIC;
+use crate::group::offsets::{self, OFFSETS_TOPIC};
 use crate::group::GroupCoordinator;
-use crate::log::control::MarkerKind;
+use crate::partition::Partition;
 use crate::producer::ProducerIdManager;
 use crate::topic::{internal, Topic, TopicRegistry};
+use crate::transaction::channel::BrokerChannel;
+use crate::transaction::markers::{MarkerOutcome, MarkerWriter, TxnMarker, MARKER_WRITE_TIMEOUT};
 use crate::transaction::records::{self, TRANSACTION_STATE_TOPIC};
 use crate::transaction::state::{TopicPartition, TxnMetadata, TxnState};
 
-/// Coordinator epoch written in markers (one coordinator, never moved).
-const COORDINATOR_EPOCH: i32 = 0;
+/// How long EndTxn (and InitProducerId ending a previous transaction) waits for the markers
+/// before answering; the settling task carries on after that.
+pub const FINISH_WAIT: Duration = Duration::from_secs(5);
+/// Pause between rounds of markers that could not all be written.
+const MARKER_RETRY_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_MARKER_RETRY_BACKOFF: Duration = Duration::from_secs(1);
 
 /// Settings from the broker properties of the same names.
 #[derive(Debug, Clone, Copy)]
@@ -38,87 +59,311 @@ pub struct TransactionSettings {
     pub max_timeout_ms: i32,
     /// `transactional.id.expiration.ms`: an id with no transaction for this long is forgotten.
     pub id_expiration_ms: i64,
+    /// `transaction.state.log.replication.factor` (cluster mode)
+    pub state_replication_factor: i32,
+    /// `transaction.state.log.min.isr` (cluster mode; at most the replication factor)
+    pub state_min_isr: i32,
 }
 
-/// What the services the coordinator acts on.
+/// What the coordinator acts on.
 pub struct TxnServices<'a> {
     pub topics: &'a TopicRegistry,
     pub groups: &'a GroupCoordinator,
     pub producer_ids: &'a ProducerIdManager,
+    pub channel: &'a BrokerChannel,
+}
+
+impl TxnServices<'_> {
+    fn markers(&self) -> MarkerWriter<'_> {
+        MarkerWriter {
+            topics: self.topics,
+            groups: self.groups,
+            channel: self.channel,
+        }
+    }
+}
+
+#[derive(Default)]
+struct CoordinatorState {
+    transactions: HashMap<String, TxnMetadata>,
+    /// Ids whose next state is being replicated, or whose markers are being written.
+    pending: HashSet<String>,
+    /// Ids for the settling task: decided transactions, and open ones past their timeout.
+    to_settle: BTreeSet<String>,
+    /// Cluster mode: `__transaction_state` partitions led here → leader epoch (the
+    /// coordinator epoch of their ids' markers).
+    owned: BTreeMap<i32, i32>,
 }
 
 pub struct TransactionCoordinator {
-    transactions: Mutex<HashMap<String, TxnMetadata>>,
+    state: Mutex<CoordinatorState>,
     settings: TransactionSettings,
     clock: Arc<dyn Clock>,
+    in_cluster: AtomicBool,
+    settle_queued: Notify,
+    /// Bumped whenever a transaction completes.
+    completions: watch::Sender<u64>,
+}
+
+/// What a transition decides.
+enum Step<T> {
+    /// Persist this state, then answer.
+    Write(TxnMetadata, T),
+    /// Nothing to persist.
+    Answer(T),
+}
+
+/// Where a state record went, to wait for its replicas.
+struct StateWrite {
+    partition: Arc<Partition>,
+    last_offset: i64,
+    min_insync_replicas: usize,
+}
+
+/// An id marked pending; dropping it (an error, a dropped future) clears the mark.
+struct PendingChange<'a> {
+    coordinator: &'a TransactionCoordinator,
+    id: String,
+    /// The state partition and its coordinator epoch when the change began.
+    partition: i32,
+    coordinator_epoch: i32,
+    done: bool,
+}
+
+impl PendingChange<'_> {
+    /// Takes `txn` as the id's state (`None`: forgets the id) — if this broker still
+    /// coordinates it at the same epoch.
+    fn install(mut self, txn: Option<TxnMetadata>) -> Result<(), ResponseError> {
+        let coordinator = self.coordinator;
+        let mut state = coordinator.lock();
+        self.done = true;
+        state.pending.remove(&self.id);
+        if !coordinator.still_owns(&state, self.partition, self.coordinator_epoch) {
+            return Err(ResponseError::NotCoordinator);
+        }
+        match txn {
+            Some(txn) => state.transactions.insert(self.id.clone(), txn),
+            None => state.transactions.remove(&self.id),
+        };
+        Ok(())
+    }
+
+    fn still_owned(&self) -> bool {
+        let state = self.coordinator.lock();
+        self.coordinator
+            .still_owns(&state, self.partition, self.coordinator_epoch)
+    }
+}
+
+impl Drop for PendingChange<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.coordinator.lock().pending.remove(&self.id);
+        }
+    }
 }
 
 impl TransactionCoordinator {
     pub fn new(settings: TransactionSettings, clock: Arc<dyn Clock>) -> Self {
         TransactionCoordinator {
-            transactions: Mutex::new(HashMap::new()),
+            state: Mutex::new(CoordinatorState::default()),
             settings,
             clock,
+            in_cluster: AtomicBool::new(false),
+            settle_queued: Notify::new(),
+            completions: watch::channel(0).0,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, TxnMetadata>> {
-        self.transactions
+    fn lock(&self) -> MutexGuard<'_, CoordinatorState> {
+        self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The transaction state topic, created on first use (compacted, like Kafka's).
-    pub fn state_topic(&self, topics: &TopicRegistry) -> Result<Arc<Topic>, BrokerError> {
-        let configs = BTreeMap::from([
+    /// Cluster mode: ids are served only once their state partition is led and loaded here.
+    pub fn follow_partition_leadership(&self) {
+        self.in_cluster.store(true, Ordering::Release);
+    }
+
+    fn in_cluster(&self) -> bool {
+        self.in_cluster.load(Ordering::Acquire)
+    }
+
+    /// The transaction state topic's configs: compacted like Kafka's; in a cluster its writes
+    /// need `transaction.state.log.min.isr` replicas.
+    pub fn state_topic_configs(&self) -> BTreeMap<String, String> {
+        let mut configs = BTreeMap::from([
             ("cleanup.policy".to_string(), "compact".to_string()),
             (
                 "segment.bytes".to_string(),
                 self.settings.state_segment_bytes.to_string(),
             ),
         ]);
+        if self.in_cluster() {
+            let min_isr = self
+                .settings
+                .state_min_isr
+                .min(self.settings.state_replication_factor);
+            configs.insert("min.insync.replicas".to_string(), min_isr.to_string());
+        }
+        configs
+    }
+
+    pub fn settings(&self) -> &TransactionSettings {
+        &self.settings
+    }
+
+    /// The transaction state topic: alone, created on first use; in a cluster the controller
+    /// creates it (FindCoordinator asks) and it is only read here.
+    pub fn state_topic(&self, topics: &TopicRegistry) -> Result<Arc<Topic>, BrokerError> {
+        if self.in_cluster() {
+            return topics
+                .get(TRANSACTION_STATE_TOPIC)
+                .ok_or(BrokerError::UnknownTopic {
+                    topic: TRANSACTION_STATE_TOPIC.into(),
+                });
+        }
         internal::ensure_topic(
             topics,
             TRANSACTION_STATE_TOPIC,
             self.settings.state_partitions,
-            configs,
+            self.state_topic_configs(),
         )
     }
 
-    /// Reads `__transaction_state` back and finishes the transactions a crash left decided but
-    /// not complete. Open ones stay open: their timeout aborts them if the producer is gone.
-    pub fn load(&self, services: &TxnServices<'_>) -> Result<usize, BrokerError> {
-        let Some(topic) = services.topics.get(TRANSACTION_STATE_TOPIC) else {
+    /// The `__transaction_state` partition of `transactional_id`.
+    pub fn partition_of(&self, topics: &TopicRegistry, transactional_id: &str) -> i32 {
+        let partitions = topics
+            .get(TRANSACTION_STATE_TOPIC)
+            .map_or(self.settings.state_partitions, |t| {
+                t.partitions.len() as i32
+            });
+        offsets::partition_for(transactional_id, partitions)
+    }
+
+    fn still_owns(&self, state: &CoordinatorState, partition: i32, epoch: i32) -> bool {
+        !self.in_cluster() || state.owned.get(&partition) == Some(&epoch)
+    }
+
+    /// The coordinator epoch for `transactional_id`'s partition, or NOT_COORDINATOR.
+    fn coordinator_epoch(
+        &self,
+        state: &CoordinatorState,
+        partition: i32,
+    ) -> Result<i32, ResponseError> {
+        if !self.in_cluster() {
+            return Ok(0);
+        }
+        state
+            .owned
+            .get(&partition)
+            .copied()
+            .ok_or(ResponseError::NotCoordinator)
+    }
+
+    /// NOT_COORDINATOR for an id this broker does not coordinate (DescribeTransactions).
+    pub fn coordinator_error(
+        &self,
+        topics: &TopicRegistry,
+        transactional_id: &str,
+    ) -> Option<ResponseError> {
+        let partition = self.partition_of(topics, transactional_id);
+        self.coordinator_epoch(&self.lock(), partition).err()
+    }
+
+    /// Alone: reads `__transaction_state` back at start-up; decided transactions are queued to
+    /// be finished. Open ones stay open: their timeout aborts them if the producer is gone.
+    pub fn load(&self, topics: &TopicRegistry) -> Result<usize, BrokerError> {
+        let Some(topic) = topics.get(TRANSACTION_STATE_TOPIC) else {
             return Ok(0);
         };
         let mut loaded = HashMap::new();
-        internal::for_each_record(&topic, |record| {
-            let Some(id) = record.key.as_deref().and_then(records::decode_key) else {
-                return;
-            };
-            match record.value.as_deref().and_then(records::decode_value) {
-                Some(txn) => loaded.insert(id, txn),
-                None => loaded.remove(&id),
-            };
-        })?;
+        internal::for_each_record(&topic, |record| apply_record(&mut loaded, record))?;
         let count = loaded.len();
-        let mut transactions = self.lock();
-        *transactions = loaded;
-        let preparing: Vec<String> = transactions
+        let mut state = self.lock();
+        state.transactions = loaded;
+        self.queue_decided(&mut state);
+        Ok(count)
+    }
+
+    /// Cluster mode: this broker now leads partition `index` of `__transaction_state` at
+    /// `leader_epoch` (`None`: it no longer does); its ids are loaded from the log, or dropped.
+    pub fn leadership_changed(
+        &self,
+        topics: &TopicRegistry,
+        index: i32,
+        leader_epoch: Option<i32>,
+    ) -> Result<(), BrokerError> {
+        if !self.in_cluster() {
+            return Ok(());
+        }
+        let belongs = |id: &str| self.partition_of(topics, id) == index;
+        let mut state = self.lock();
+        if state.owned.get(&index).copied() == leader_epoch {
+            return Ok(());
+        }
+        state.transactions.retain(|id, _| !belongs(id));
+        state.to_settle.retain(|id| !belongs(id));
+        state.owned.remove(&index);
+        let Some(leader_epoch) = leader_epoch else {
+            tracing::info!(
+                partition = index,
+                "no longer coordinating the transactions of this state partition"
+            );
+            return Ok(());
+        };
+        let partition = topics.partition(TRANSACTION_STATE_TOPIC, index)?;
+        let mut loaded = HashMap::new();
+        internal::for_each_record_of(&partition, |record| apply_record(&mut loaded, record))?;
+        let count = loaded.len();
+        state.transactions.extend(loaded);
+        state.owned.insert(index, leader_epoch);
+        self.queue_decided(&mut state);
+        tracing::info!(
+            partition = index,
+            leader_epoch,
+            transactional_ids = count,
+            "coordinating the transactions of this state partition"
+        );
+        Ok(())
+    }
+
+    /// Queues every decided transaction for the settling task.
+    fn queue_decided(&self, state: &mut CoordinatorState) {
+        let decided: Vec<String> = state
+            .transactions
             .iter()
             .filter(|(_, txn)| txn.state.is_preparing())
             .map(|(id, _)| id.clone())
             .collect();
-        for id in preparing {
-            tracing::info!(transactional_id = %id, "finishing a transaction decided before the restart");
-            self.finish(&mut transactions, services, &id)?;
+        if decided.is_empty() {
+            return;
         }
-        Ok(count)
+        state.to_settle.extend(decided);
+        self.settle_queued.notify_one();
+    }
+
+    /// Queues an id for the settling task.
+    pub fn queue_settle(&self, transactional_id: &str) {
+        self.lock().to_settle.insert(transactional_id.to_string());
+        self.settle_queued.notify_one();
+    }
+
+    /// Waits until ids are queued for settling, and takes them (the settling task).
+    pub async fn next_to_settle(&self) -> BTreeSet<String> {
+        loop {
+            let queued = std::mem::take(&mut self.lock().to_settle);
+            if !queued.is_empty() {
+                return queued;
+            }
+            self.settle_queued.notified().await;
+        }
     }
 
     /// InitProducerId with a transactional id: a new incarnation of the producer. An open
-    /// transaction of the previous one is aborted; its epoch is fenced.
-    pub fn init_producer_id(
+    /// transaction of the previous one is aborted first; its epoch is fenced.
+    pub async fn init_producer_id(
         &self,
         services: &TxnServices<'_>,
         transactional_id: &str,
@@ -131,76 +376,41 @@ impl TransactionCoordinator {
         if timeout_ms <= 0 || timeout_ms > self.settings.max_timeout_ms {
             return Err(ResponseError::InvalidTransactionTimeout);
         }
-        let now_ms = self.clock.now_ms();
-        let mut transactions = self.lock();
-        let mut txn = match transactions.get(transactional_id) {
-            None => {
-                let id = services
-                    .producer_ids
-                    .next_id()
-                    .map_err(|e| crate::handler::errors::producer_id_error(&e))?;
-                let txn = TxnMetadata::new(id, timeout_ms, now_ms);
-                self.persist(services.topics, transactional_id, &txn)?;
-                transactions.insert(transactional_id.to_string(), txn.clone());
-                return Ok((txn.producer_id, txn.producer_epoch));
-            }
-            Some(existing) => existing.clone(),
-        };
-        // KIP-360: a producer naming its id and epoch must be the current incarnation.
-        if let Some((producer_id, epoch)) = current.filter(|(id, _)| *id >= 0) {
-            if producer_id != txn.producer_id || epoch != txn.producer_epoch {
-                return Err(ResponseError::ProducerFenced);
+        // At most: abort the open transaction, finish it, start the new incarnation.
+        for _ in 0..3 {
+            let step = self
+                .transition(services, transactional_id, |existing, now_ms| {
+                    init_step(services, existing, timeout_ms, current, now_ms)
+                })
+                .await?;
+            match step {
+                Some(answer) => return Ok(answer),
+                None => self.finish_in_time(services, transactional_id).await?,
             }
         }
-        if txn.state == TxnState::Ongoing {
-            txn.end(false, now_ms)?;
-        }
-        transactions.insert(transactional_id.to_string(), txn.clone());
-        if txn.state.is_preparing() {
-            self.finish(&mut transactions, services, transactional_id)
-                .map_err(|e| crate::handler::errors::error_for(&e))?;
-            txn = transactions[transactional_id].clone();
-        }
-        txn.timeout_ms = timeout_ms;
-        txn.forget_last_end();
-        // As Kafka: the new incarnation starts with no transaction.
-        txn.state = TxnState::Empty;
-        txn.partitions.clear();
-        txn.start_ms = -1;
-        if txn.bump_epoch(now_ms).is_none() {
-            txn.producer_id = services
-                .producer_ids
-                .next_id()
-                .map_err(|e| crate::handler::errors::producer_id_error(&e))?;
-            txn.producer_epoch = 0;
-        }
-        self.persist(services.topics, transactional_id, &txn)?;
-        let answer = (txn.producer_id, txn.producer_epoch);
-        transactions.insert(transactional_id.to_string(), txn);
-        Ok(answer)
+        Err(ResponseError::ConcurrentTransactions)
     }
 
     /// AddPartitionsToTxn. Unknown partitions fail the whole request, as in Kafka: those get
     /// UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED.
-    pub fn add_partitions(
+    pub async fn add_partitions(
         &self,
-        topics: &TopicRegistry,
+        services: &TxnServices<'_>,
         transactional_id: &str,
         producer_id: i64,
         epoch: i16,
         partitions: Vec<TopicPartition>,
     ) -> Result<Vec<(TopicPartition, Option<ResponseError>)>, ResponseError> {
-        let unknown = |(topic, partition): &TopicPartition| {
-            topics
-                .get(topic)
-                .and_then(|t| t.partition(*partition).cloned())
-                .is_none()
-        };
-        if partitions.iter().any(unknown) {
+        let unknown: Vec<bool> = partitions
+            .iter()
+            .map(|tp| !partition_exists(services, tp))
+            .collect();
+        if unknown.iter().any(|u| *u) {
             return Ok(partitions
                 .into_iter()
-                .map(|tp| {
-                    let error = if unknown(&tp) {
+                .zip(unknown)
+                .map(|(tp, unknown)| {
+                    let error = if unknown {
                         ResponseError::UnknownTopicOrPartition
                     } else {
                         ResponseError::OperationNotAttempted
@@ -209,18 +419,20 @@ impl TransactionCoordinator {
                 })
                 .collect());
         }
+        let added = partitions.clone();
         self.update(
-            topics,
+            services,
             transactional_id,
             producer_id,
             epoch,
-            |txn, now_ms| txn.add_partitions(partitions.iter().cloned(), now_ms),
-        )?;
+            |txn, now| txn.add_partitions(added, now),
+        )
+        .await?;
         Ok(partitions.into_iter().map(|tp| (tp, None)).collect())
     }
 
     /// AddOffsetsToTxn: the group's `__consumer_offsets` partition joins the transaction.
-    pub fn add_offsets(
+    pub async fn add_offsets(
         &self,
         services: &TxnServices<'_>,
         transactional_id: &str,
@@ -228,46 +440,49 @@ impl TransactionCoordinator {
         epoch: i16,
         group_id: &str,
     ) -> Result<(), ResponseError> {
-        let (_, partition) = services
+        let partition = services
             .groups
-            .offsets_partition(services.topics, group_id)
-            .map_err(|e| crate::handler::errors::error_for(&e))?;
-        let tp = (OFFSETS_TOPIC.to_string(), partition.index);
+            .offsets_partition_index(services.topics, group_id);
+        let tp = (OFFSETS_TOPIC.to_string(), partition);
         self.update(
-            services.topics,
+            services,
             transactional_id,
             producer_id,
             epoch,
-            |txn, now_ms| txn.add_partitions([tp], now_ms),
+            |txn, now| txn.add_partitions([tp], now),
         )
+        .await
     }
 
-    /// Whether a transactional produce from `producer_id`/`epoch` to a partition belongs to an
-    /// open transaction that added it (KIP-890 part 1).
+    /// Whether a transactional write from `producer_id`/`epoch` to a partition belongs to an
+    /// open transaction that added it (KIP-890 part 1). Only ids coordinated here are known.
     pub fn verify(&self, producer_id: i64, epoch: i16, topic: &str, partition: i32) -> bool {
         let tp = (topic.to_string(), partition);
         self.lock()
+            .transactions
             .values()
             .any(|txn| txn.covers(producer_id, epoch, &tp))
     }
 
     /// Transaction version 2 (KIP-890 part 2): a transactional produce adds its partition to
     /// the transaction itself (Produce v12+), instead of an AddPartitionsToTxn before it.
-    pub fn add_partition_for_produce(
+    pub async fn add_partition_for_produce(
         &self,
-        topics: &TopicRegistry,
+        services: &TxnServices<'_>,
         transactional_id: &str,
         producer_id: i64,
         epoch: i16,
         partition: TopicPartition,
     ) -> Result<(), ResponseError> {
-        let added = self.add_partitions(
-            topics,
-            transactional_id,
-            producer_id,
-            epoch,
-            vec![partition],
-        )?;
+        let added = self
+            .add_partitions(
+                services,
+                transactional_id,
+                producer_id,
+                epoch,
+                vec![partition],
+            )
+            .await?;
         match added.into_iter().find_map(|(_, error)| error) {
             Some(error) => Err(error),
             None => Ok(()),
@@ -276,8 +491,9 @@ impl TransactionCoordinator {
 
     /// EndTxn: commit or abort the open transaction. With `bump_epoch` (transaction version 2,
     /// EndTxn v5+) the producer's epoch goes up with every transaction. Returns the producer id
-    /// and epoch the client continues with.
-    pub fn end_txn(
+    /// and epoch the client continues with. Answered once the markers are written, or after
+    /// [`FINISH_WAIT`] with the decision persisted and the markers still on their way.
+    pub async fn end_txn(
         &self,
         services: &TxnServices<'_>,
         transactional_id: &str,
@@ -286,268 +502,429 @@ impl TransactionCoordinator {
         commit: bool,
         bump_epoch: bool,
     ) -> Result<(i64, i16), ResponseError> {
-        let now_ms = self.clock.now_ms();
-        let mut transactions = self.lock();
-        let mut txn = transactions
-            .get(transactional_id)
-            .cloned()
-            .ok_or(ResponseError::InvalidProducerIdMapping)?;
-        let decided = if bump_epoch {
-            let new_producer_id = || {
-                services
-                    .producer_ids
-                    .next_id()
-                    .map_err(|e| crate::handler::errors::producer_id_error(&e))
-            };
-            txn.end_bumping_epoch(producer_id, epoch, commit, now_ms, new_producer_id)?
-        } else {
-            txn.check_producer(producer_id, epoch)?;
-            txn.end(commit, now_ms)?
-        };
+        let (decided, continues_as) = self
+            .transition(services, transactional_id, |existing, now_ms| {
+                let mut txn = existing
+                    .cloned()
+                    .ok_or(ResponseError::InvalidProducerIdMapping)?;
+                let decided = if bump_epoch {
+                    let new_producer_id = || next_producer_id(services);
+                    txn.end_bumping_epoch(producer_id, epoch, commit, now_ms, new_producer_id)?
+                } else {
+                    txn.check_producer(producer_id, epoch)?;
+                    txn.end(commit, now_ms)?
+                };
+                let continues_as = txn.continues_as();
+                Ok(match decided {
+                    true => Step::Write(txn, (true, continues_as)),
+                    false => Step::Answer((false, continues_as)),
+                })
+            })
+            .await?;
         if decided {
-            self.persist(services.topics, transactional_id, &txn)?;
-            transactions.insert(transactional_id.to_string(), txn);
-            self.finish(&mut transactions, services, transactional_id)
-                .map_err(|e| crate::handler::errors::error_for(&e))?;
+            if let Err(error) = self.finish_in_time(services, transactional_id).await {
+                // The decision stands; the settling task (or the next coordinator) ends it.
+                tracing::debug!(transactional_id, %error, "transaction decided, markers still on their way");
+            }
         }
-        let txn = &transactions[transactional_id];
-        Ok((txn.producer_id, txn.producer_epoch))
+        Ok(continues_as)
     }
 
-    /// Aborts open transactions past their timeout, fencing their producers.
-    pub fn tick(&self, services: &TxnServices<'_>) {
+    /// Queues open transactions past their timeout, and decided ones not being finished, for
+    /// the settling task.
+    pub fn tick(&self) {
         let now_ms = self.clock.now_ms();
-        let mut transactions = self.lock();
-        let expired: Vec<String> = transactions
+        let mut state = self.lock();
+        let due: Vec<String> = state
+            .transactions
             .iter()
             .filter(|(_, txn)| txn.is_expired(now_ms) || txn.state.is_preparing())
             .map(|(id, _)| id.clone())
+            .filter(|id| !state.pending.contains(id))
             .collect();
-        for id in expired {
-            let mut txn = transactions[&id].clone();
-            if txn.state == TxnState::Ongoing {
-                tracing::info!(transactional_id = %id, producer_id = txn.producer_id, "aborting a transaction past its timeout");
+        if !due.is_empty() {
+            state.to_settle.extend(due);
+            self.settle_queued.notify_one();
+        }
+    }
+
+    /// The settling task's work on one id: an open transaction past its timeout is aborted
+    /// (the producer's epoch bumped, fencing it); a decided one gets its markers and completes.
+    pub async fn settle(
+        &self,
+        services: &TxnServices<'_>,
+        transactional_id: &str,
+    ) -> Result<(), ResponseError> {
+        let expired = self
+            .transition(services, transactional_id, |existing, now_ms| {
+                let Some(txn) = existing.filter(|txn| txn.is_expired(now_ms)) else {
+                    return Ok(Step::Answer(false));
+                };
+                tracing::info!(
+                    transactional_id,
+                    producer_id = txn.producer_id,
+                    "aborting a transaction past its timeout"
+                );
+                let mut txn = txn.clone();
                 // The abort is written with a bumped epoch: the timed-out producer is fenced.
                 if txn.bump_epoch(now_ms).is_none() {
-                    tracing::warn!(transactional_id = %id, "producer epoch exhausted; aborting without fencing");
+                    tracing::warn!(
+                        transactional_id,
+                        "producer epoch exhausted; aborting without fencing"
+                    );
                 }
-                let _ = txn.end(false, now_ms);
-                if let Err(error) = self.persist(services.topics, &id, &txn) {
-                    tracing::warn!(transactional_id = %id, ?error, "could not persist a timeout abort");
-                    continue;
-                }
-                transactions.insert(id.clone(), txn);
-            }
-            if let Err(error) = self.finish(&mut transactions, services, &id) {
-                tracing::warn!(transactional_id = %id, %error, "could not finish a transaction; retrying later");
-            }
+                txn.end(false, now_ms)?;
+                Ok(Step::Write(txn, true))
+            })
+            .await?;
+        if expired {
+            tracing::debug!(transactional_id, "timed-out transaction decided");
         }
+        self.finish(services, transactional_id).await
     }
 
     /// Forgets transactional ids idle (no open transaction) for `transactional.id.expiration.ms`,
     /// as Kafka does: a tombstone in `__transaction_state`.
     pub fn expire_ids(&self, topics: &TopicRegistry) {
         let now_ms = self.clock.now_ms();
-        let mut transactions = self.lock();
-        let expired: Vec<String> = transactions
+        let mut state = self.lock();
+        let expired: Vec<String> = state
+            .transactions
             .iter()
-            .filter(|(_, txn)| {
+            .filter(|(id, txn)| {
                 matches!(
                     txn.state,
                     TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
                 ) && now_ms.saturating_sub(txn.last_update_ms) > self.settings.id_expiration_ms
+                    && !state.pending.contains(*id)
             })
             .map(|(id, _)| id.clone())
             .collect();
         for id in expired {
-            match self.write_record(topics, &id, None) {
-                Ok(()) => {
+            match self.append_record(topics, &id, None) {
+                Ok(_) => {
                     tracing::info!(transactional_id = %id, "transactional id expired");
-                    transactions.remove(&id);
+                    state.transactions.remove(&id);
                 }
                 Err(error) => tracing::warn!(transactional_id = %id, ?error, "could not expire"),
             }
         }
     }
 
-    /// The state of every transactional id (DescribeTransactions, ListTransactions).
+    /// The state of every transactional id coordinated here (DescribeTransactions,
+    /// ListTransactions).
     pub fn snapshot(&self) -> BTreeMap<String, TxnMetadata> {
         self.lock()
+            .transactions
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     }
 
-    /// Applies `change` to an id's state after checking the producer, and persists it.
-    fn update(
+    /// Applies `change` to an id's state after checking the producer, and persists it if it
+    /// changed anything.
+    async fn update(
         &self,
-        topics: &TopicRegistry,
+        services: &TxnServices<'_>,
         transactional_id: &str,
         producer_id: i64,
         epoch: i16,
         change: impl FnOnce(&mut TxnMetadata, i64) -> Result<(), ResponseError>,
     ) -> Result<(), ResponseError> {
-        let now_ms = self.clock.now_ms();
-        let mut transactions = self.lock();
-        let mut txn = transactions
-            .get(transactional_id)
-            .cloned()
-            .ok_or(ResponseError::InvalidProducerIdMapping)?;
-        txn.check_producer(producer_id, epoch)?;
-        let before = txn.clone();
-        change(&mut txn, now_ms)?;
-        if txn.partitions != before.partitions || txn.state != before.state {
-            self.persist(topics, transactional_id, &txn)?;
-        }
-        transactions.insert(transactional_id.to_string(), txn);
-        Ok(())
+        self.transition(services, transactional_id, |existing, now_ms| {
+            let mut txn = existing
+                .cloned()
+                .ok_or(ResponseError::InvalidProducerIdMapping)?;
+            txn.check_producer(producer_id, epoch)?;
+            let before = txn.clone();
+            change(&mut txn, now_ms)?;
+            let changed = txn.partitions != before.partitions || txn.state != before.state;
+            Ok(match changed {
+                true => Step::Write(txn, ()),
+                false => Step::Answer(()),
+            })
+        })
+        .await
     }
 
-    /// Writes the markers of a decided transaction and completes it.
-    fn finish(
+    /// One change of an id's state: `decide` looks at the current state (under the lock); a
+    /// new state is appended to the id's partition, and taken once its replicas hold it.
+    async fn transition<T>(
         &self,
-        transactions: &mut HashMap<String, TxnMetadata>,
         services: &TxnServices<'_>,
         transactional_id: &str,
-    ) -> Result<(), BrokerError> {
-        let Some(mut txn) = transactions.get(transactional_id).cloned() else {
-            return Ok(());
-        };
-        let commit = match txn.state {
-            TxnState::PrepareCommit => true,
-            TxnState::PrepareAbort => false,
-            _ => return Ok(()),
-        };
-        let kind = if commit {
-            MarkerKind::Commit
-        } else {
-            MarkerKind::Abort
-        };
-        for (topic, index) in &txn.partitions {
-            // A deleted topic needs no marker.
-            let Some(partition) = services
-                .topics
-                .get(topic)
-                .and_then(|t| t.partition(*index).cloned())
-            else {
-                continue;
+        decide: impl FnOnce(Option<&TxnMetadata>, i64) -> Result<Step<T>, ResponseError>,
+    ) -> Result<T, ResponseError> {
+        let partition = self.partition_of(services.topics, transactional_id);
+        let (pending, write, txn, answer) = {
+            let mut state = self.lock();
+            let coordinator_epoch = self.coordinator_epoch(&state, partition)?;
+            if state.pending.contains(transactional_id) {
+                return Err(ResponseError::ConcurrentTransactions);
+            }
+            let now_ms = self.clock.now_ms();
+            let (txn, answer) = match decide(state.transactions.get(transactional_id), now_ms)? {
+                Step::Answer(answer) => return Ok(answer),
+                Step::Write(txn, answer) => (txn, answer),
             };
-            partition.append_marker(
-                txn.producer_id,
-                txn.producer_epoch,
-                kind,
-                COORDINATOR_EPOCH,
-            )?;
-            if topic == OFFSETS_TOPIC {
-                services.groups.complete_txn(txn.producer_id, commit);
+            let write = self.append_record(services.topics, transactional_id, Some(&txn))?;
+            state.pending.insert(transactional_id.to_string());
+            let pending = PendingChange {
+                coordinator: self,
+                id: transactional_id.to_string(),
+                partition,
+                coordinator_epoch,
+                done: false,
+            };
+            (pending, write, txn, answer)
+        };
+        self.replicated(&write).await?;
+        pending.install(Some(txn))?;
+        Ok(answer)
+    }
+
+    /// Finishes a decided transaction, waiting at most [`FINISH_WAIT`]; past that (or when the
+    /// settling task holds it and does not finish in time) it is left to the settling task.
+    async fn finish_in_time(
+        &self,
+        services: &TxnServices<'_>,
+        transactional_id: &str,
+    ) -> Result<(), ResponseError> {
+        let mut completions = self.completions.subscribe();
+        let deadline = tokio::time::Instant::now() + FINISH_WAIT;
+        let finished = tokio::time::timeout_at(deadline, self.finish(services, transactional_id));
+        match finished.await {
+            Ok(Err(ResponseError::ConcurrentTransactions)) => {}
+            Ok(result) => return result,
+            Err(_) => {
+                self.queue_settle(transactional_id);
+                return Err(ResponseError::ConcurrentTransactions);
             }
         }
-        txn.complete(self.clock.now_ms());
-        self.persist(services.topics, transactional_id, &txn)
-            .map_err(|error| {
-                BrokerError::InvalidRequest(format!("persisting {transactional_id}: {error:?}"))
-            })?;
-        transactions.insert(transactional_id.to_string(), txn);
+        // Someone else (the settling task) is finishing it: wait for that.
+        let decided = |coordinator: &Self| {
+            coordinator
+                .lock()
+                .transactions
+                .get(transactional_id)
+                .is_some_and(|txn| txn.state.is_preparing())
+        };
+        while decided(self) {
+            match tokio::time::timeout_at(deadline, completions.changed()).await {
+                Ok(Ok(())) => {}
+                _ => return Err(ResponseError::ConcurrentTransactions),
+            }
+        }
         Ok(())
     }
 
-    /// Appends the id's state to its `__transaction_state` partition.
-    fn persist(
+    /// Writes the markers of a decided transaction (retrying partitions not written yet while
+    /// this broker coordinates the id) and completes it.
+    async fn finish(
         &self,
-        topics: &TopicRegistry,
+        services: &TxnServices<'_>,
         transactional_id: &str,
-        txn: &TxnMetadata,
     ) -> Result<(), ResponseError> {
-        self.write_record(topics, transactional_id, Some(txn))
+        let partition = self.partition_of(services.topics, transactional_id);
+        let (pending, txn, marker) = {
+            let mut state = self.lock();
+            let coordinator_epoch = self.coordinator_epoch(&state, partition)?;
+            if state.pending.contains(transactional_id) {
+                return Err(ResponseError::ConcurrentTransactions);
+            }
+            let Some(txn) = state.transactions.get(transactional_id).cloned() else {
+                return Ok(());
+            };
+            let commit = match txn.state {
+                TxnState::PrepareCommit => true,
+                TxnState::PrepareAbort => false,
+                _ => return Ok(()),
+            };
+            state.pending.insert(transactional_id.to_string());
+            let marker = TxnMarker {
+                producer_id: txn.producer_id,
+                producer_epoch: txn.producer_epoch,
+                commit,
+                coordinator_epoch,
+            };
+            let pending = PendingChange {
+                coordinator: self,
+                id: transactional_id.to_string(),
+                partition,
+                coordinator_epoch,
+                done: false,
+            };
+            (pending, txn, marker)
+        };
+        let mut remaining = txn.partitions.clone();
+        let mut backoff = MARKER_RETRY_BACKOFF;
+        loop {
+            for (tp, outcome) in services.markers().write(marker, &remaining).await {
+                match outcome {
+                    MarkerOutcome::Fenced(error) => {
+                        tracing::info!(transactional_id, topic = %tp.0, partition = tp.1, %error, "a newer coordinator ends this transaction");
+                        return Err(ResponseError::NotCoordinator);
+                    }
+                    outcome if outcome.is_done() => {
+                        remaining.remove(&tp);
+                    }
+                    outcome => {
+                        tracing::debug!(transactional_id, topic = %tp.0, partition = tp.1, ?outcome, "marker not written yet")
+                    }
+                }
+            }
+            if remaining.is_empty() {
+                break;
+            }
+            if !pending.still_owned() {
+                return Err(ResponseError::NotCoordinator);
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_MARKER_RETRY_BACKOFF);
+        }
+        let mut complete = txn;
+        complete.complete(self.clock.now_ms());
+        let write = self.append_record(services.topics, transactional_id, Some(&complete))?;
+        self.replicated(&write).await?;
+        pending.install(Some(complete))?;
+        self.completions.send_modify(|count| *count += 1);
+        Ok(())
     }
 
     /// Appends the id's record (`None`: a tombstone) to its `__transaction_state` partition.
-    fn write_record(
+    fn append_record(
         &self,
         topics: &TopicRegistry,
         transactional_id: &str,
         txn: Option<&TxnMetadata>,
-    ) -> Result<(), ResponseError> {
-        let write = || -> Result<(), BrokerError> {
-            let topic = self.state_topic(topics)?;
-            let index = crate::group::offsets::partition_for(
-                transactional_id,
-                topic.partitions.len() as i32,
-            );
-            let partition =
-                topic
-                    .partition(index)
-                    .ok_or_else(|| BrokerError::UnknownTopicOrPartition {
-                        topic: TRANSACTION_STATE_TOPIC.into(),
-                        partition: index,
-                    })?;
-            let record = (
-                records::encode_key(transactional_id),
-                txn.map(records::encode_value),
-            );
-            let batch = internal::key_value_batch(vec![record], None, self.clock.now_ms())?;
-            partition.append(batch)?;
-            Ok(())
+    ) -> Result<StateWrite, ResponseError> {
+        let failed = |error: BrokerError| {
+            tracing::warn!(transactional_id, %error, "cannot persist transaction state");
+            state_write_error(crate::handler::errors::error_for(&error))
         };
-        write().map_err(|error| {
-            tracing::error!(transactional_id, %error, "cannot persist transaction state");
-            crate::handler::errors::error_for(&error)
+        let topic = self.state_topic(topics).map_err(failed)?;
+        let index = self.partition_of(topics, transactional_id);
+        let partition = topics
+            .partition(TRANSACTION_STATE_TOPIC, index)
+            .map_err(failed)?;
+        let min_insync_replicas = topic.config.min_insync_replicas;
+        if self.in_cluster() {
+            if let Err(error) = partition.check_min_insync(min_insync_replicas) {
+                tracing::warn!(transactional_id, %error, "cannot persist transaction state");
+                return Err(ResponseError::CoordinatorNotAvailable);
+            }
+        }
+        let record = (
+            records::encode_key(transactional_id),
+            txn.map(records::encode_value),
+        );
+        let batch =
+            internal::key_value_batch(vec![record], None, self.clock.now_ms()).map_err(failed)?;
+        let info = partition
+            .append(batch)
+            .map_err(|error| failed(error.into()))?;
+        Ok(StateWrite {
+            partition,
+            last_offset: info.last_offset,
+            min_insync_replicas,
         })
     }
+
+    /// Waits until the state partition's in-sync replicas hold a record (cluster mode).
+    async fn replicated(&self, write: &StateWrite) -> Result<(), ResponseError> {
+        if !self.in_cluster() {
+            return Ok(());
+        }
+        let wait = write
+            .partition
+            .wait_replicated(write.last_offset, write.min_insync_replicas);
+        match tokio::time::timeout(MARKER_WRITE_TIMEOUT, wait).await {
+            Ok(result) => result.map_err(state_write_error),
+            Err(_) => Err(ResponseError::CoordinatorNotAvailable),
+        }
+    }
+}
+
+/// Kafka's answers when the coordinator cannot write its state: NOT_COORDINATOR once another
+/// broker leads the partition, COORDINATOR_NOT_AVAILABLE for the passing troubles.
+fn state_write_error(error: ResponseError) -> ResponseError {
+    match error {
+        ResponseError::NotLeaderOrFollower | ResponseError::NotCoordinator => {
+            ResponseError::NotCoordinator
+        }
+        ResponseError::CoordinatorLoadInProgress => error,
+        _ => ResponseError::CoordinatorNotAvailable,
+    }
+}
+
+/// A record of `__transaction_state` applied to the ids being loaded.
+fn apply_record(
+    loaded: &mut HashMap<String, TxnMetadata>,
+    record: kafka_protocol::records::Record,
+) {
+    let Some(id) = record.key.as_deref().and_then(records::decode_key) else {
+        return;
+    };
+    match record.value.as_deref().and_then(records::decode_value) {
+        Some(txn) => loaded.insert(id, txn),
+        None => loaded.remove(&id),
+    };
+}
+
+fn partition_exists(services: &TxnServices<'_>, (topic, index): &TopicPartition) -> bool {
+    let image = services.channel.image();
+    crate::topic::partition_exists(services.topics, image.as_deref(), topic, *index)
+}
+
+fn next_producer_id(services: &TxnServices<'_>) -> Result<i64, ResponseError> {
+    services
+        .producer_ids
+        .next_id()
+        .map_err(|e| crate::handler::errors::producer_id_error(&e))
+}
+
+/// InitProducerId's decision on the id's current state: a new id, the next epoch — or first the
+/// abort of the previous incarnation's open transaction (`None`: finish that, then ask again).
+fn init_step(
+    services: &TxnServices<'_>,
+    existing: Option<&TxnMetadata>,
+    timeout_ms: i32,
+    current: Option<(i64, i16)>,
+    now_ms: i64,
+) -> Result<Step<Option<(i64, i16)>>, ResponseError> {
+    let Some(existing) = existing else {
+        let txn = TxnMetadata::new(next_producer_id(services)?, timeout_ms, now_ms);
+        let answer = (txn.producer_id, txn.producer_epoch);
+        return Ok(Step::Write(txn, Some(answer)));
+    };
+    // KIP-360: a producer naming its id and epoch must be the current incarnation.
+    if let Some((producer_id, epoch)) = current.filter(|(id, _)| *id >= 0) {
+        if producer_id != existing.producer_id || epoch != existing.producer_epoch {
+            return Err(ResponseError::ProducerFenced);
+        }
+    }
+    let mut txn = existing.clone();
+    match txn.state {
+        TxnState::Ongoing => {
+            txn.end(false, now_ms)?;
+            return Ok(Step::Write(txn, None));
+        }
+        TxnState::PrepareCommit | TxnState::PrepareAbort => return Ok(Step::Answer(None)),
+        TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {}
+    }
+    txn.timeout_ms = timeout_ms;
+    txn.forget_last_end();
+    // As Kafka: the new incarnation starts with no transaction.
+    txn.state = TxnState::Empty;
+    txn.partitions.clear();
+    txn.start_ms = -1;
+    if txn.bump_epoch(now_ms).is_none() {
+        txn.producer_id = next_producer_id(services)?;
+        txn.producer_epoch = 0;
+    }
+    let answer = (txn.producer_id, txn.producer_epoch);
+    Ok(Step::Write(txn, Some(answer)))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::clock::ManualClock;
-    use crate::config::BrokerConfig;
-
-    #[test]
-    fn idle_transactional_ids_expire_and_stay_expired_after_a_reload() {
-        let dir = tempfile::tempdir().unwrap();
-        let clock = Arc::new(ManualClock::new(1_000_000));
-        let config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().into());
-        let topics = TopicRegistry::open(config.clone(), clock.clone(), false).unwrap();
-        let groups = GroupCoordinator::new(config.group_limits(), 3, clock.clone());
-        std::fs::create_dir_all(dir.path().join("meta")).unwrap();
-        let producer_ids = ProducerIdManager::open(&dir.path().join("meta")).unwrap();
-        let services = TxnServices {
-            topics: &topics,
-            groups: &groups,
-            producer_ids: &producer_ids,
-        };
-        let settings = TransactionSettings {
-            state_partitions: 3,
-            state_segment_bytes: 1 << 20,
-            max_timeout_ms: 60_000,
-            id_expiration_ms: 10_000,
-        };
-        let coordinator = TransactionCoordinator::new(settings, clock.clone());
-        coordinator
-            .init_producer_id(&services, "idle", 30_000, None)
-            .unwrap();
-        clock.advance_ms(5_000);
-        coordinator
-            .init_producer_id(&services, "busy", 30_000, None)
-            .unwrap();
-        topics.create("t", 1, 1, Default::default()).unwrap();
-        let (id, epoch) = coordinator
-            .init_producer_id(&services, "open", 30_000, None)
-            .unwrap();
-        coordinator
-            .add_partitions(&topics, "open", id, epoch, vec![("t".into(), 0)])
-            .unwrap();
-        clock.advance_ms(6_000); // "idle" 11 s idle, "busy" 6 s, "open" has a transaction
-        coordinator.expire_ids(&topics);
-        let left: Vec<String> = coordinator.snapshot().into_keys().collect();
-        assert_eq!(left, vec!["busy".to_string(), "open".to_string()]);
-        let reloaded = TransactionCoordinator::new(settings, clock);
-        reloaded.load(&services).unwrap();
-        let left: Vec<String> = reloaded.snapshot().into_keys().collect();
-        assert_eq!(
-            left,
-            vec!["busy".to_string(), "open".to_string()],
-            "the tombstone holds"
-        );
-    }
-}
+mod tests;

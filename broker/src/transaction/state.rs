@@ -254,6 +254,16 @@ impl TxnMetadata {
         }
     }
 
+    /// The producer id and epoch the client goes on with once this transaction completes (a
+    /// new id when the epoch was exhausted).
+    pub fn continues_as(&self) -> (i64, i16) {
+        if self.next_producer_id >= 0 {
+            (self.next_producer_id, 0)
+        } else {
+            (self.producer_id, self.producer_epoch)
+        }
+    }
+
     /// An open transaction past its timeout.
     pub fn is_expired(&self, now_ms: i64) -> bool {
         self.state == TxnState::Ongoing

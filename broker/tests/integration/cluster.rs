@@ -17,13 +17,13 @@ use crate::common::*;
 
 const SESSION_TIMEOUT_MS: u64 = 3_000;
 
-struct TestCluster {
+pub(crate) struct TestCluster {
     _dir: tempfile::TempDir,
-    brokers: BTreeMap<i32, Broker>,
+    pub(crate) brokers: BTreeMap<i32, Broker>,
 }
 
 impl TestCluster {
-    async fn start(size: i32) -> TestCluster {
+    pub(crate) async fn start(size: i32) -> TestCluster {
         init_logging();
         let dir = tempfile::tempdir().unwrap();
         // Free ports for the controller listeners (bound again by the brokers just after).
@@ -66,7 +66,7 @@ impl TestCluster {
         TestCluster { _dir: dir, brokers }
     }
 
-    fn bootstrap(&self, node_id: i32) -> String {
+    pub(crate) fn bootstrap(&self, node_id: i32) -> String {
         bootstrap(&self.brokers[&node_id])
     }
 }
@@ -81,7 +81,7 @@ fn metadata(bootstrap: &str, topic: Option<&str>) -> Metadata {
 }
 
 /// Polls `bootstrap`'s Metadata until `ready` holds for it.
-async fn wait_for_metadata(
+pub(crate) async fn wait_for_metadata(
     bootstrap: &str,
     topic: Option<&str>,
     what: &str,
@@ -315,15 +315,24 @@ async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_br
 
 /// The coordinator of `group` as broker `node_id` answers FindCoordinator (-1 while none).
 async fn coordinator_of(cluster: &TestCluster, node_id: i32, group: &str) -> i32 {
+    find_coordinator(cluster, node_id, 0, group).await
+}
+
+/// The coordinator of `key` (`key_type` 0: a group, 1: a transactional id) as broker
+/// `node_id` answers FindCoordinator (-1 while none).
+pub(crate) async fn find_coordinator(
+    cluster: &TestCluster,
+    node_id: i32,
+    key_type: i8,
+    key: &str,
+) -> i32 {
     let address = cluster.bootstrap(node_id);
     let Ok(mut client) = weir_broker::client::ProtocolClient::connect(&address).await else {
         return -1;
     };
     let request = kafka_protocol::messages::FindCoordinatorRequest::default()
-        .with_key(kafka_protocol::protocol::StrBytes::from_string(
-            group.into(),
-        ))
-        .with_key_type(0);
+        .with_key(kafka_protocol::protocol::StrBytes::from_string(key.into()))
+        .with_key_type(key_type);
     match client.call(3, &request).await {
         Ok(response) if response.error_code == 0 => response.node_id.0,
         _ => -1,

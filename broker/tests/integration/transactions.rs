@@ -378,6 +378,16 @@ async fn a_commit_decided_before_a_crash_is_finished_after_the_restart() {
     broker.abort().await;
 
     let broker = common::start(dir.path(), &[]).await;
+    // Loading queues the decided transaction; the settling task writes its markers.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while broker.context().transactions.snapshot()["decided-app"].state != TxnState::CompleteCommit
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the decided commit is finished after the restart"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let offsets = broker
         .context()
         .topics
