@@ -181,3 +181,70 @@ async fn an_open_transaction_past_its_timeout_is_aborted_with_the_producer_fence
     let partition = f.topics.partition("t", 0).unwrap();
     assert_eq!(partition.offsets().log_end_offset, 1, "one abort marker");
 }
+
+#[tokio::test]
+async fn a_new_leader_of_a_state_partition_loads_its_ids_and_finishes_the_decided_ones() {
+    let f = Fixture::new();
+    let services = f.services();
+    f.topics.create("t", 1, 1, Default::default()).unwrap();
+    // Written by a former coordinator: a transaction decided (PrepareCommit), markers unwritten.
+    let former = f.coordinator();
+    let (id, epoch) = former
+        .init_producer_id(&services, "decided", 30_000, None)
+        .await
+        .unwrap();
+    former
+        .add_partitions(&services, "decided", id, epoch, vec![("t".into(), 0)])
+        .await
+        .unwrap();
+    let mut decided = former.snapshot()["decided"].clone();
+    decided.state = TxnState::PrepareCommit;
+    former
+        .append_record(&f.topics, "decided", Some(&decided))
+        .unwrap();
+
+    let successor = f.coordinator();
+    successor.follow_partition_leadership();
+    let index = successor.partition_of(&f.topics, "decided");
+    assert_eq!(
+        successor
+            .init_producer_id(&services, "decided", 30_000, None)
+            .await,
+        Err(ResponseError::NotCoordinator),
+        "not before it leads the partition"
+    );
+    successor
+        .leadership_changed(&f.topics, index, Some(7))
+        .unwrap();
+    assert_eq!(
+        successor.snapshot()["decided"].state,
+        TxnState::PrepareCommit
+    );
+    let queued = successor.next_to_settle().await;
+    assert_eq!(queued, BTreeSet::from(["decided".to_string()]));
+    successor.settle(&services, "decided").await.unwrap();
+    assert_eq!(
+        successor.snapshot()["decided"].state,
+        TxnState::CompleteCommit
+    );
+    let partition = f.topics.partition("t", 0).unwrap();
+    let marker_epoch = partition
+        .log()
+        .producer_state()
+        .get(id)
+        .map(|entry| entry.coordinator_epoch);
+    assert_eq!(
+        marker_epoch,
+        Some(7),
+        "the marker carries the partition's leader epoch"
+    );
+
+    successor
+        .leadership_changed(&f.topics, index, None)
+        .unwrap();
+    assert!(successor.snapshot().is_empty(), "its ids are dropped");
+    assert_eq!(
+        successor.coordinator_error(&f.topics, "decided"),
+        Some(ResponseError::NotCoordinator)
+    );
+}
