@@ -111,24 +111,15 @@ async fn committed_offsets(
     connect: &ConnectArgs,
     group: &str,
 ) -> anyhow::Result<Vec<(String, i32, i64)>> {
-    use kafka_protocol::messages::{FindCoordinatorRequest, GroupId, OffsetFetchRequest};
+    use kafka_protocol::messages::{GroupId, OffsetFetchRequest};
     use kafka_protocol::protocol::StrBytes;
     // Offsets live on the group's coordinator, which need not be the bootstrap broker.
-    let mut client = crate::protocol_client::ProtocolClient::connect(&connect.bootstrap).await?;
-    let coordinator = client
-        .call(
-            3,
-            &FindCoordinatorRequest::default().with_key(StrBytes::from_string(group.to_string())),
-        )
-        .await?;
-    if coordinator.error_code != 0 {
-        bail!(
-            "FindCoordinator failed with error code {}",
-            coordinator.error_code
-        );
-    }
-    let address = format!("{}:{}", coordinator.host.as_str(), coordinator.port);
-    let mut client = crate::protocol_client::ProtocolClient::connect(&address).await?;
+    let mut client = crate::protocol_client::connect_to_coordinator(
+        &connect.bootstrap,
+        crate::protocol_client::GROUP_KEY,
+        group,
+    )
+    .await?;
     let request = OffsetFetchRequest::default()
         .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
         .with_topics(None);

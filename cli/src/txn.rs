@@ -1,5 +1,6 @@
 //! `weir txn list|describe|producers|abort`: transactions, like Kafka's kafka-transactions.sh
-//! (KIP-664). `abort` ends a hanging transaction in one partition by writing an abort marker
+//! (KIP-664). In a cluster, `list` asks every broker, `describe` the id's coordinator, and
+//! `producers`/`abort` the partition's leader. `abort` ends a hanging transaction in one partition by writing an abort marker
 //! for the producer whose open transaction starts at the given offset (or has the given id).
 
 use anyhow::{bail, Context};
@@ -16,7 +17,9 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use crate::client::ConnectArgs;
-use crate::protocol_client::ProtocolClient;
+use crate::protocol_client::{
+    broker_addresses, connect_to_coordinator, connect_to_leader, ProtocolClient, TRANSACTION_KEY,
+};
 
 #[derive(Args)]
 pub struct TxnArgs {
@@ -63,30 +66,40 @@ fn text(value: &str) -> StrBytes {
 }
 
 pub async fn run(args: TxnArgs) -> anyhow::Result<()> {
-    let mut client = ProtocolClient::connect(&args.connect.bootstrap).await?;
+    let bootstrap = args.connect.bootstrap.as_str();
     match args.command {
         TxnCommand::List { state } => {
+            // Each broker lists the ids it coordinates (as Kafka's admin client, ask them all).
             let request = ListTransactionsRequest::default()
                 .with_state_filters(state.iter().map(|s| text(s)).collect())
                 .with_duration_filter(-1);
-            let response = client.call(1, &request).await?;
-            if response.error_code != 0 {
-                bail!(
-                    "ListTransactions failed with error code {}",
-                    response.error_code
-                );
+            let mut listed = Vec::new();
+            for address in broker_addresses(bootstrap).await? {
+                let mut client = ProtocolClient::connect(&address).await?;
+                let response = client.call(1, &request).await?;
+                if response.error_code != 0 {
+                    bail!(
+                        "ListTransactions at {address} failed with error code {}",
+                        response.error_code
+                    );
+                }
+                listed.extend(response.transaction_states.into_iter().map(|txn| {
+                    (
+                        txn.transactional_id.to_string(),
+                        txn.producer_id.0,
+                        txn.transaction_state.to_string(),
+                    )
+                }));
             }
+            listed.sort();
             println!("TRANSACTIONAL-ID\tPRODUCER-ID\tSTATE");
-            for txn in response.transaction_states {
-                println!(
-                    "{}\t{}\t{}",
-                    txn.transactional_id.as_str(),
-                    txn.producer_id.0,
-                    txn.transaction_state.as_str()
-                );
+            for (transactional_id, producer_id, state) in listed {
+                println!("{transactional_id}\t{producer_id}\t{state}");
             }
         }
         TxnCommand::Describe { transactional_id } => {
+            let mut client =
+                connect_to_coordinator(bootstrap, TRANSACTION_KEY, &transactional_id).await?;
             let request = DescribeTransactionsRequest::default()
                 .with_transactional_ids(vec![TransactionalId(text(&transactional_id))]);
             let response = client.call(0, &request).await?;
@@ -112,6 +125,7 @@ pub async fn run(args: TxnArgs) -> anyhow::Result<()> {
             }
         }
         TxnCommand::Producers { topic, partition } => {
+            let mut client = connect_to_leader(bootstrap, &topic, partition).await?;
             println!("PRODUCER-ID\tEPOCH\tLAST-SEQUENCE\tCOORDINATOR-EPOCH\tTXN-START-OFFSET");
             for producer in producers(&mut client, &topic, partition).await? {
                 println!(
@@ -130,6 +144,8 @@ pub async fn run(args: TxnArgs) -> anyhow::Result<()> {
             start_offset,
             producer_id,
         } => {
+            // The marker is written by the partition's leader.
+            let mut client = connect_to_leader(bootstrap, &topic, partition).await?;
             let candidates = producers(&mut client, &topic, partition).await?;
             let found = candidates.iter().find(|p| {
                 p.current_txn_start_offset >= 0

@@ -202,4 +202,22 @@ fn leaders_and_coordinators_killed_9_lose_duplicate_and_tear_nothing() {
     assert!(anomalies.is_empty(), "seed {seed}: {anomalies:#?}");
     let vanished = history.vanished(&last_uncommitted);
     assert!(vanished.is_empty(), "seed {seed}: {vanished:#?}");
+
+    // `weir txn` finds each id at its coordinator, wherever it moved.
+    let listed = weir(&["txn", "list", "-b", &bootstrap]).expect("weir txn list");
+    for writer in 0..TRANSACTIONAL_WRITERS {
+        let transactional_id = format!("crash-writer-{writer}");
+        assert!(
+            listed
+                .lines()
+                .any(|line| line.starts_with(&format!("{transactional_id}\t"))),
+            "{transactional_id} not listed:\n{listed}"
+        );
+        let described = weir(&["txn", "describe", "-b", &bootstrap, &transactional_id])
+            .expect("weir txn describe");
+        assert!(
+            described.contains("state: Complete") || described.contains("state: Empty"),
+            "{transactional_id} is not settled:\n{described}"
+        );
+    }
 }
