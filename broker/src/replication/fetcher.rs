@@ -131,7 +131,11 @@ pub async fn run(
         if let Some(until) = pause {
             tokio::select! {
                 _ = tokio::time::sleep_until(until) => {}
-                _ = assigned.changed() => {}
+                // `changed` marks the assignment seen: take it now, or it is missed.
+                changed = assigned.changed() => match changed {
+                    Ok(()) => refresh(&mut states, &assigned.borrow_and_update()),
+                    Err(_) => return,
+                },
                 _ = crate::server::stopped(&mut shutdown) => return,
             }
         }
