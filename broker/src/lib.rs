@@ -14,7 +14,9 @@
 //!   parks joins/syncs and applies timeouts, committed offsets in `__consumer_offsets`.
 //! - [`producer`]: idempotent producers — producer ids, per-partition sequence state (duplicate
 //!   and gap detection), its snapshots.
-//! - [`transaction`]: the transaction coordinator (`__transaction_state`, markers, timeouts).
+//! - [`transaction`]: the transaction coordinator (`__transaction_state`, markers, timeouts);
+//!   in a cluster it follows the leadership of `__transaction_state` partitions, sends markers
+//!   to partition leaders and answers their checks of transactional writes.
 //! - [`cluster`]: cluster metadata as a log of records (KRaft's model) and the active
 //!   controller's decisions — broker registration and fencing, replica placement, leader
 //!   election from the ISR, AlterPartition checks; the openraft quorum that replicates it

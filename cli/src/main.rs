@@ -18,6 +18,7 @@ mod produce;
 mod protocol_client;
 mod sql;
 mod topic;
+mod topic_reassign;
 mod txn;
 mod weblog;
 

@@ -39,6 +39,30 @@ enum TopicCommand {
     Describe { name: String },
     /// Delete topics.
     Delete { names: Vec<String> },
+    /// Grow a topic to this many partitions.
+    AddPartitions {
+        name: String,
+        /// The new partition count.
+        #[arg(long)]
+        count: i32,
+    },
+    /// Move a partition's replicas to other brokers, or cancel a move in progress.
+    Reassign {
+        name: String,
+        #[arg(short, long)]
+        partition: i32,
+        /// The new replicas, the preferred leader first, e.g. --replicas 2,3,4.
+        #[arg(long, value_delimiter = ',', required_unless_present = "cancel")]
+        replicas: Vec<i32>,
+        /// Cancel the move in progress (back to the replicas before it).
+        #[arg(long, conflicts_with = "replicas")]
+        cancel: bool,
+        /// Return once the move is complete.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Partition moves in progress.
+    Reassignments,
     /// Set topic configs (only the ones named change).
     AlterConfig {
         name: String,
@@ -114,6 +138,29 @@ pub async fn run(args: TopicArgs) -> anyhow::Result<()> {
                 }
             }
         }
+        TopicCommand::AddPartitions { name, count } => {
+            let grow = rdkafka::admin::NewPartitions::new(&name, count as usize);
+            let results = admin(&args.connect)?
+                .create_partitions([&grow], &options)
+                .await?;
+            for result in results {
+                match result {
+                    Ok(name) => println!("topic {name} has {count} partitions"),
+                    Err((name, code)) => bail!("cannot add partitions to {name}: {code}"),
+                }
+            }
+        }
+        TopicCommand::Reassign {
+            name,
+            partition,
+            replicas,
+            cancel,
+            wait,
+        } => {
+            let target = (!cancel).then_some(replicas);
+            crate::topic_reassign::reassign(&args.connect, &name, partition, target, wait).await?;
+        }
+        TopicCommand::Reassignments => crate::topic_reassign::list(&args.connect).await?,
         TopicCommand::List => {
             let metadata = metadata(&args.connect, None)?;
             for topic in metadata.topics() {

@@ -52,6 +52,16 @@ pub enum ControllerError {
     },
     #[error("{partitions} partitions: at least one is needed")]
     InvalidPartitions { partitions: i32 },
+    #[error("topic '{name}' has {current} partitions; it can only grow (asked for {requested})")]
+    PartitionsNotIncreased {
+        name: String,
+        current: i32,
+        requested: i32,
+    },
+    #[error("unknown topic '{name}'")]
+    UnknownTopic { name: String },
+    #[error("no reassignment of {topic}-{partition} is in progress")]
+    NoReassignmentInProgress { topic: String, partition: i32 },
     #[error("invalid replica assignment: {reason}")]
     InvalidReplicaAssignment { reason: String },
     #[error("topic '{name}' already exists")]
@@ -210,6 +220,7 @@ impl Controller {
             }
             records.extend(fenced);
         }
+        records.extend(self.completed_reassignments(&image));
         if let Some(interval_ms) = self.config.leader_rebalance_interval_ms {
             if now_ms >= self.next_rebalance_ms {
                 self.next_rebalance_ms = now_ms + interval_ms;
@@ -263,13 +274,7 @@ impl Controller {
                 if partitions < 1 {
                     return Err(ControllerError::InvalidPartitions { partitions });
                 }
-                let live: Vec<i32> = self
-                    .image
-                    .brokers
-                    .values()
-                    .filter(|b| !b.fenced)
-                    .map(|b| b.broker_id)
-                    .collect();
+                let live = self.live_brokers();
                 let factor = replication_factor.unwrap_or(self.config.default_replication_factor);
                 let start = (topic_id.as_u128() % 1_000_003) as usize;
                 placement::assign(&live, partitions, factor, start)?
@@ -281,6 +286,198 @@ impl Controller {
             assignments,
             configs,
         }])
+    }
+
+    /// Deletes a topic (every broker drops its replicas once it applies the record).
+    pub fn delete_topic(&self, name: &str) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let topic = self.known_topic(name)?;
+        Ok(vec![MetadataRecord::DeleteTopic {
+            topic_id: topic.topic_id,
+        }])
+    }
+
+    /// Grows a topic to `count` partitions: the new ones placed over the live brokers with the
+    /// topic's replication factor, or on explicit `assignments` (one per new partition).
+    pub fn create_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        assignments: Option<Vec<Vec<i32>>>,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let topic = self.known_topic(name)?;
+        let current = topic.partitions.len() as i32;
+        if count <= current {
+            return Err(ControllerError::PartitionsNotIncreased {
+                name: name.into(),
+                current,
+                requested: count,
+            });
+        }
+        let added = count - current;
+        let factor = topic.partitions.first().map_or(1, |p| p.replicas.len()) as i32;
+        let assignments = match assignments {
+            Some(assignments) => {
+                if assignments.len() as i32 != added {
+                    return Err(ControllerError::InvalidReplicaAssignment {
+                        reason: format!(
+                            "{added} new partitions need {added} assignments, {} given",
+                            assignments.len()
+                        ),
+                    });
+                }
+                self.checked_assignments(assignments)?
+            }
+            None => {
+                let live = self.live_brokers();
+                let start = (topic.topic_id.as_u128() % 1_000_003) as usize + current as usize;
+                placement::assign(&live, added, factor, start)?
+            }
+        };
+        Ok(vec![MetadataRecord::AddPartitions {
+            topic_id: topic.topic_id,
+            assignments,
+        }])
+    }
+
+    /// Replaces a topic's config overrides (validated by the broker that asks).
+    pub fn alter_topic_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let topic = self.known_topic(name)?;
+        Ok(vec![MetadataRecord::TopicConfigs {
+            topic_id: topic.topic_id,
+            configs,
+        }])
+    }
+
+    /// AlterPartitionReassignments for one partition (KIP-455): `target` replicas (`None`:
+    /// cancel the ongoing reassignment). Replicas to add join the partition and catch up; once
+    /// all are in the ISR, [`Controller::tick`] completes the move and drops the others. A
+    /// reassignment that only removes replicas completes at once.
+    pub fn reassign(
+        &self,
+        name: &str,
+        partition: i32,
+        target: Option<Vec<i32>>,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let topic = self.known_topic(name)?;
+        let topic_id = topic.topic_id;
+        let state =
+            self.image
+                .partition(topic_id, partition)
+                .ok_or(ControllerError::UnknownPartition {
+                    topic_id,
+                    partition,
+                })?;
+        // What the partition had before any ongoing reassignment.
+        let original: Vec<i32> = state
+            .replicas
+            .iter()
+            .copied()
+            .filter(|r| !state.adding_replicas.contains(r))
+            .collect();
+        let Some(target) = target else {
+            if !state.is_reassigning() {
+                return Err(ControllerError::NoReassignmentInProgress {
+                    topic: name.into(),
+                    partition,
+                });
+            }
+            return Ok(self.move_replicas(topic_id, partition, state, original));
+        };
+        let checked = self.checked_assignments(vec![target])?;
+        let target = checked.into_iter().next().unwrap_or_default();
+        let adding: Vec<i32> = target
+            .iter()
+            .copied()
+            .filter(|r| !original.contains(r))
+            .collect();
+        if adding.is_empty() {
+            return Ok(self.move_replicas(topic_id, partition, state, target));
+        }
+        let removing: Vec<i32> = original
+            .iter()
+            .copied()
+            .filter(|r| !target.contains(r))
+            .collect();
+        let mut replicas = target.clone();
+        replicas.extend(removing.iter().copied());
+        Ok(vec![MetadataRecord::PartitionChange(PartitionChange {
+            topic_id,
+            partition,
+            isr: Some(in_replica_order(&replicas, &state.isr)),
+            replicas: Some(replicas),
+            adding_replicas: Some(adding),
+            removing_replicas: Some(removing),
+            ..Default::default()
+        })])
+    }
+
+    /// The partition on exactly `replicas` (a reassignment completed or cancelled): the ISR
+    /// keeps its members among them; a leader outside them hands over to the first in sync.
+    fn move_replicas(
+        &self,
+        topic_id: Uuid,
+        partition: i32,
+        state: &PartitionState,
+        replicas: Vec<i32>,
+    ) -> Vec<MetadataRecord> {
+        let mut isr = in_replica_order(&replicas, &state.isr);
+        let leader = if replicas.contains(&state.leader) {
+            state.leader
+        } else {
+            isr.iter()
+                .copied()
+                .find(|r| self.image.is_live(*r))
+                .unwrap_or(NO_LEADER)
+        };
+        if isr.is_empty() {
+            // None of the new replicas is in sync: keep the leader's ISR until one catches up.
+            isr = state.isr.clone();
+        }
+        vec![MetadataRecord::PartitionChange(PartitionChange {
+            topic_id,
+            partition,
+            leader: (leader != state.leader).then_some(leader),
+            isr: (isr != state.isr).then_some(isr),
+            replicas: Some(replicas),
+            adding_replicas: Some(Vec::new()),
+            removing_replicas: Some(Vec::new()),
+            ..Default::default()
+        })]
+    }
+
+    /// Reassignments whose added replicas are all in sync now: completed.
+    fn completed_reassignments(&self, image: &MetadataImage) -> Vec<MetadataRecord> {
+        let mut records = Vec::new();
+        for topic in image.topics.values() {
+            for (index, state) in topic.partitions.iter().enumerate() {
+                let caught_up = state.adding_replicas.iter().all(|r| state.isr.contains(r));
+                if state.is_reassigning() && caught_up {
+                    let target = state.target_replicas();
+                    tracing::info!(topic = %topic.name, partition = index, replicas = ?target, "reassignment complete");
+                    records.extend(self.move_replicas(topic.topic_id, index as i32, state, target));
+                }
+            }
+        }
+        records
+    }
+
+    fn known_topic(&self, name: &str) -> Result<&crate::cluster::TopicState, ControllerError> {
+        self.image
+            .topic_by_name(name)
+            .ok_or_else(|| ControllerError::UnknownTopic { name: name.into() })
+    }
+
+    fn live_brokers(&self) -> Vec<i32> {
+        self.image
+            .brokers
+            .values()
+            .filter(|b| !b.fenced)
+            .map(|b| b.broker_id)
+            .collect()
     }
 
     /// A leader's ISR change (AlterPartition): from the current leader, at the current
@@ -343,7 +540,7 @@ impl Controller {
             partition,
             leader: None,
             isr: Some(in_replica_order(&state.replicas, &isr)),
-            unclean: false,
+            ..Default::default()
         })])
     }
 
@@ -511,6 +708,7 @@ fn reelect(
         leader: (leader != state.leader).then_some(leader),
         isr: (isr != state.isr).then_some(isr),
         unclean,
+        ..Default::default()
     })
 }
 
@@ -540,8 +738,7 @@ fn preferred_leaders(image: &MetadataImage) -> Vec<MetadataRecord> {
                     topic_id: topic.topic_id,
                     partition: index as i32,
                     leader: Some(preferred),
-                    isr: None,
-                    unclean: false,
+                    ..Default::default()
                 }));
             }
         }

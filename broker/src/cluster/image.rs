@@ -28,6 +28,27 @@ pub struct PartitionState {
     pub leader_epoch: i32,
     /// Bumped on every change: an AlterPartition must name the epoch it changes (KIP-497).
     pub partition_epoch: i32,
+    /// An ongoing reassignment (KIP-455): replicas being added (in `replicas`, catching up)
+    /// and replicas to remove once every added one is in sync.
+    #[serde(default)]
+    pub adding_replicas: Vec<i32>,
+    #[serde(default)]
+    pub removing_replicas: Vec<i32>,
+}
+
+impl PartitionState {
+    pub fn is_reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
+
+    /// The replicas a reassignment moves to (all of them when none is ongoing).
+    pub fn target_replicas(&self) -> Vec<i32> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|r| !self.removing_replicas.contains(r))
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,20 +144,7 @@ impl MetadataImage {
             } => {
                 let partitions = assignments
                     .iter()
-                    .map(|replicas| {
-                        let isr: Vec<i32> = replicas
-                            .iter()
-                            .copied()
-                            .filter(|r| self.is_live(*r))
-                            .collect();
-                        PartitionState {
-                            replicas: replicas.clone(),
-                            leader: isr.first().copied().unwrap_or(NO_LEADER),
-                            isr,
-                            leader_epoch: 0,
-                            partition_epoch: 0,
-                        }
-                    })
+                    .map(|replicas| self.new_partition(replicas))
                     .collect();
                 self.topics.insert(
                     *topic_id,
@@ -147,6 +155,23 @@ impl MetadataImage {
                         configs: configs.clone(),
                     },
                 );
+            }
+            MetadataRecord::AddPartitions {
+                topic_id,
+                assignments,
+            } => {
+                let added: Vec<PartitionState> = assignments
+                    .iter()
+                    .map(|replicas| self.new_partition(replicas))
+                    .collect();
+                if let Some(topic) = self.topics.get_mut(topic_id) {
+                    topic.partitions.extend(added);
+                }
+            }
+            MetadataRecord::TopicConfigs { topic_id, configs } => {
+                if let Some(topic) = self.topics.get_mut(topic_id) {
+                    topic.configs = configs.clone();
+                }
             }
             MetadataRecord::DeleteTopic { topic_id } => {
                 self.topics.remove(topic_id);
@@ -162,6 +187,24 @@ impl MetadataImage {
                 self.producer_id_blocks
                     .insert(*broker_id, (*first_id, *size));
             }
+        }
+    }
+
+    /// A new partition on `replicas`: in sync are the live ones, the first of them leads.
+    fn new_partition(&self, replicas: &[i32]) -> PartitionState {
+        let isr: Vec<i32> = replicas
+            .iter()
+            .copied()
+            .filter(|r| self.is_live(*r))
+            .collect();
+        PartitionState {
+            replicas: replicas.to_vec(),
+            leader: isr.first().copied().unwrap_or(NO_LEADER),
+            isr,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            adding_replicas: Vec::new(),
+            removing_replicas: Vec::new(),
         }
     }
 
@@ -183,10 +226,11 @@ impl MetadataImage {
         else {
             return;
         };
+        let mut new_leader_epoch = false;
         if let Some(leader) = change.leader {
             if leader != state.leader {
                 state.leader = leader;
-                state.leader_epoch += 1;
+                new_leader_epoch = true;
                 if leader != NO_LEADER {
                     self.leader_elections += 1;
                 }
@@ -194,6 +238,21 @@ impl MetadataImage {
         }
         if let Some(isr) = &change.isr {
             state.isr = isr.clone();
+        }
+        // A new replica set starts a new leader epoch too (the leader learns its followers
+        // afresh), as Kafka's reassignments did.
+        if let Some(replicas) = &change.replicas {
+            new_leader_epoch |= *replicas != state.replicas;
+            state.replicas = replicas.clone();
+        }
+        if let Some(adding) = &change.adding_replicas {
+            state.adding_replicas = adding.clone();
+        }
+        if let Some(removing) = &change.removing_replicas {
+            state.removing_replicas = removing.clone();
+        }
+        if new_leader_epoch {
+            state.leader_epoch += 1;
         }
         state.partition_epoch += 1;
         if change.unclean {

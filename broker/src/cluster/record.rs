@@ -46,6 +46,16 @@ pub enum MetadataRecord {
     DeleteTopic {
         topic_id: Uuid,
     },
+    /// New partitions at the end of a topic, with their replicas (CreatePartitions).
+    AddPartitions {
+        topic_id: Uuid,
+        assignments: Vec<Vec<i32>>,
+    },
+    /// A topic's config overrides, all of them (AlterConfigs / IncrementalAlterConfigs).
+    TopicConfigs {
+        topic_id: Uuid,
+        configs: BTreeMap<String, String>,
+    },
     PartitionChange(PartitionChange),
     /// Producer ids `first_id..first_id + size` belong to this broker (Kafka's
     /// ProducerIdsRecord): every broker hands out ids no other broker has.
@@ -57,8 +67,9 @@ pub enum MetadataRecord {
     },
 }
 
-/// A change to one partition: a new leader, a new ISR, or both. Fields left `None` stay.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A change to one partition: a new leader, a new ISR, a new replica set (reassignment), or
+/// several. Fields left `None` stay.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartitionChange {
     pub topic_id: Uuid,
     pub partition: i32,
@@ -67,4 +78,12 @@ pub struct PartitionChange {
     /// Set when the new leader was not in the ISR (unclean election): counted and logged.
     #[serde(default)]
     pub unclean: bool,
+    /// The replica set (during a reassignment: the target's replicas, then those leaving).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<Vec<i32>>,
+    /// Replicas a reassignment adds (still catching up) and removes (once they have).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adding_replicas: Option<Vec<i32>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removing_replicas: Option<Vec<i32>>,
 }

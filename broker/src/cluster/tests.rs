@@ -490,3 +490,166 @@ fn random_schedules_keep_the_invariants_and_replay_exactly() {
         assert_eq!(&replayed, cluster.controller.image(), "seed {seed}");
     }
 }
+
+#[test]
+fn topics_grow_change_configs_and_go_through_the_controller() {
+    let mut cluster = Cluster::new(3, false);
+    let topic = cluster.topic("events", 2);
+    let error = cluster
+        .controller
+        .create_partitions("events", 2, None)
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ControllerError::PartitionsNotIncreased { current: 2, .. }
+        ),
+        "{error:?}"
+    );
+    let records = cluster
+        .controller
+        .create_partitions("events", 5, None)
+        .unwrap();
+    cluster.commit(records);
+    let image = cluster.controller.image().clone();
+    let grown = &image.topics[&topic];
+    assert_eq!(grown.partitions.len(), 5);
+    for state in &grown.partitions {
+        assert_eq!(state.replicas.len(), 3, "the topic's replication factor");
+        assert_eq!(state.leader, state.replicas[0]);
+    }
+    let error = cluster
+        .controller
+        .create_partitions("events", 7, Some(vec![vec![1, 2, 3]]))
+        .unwrap_err();
+    assert!(
+        matches!(error, ControllerError::InvalidReplicaAssignment { .. }),
+        "two new partitions need two assignments: {error:?}"
+    );
+
+    let configs = BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]);
+    let records = cluster
+        .controller
+        .alter_topic_configs("events", configs.clone())
+        .unwrap();
+    cluster.commit(records);
+    assert_eq!(cluster.controller.image().topics[&topic].configs, configs);
+
+    let records = cluster.controller.delete_topic("events").unwrap();
+    cluster.commit(records);
+    assert!(cluster.controller.image().topic_by_name("events").is_none());
+    assert_eq!(
+        cluster.controller.delete_topic("events").unwrap_err(),
+        ControllerError::UnknownTopic {
+            name: "events".into()
+        }
+    );
+    // The image rebuilt from the records alone agrees.
+    let mut replayed = MetadataImage::default();
+    for record in &cluster.log {
+        replayed.apply(record);
+    }
+    assert_eq!(&replayed, cluster.controller.image());
+}
+
+#[test]
+fn a_reassignment_adds_replicas_waits_for_them_to_sync_then_drops_the_old_ones() {
+    let mut cluster = Cluster::new(4, false);
+    let records = cluster
+        .controller
+        .create_topic("moved", 1, None, Some(vec![vec![1, 2]]), BTreeMap::new())
+        .unwrap();
+    cluster.commit(records);
+    let topic = cluster
+        .controller
+        .image()
+        .topic_by_name("moved")
+        .unwrap()
+        .topic_id;
+    let before = cluster.partition(topic, 0);
+
+    let records = cluster
+        .controller
+        .reassign("moved", 0, Some(vec![3, 4]))
+        .unwrap();
+    cluster.commit(records);
+    let moving = cluster.partition(topic, 0);
+    assert_eq!(moving.replicas, [3, 4, 1, 2]);
+    assert_eq!(
+        (
+            moving.adding_replicas.clone(),
+            moving.removing_replicas.clone()
+        ),
+        (vec![3, 4], vec![1, 2])
+    );
+    assert_eq!(
+        moving.leader, 1,
+        "the leader stays while the new replicas catch up"
+    );
+    assert!(
+        moving.leader_epoch > before.leader_epoch,
+        "the leader learns its new followers"
+    );
+    cluster.pass_ms(2_000, &[1, 2, 3, 4]);
+    assert!(
+        cluster.partition(topic, 0).is_reassigning(),
+        "3 and 4 are not in sync yet"
+    );
+
+    for isr in [vec![1, 2, 3], vec![1, 2, 3, 4]] {
+        let state = cluster.partition(topic, 0);
+        let records = cluster
+            .controller
+            .alter_partition(1, cluster.epochs[&1], topic, 0, state.partition_epoch, isr)
+            .unwrap();
+        cluster.commit(records);
+        cluster.pass_ms(1_000, &[1, 2, 3, 4]);
+    }
+    let moved = cluster.partition(topic, 0);
+    assert_eq!(moved.replicas, [3, 4]);
+    assert_eq!(moved.isr, [3, 4]);
+    assert_eq!(moved.leader, 3, "the old leader hands over");
+    assert!(!moved.is_reassigning());
+    assert_eq!(
+        cluster.controller.reassign("moved", 0, None).unwrap_err(),
+        ControllerError::NoReassignmentInProgress {
+            topic: "moved".into(),
+            partition: 0
+        }
+    );
+
+    // Cancelled: back to the replicas before it.
+    let records = cluster
+        .controller
+        .reassign("moved", 0, Some(vec![1, 2]))
+        .unwrap();
+    cluster.commit(records);
+    let records = cluster.controller.reassign("moved", 0, None).unwrap();
+    cluster.commit(records);
+    let cancelled = cluster.partition(topic, 0);
+    assert_eq!(
+        (cancelled.replicas.clone(), cancelled.isr.clone()),
+        (vec![3, 4], vec![3, 4])
+    );
+    assert!(!cancelled.is_reassigning());
+
+    // Only removing a replica completes at once.
+    let records = cluster
+        .controller
+        .reassign("moved", 0, Some(vec![4]))
+        .unwrap();
+    cluster.commit(records);
+    let shrunk = cluster.partition(topic, 0);
+    assert_eq!(
+        (shrunk.replicas.clone(), shrunk.isr.clone(), shrunk.leader),
+        (vec![4], vec![4], 4)
+    );
+    let error = cluster
+        .controller
+        .reassign("moved", 0, Some(vec![4, 9]))
+        .unwrap_err();
+    assert!(
+        matches!(error, ControllerError::InvalidReplicaAssignment { .. }),
+        "{error:?}"
+    );
+}

@@ -3,6 +3,8 @@
 //! Topics report every config Weir knows, defaults included, with the source of each value
 //! (topic override, static broker property, or default) and, on request, its synonyms.
 //! Broker properties are reported read-only: dynamic broker configs are not supported.
+//! In a cluster a topic's overrides live in the metadata image: changes go to the controller
+//! and every broker applies them to its replicas.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::config::{BrokerConfig, ConfigType, BROKER_PROPERTIES, TOPIC_CONFIGS};
 use crate::error::{BrokerError, ConfigError};
 use crate::handler::errors::error_for;
@@ -137,9 +140,9 @@ pub fn describe(
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
             let entries = match resource.resource_type {
-                RESOURCE_TOPIC => match context.topics.get(resource.resource_name.as_str()) {
-                    Some(topic) => {
-                        describe_topic_configs(&context.config, &topic.overrides, keys.as_deref())
+                RESOURCE_TOPIC => match topic_overrides(context, resource.resource_name.as_str()) {
+                    Some(overrides) => {
+                        describe_topic_configs(&context.config, &overrides, keys.as_deref())
                     }
                     None => {
                         return result
@@ -203,73 +206,76 @@ pub fn describe(
 }
 
 /// AlterConfigs replaces a topic's whole set of overrides.
-pub fn alter(context: &Arc<BrokerContext>, request: AlterConfigsRequest) -> AlterConfigsResponse {
-    let responses = request
-        .resources
-        .into_iter()
-        .map(|resource| {
-            let overrides: BTreeMap<String, String> = resource
-                .configs
-                .iter()
-                .filter_map(|c| {
-                    c.value
-                        .as_ref()
-                        .map(|v| (c.name.to_string(), v.to_string()))
-                })
-                .collect();
-            let outcome = apply(
-                context,
-                resource.resource_type,
-                resource.resource_name.as_str(),
-                request.validate_only,
-                |_| Ok(overrides.clone()),
-            );
-            let (code, message) = outcome_codes(outcome);
+pub async fn alter(
+    context: &Arc<BrokerContext>,
+    request: AlterConfigsRequest,
+) -> AlterConfigsResponse {
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for resource in request.resources {
+        let overrides: BTreeMap<String, String> = resource
+            .configs
+            .iter()
+            .filter_map(|c| {
+                c.value
+                    .as_ref()
+                    .map(|v| (c.name.to_string(), v.to_string()))
+            })
+            .collect();
+        let outcome = apply(
+            context,
+            resource.resource_type,
+            resource.resource_name.as_str(),
+            request.validate_only,
+            |_| Ok(overrides.clone()),
+        )
+        .await;
+        let (code, message) = outcome_codes(outcome);
+        responses.push(
             alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name)
                 .with_error_code(code)
-                .with_error_message(message)
-        })
-        .collect();
+                .with_error_message(message),
+        );
+    }
     AlterConfigsResponse::default().with_responses(responses)
 }
 
 /// IncrementalAlterConfigs sets, deletes, appends to or subtracts from single configs.
-pub fn incremental_alter(
+pub async fn incremental_alter(
     context: &Arc<BrokerContext>,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
-    let responses = request
-        .resources
-        .into_iter()
-        .map(|resource| {
-            let changes: Vec<(String, i8, Option<String>)> = resource
-                .configs
-                .iter()
-                .map(|c| {
-                    (
-                        c.name.to_string(),
-                        c.config_operation,
-                        c.value.as_ref().map(|v| v.to_string()),
-                    )
-                })
-                .collect();
-            let outcome = apply(
-                context,
-                resource.resource_type,
-                resource.resource_name.as_str(),
-                request.validate_only,
-                |current| apply_incremental(current, &changes),
-            );
-            let (code, message) = outcome_codes(outcome);
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for resource in request.resources {
+        let changes: Vec<(String, i8, Option<String>)> = resource
+            .configs
+            .iter()
+            .map(|c| {
+                (
+                    c.name.to_string(),
+                    c.config_operation,
+                    c.value.as_ref().map(|v| v.to_string()),
+                )
+            })
+            .collect();
+        let outcome = apply(
+            context,
+            resource.resource_type,
+            resource.resource_name.as_str(),
+            request.validate_only,
+            |current| apply_incremental(current, &changes),
+        )
+        .await;
+        let (code, message) = outcome_codes(outcome);
+        responses.push(
             incremental_alter_configs_response::AlterConfigsResourceResponse::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name)
                 .with_error_code(code)
-                .with_error_message(message)
-        })
-        .collect();
+                .with_error_message(message),
+        );
+    }
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }
 
@@ -325,7 +331,7 @@ fn apply_incremental(
     Ok(next)
 }
 
-fn apply(
+async fn apply(
     context: &Arc<BrokerContext>,
     resource_type: i8,
     name: &str,
@@ -334,14 +340,28 @@ fn apply(
 ) -> Result<(), BrokerError> {
     match resource_type {
         RESOURCE_TOPIC => {
-            let topic = context
-                .topics
-                .get(name)
-                .ok_or_else(|| BrokerError::UnknownTopic {
-                    topic: name.to_string(),
-                })?;
-            let overrides = change(&topic.overrides)?;
-            context.topics.set_overrides(name, overrides, validate_only)
+            let unknown = || BrokerError::UnknownTopic {
+                topic: name.to_string(),
+            };
+            let Some(cluster) = &context.cluster else {
+                let topic = context.topics.get(name).ok_or_else(unknown)?;
+                let overrides = change(&topic.overrides)?;
+                return context.topics.set_overrides(name, overrides, validate_only);
+            };
+            // In a cluster the controller holds the overrides; every broker applies them.
+            let current = topic_overrides(context, name).ok_or_else(unknown)?;
+            let overrides = change(&current)?;
+            for (key, value) in &overrides {
+                crate::config::validate_topic_config(key, value)?;
+            }
+            if validate_only {
+                return Ok(());
+            }
+            let request = ControllerRequest::AlterTopicConfigs {
+                name: name.to_string(),
+                configs: overrides,
+            };
+            cluster.request(request).await.map(|_| ())
         }
         RESOURCE_BROKER => Err(BrokerError::Config(ConfigError::Unsupported {
             name: format!("broker {name}"),
@@ -351,6 +371,22 @@ fn apply(
         other => Err(BrokerError::InvalidRequest(format!(
             "resource type {other} is not supported"
         ))),
+    }
+}
+
+/// A topic's config overrides: the cluster's (this broker may host none of its replicas), or
+/// alone the local topic's.
+fn topic_overrides(context: &BrokerContext, name: &str) -> Option<BTreeMap<String, String>> {
+    match &context.cluster {
+        Some(cluster) => cluster
+            .image()
+            .image
+            .topic_by_name(name)
+            .map(|topic| topic.configs.clone()),
+        None => context
+            .topics
+            .get(name)
+            .map(|topic| topic.overrides.clone()),
     }
 }
 

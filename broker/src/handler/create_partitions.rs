@@ -1,59 +1,93 @@
-//! CreatePartitions: grows a topic's partition count.
+//! CreatePartitions: grows a topic's partition count — alone here, in a cluster through the
+//! controller (which places the new partitions over the live brokers).
 
 use std::sync::Arc;
 
+use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::cluster::member::ClusterMember;
+use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::error::BrokerError;
 use crate::handler::errors::error_for;
 use crate::server::BrokerContext;
 
-pub fn handle(
+pub async fn handle(
     context: &Arc<BrokerContext>,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
-    let results = request
-        .topics
-        .into_iter()
-        .map(|topic| {
-            let result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
-            let outcome = refuse_in_cluster(context)
-                .and_then(|()| check_assignments(context, &topic))
-                .and_then(|()| {
-                    context.topics.create_partitions(
-                        topic.name.as_str(),
-                        topic.count,
-                        request.validate_only,
-                    )
-                });
-            match outcome {
-                Ok(()) => result,
-                Err(error) => result
-                    .with_error_code(error_for(&error).code())
-                    .with_error_message(Some(StrBytes::from_string(error.to_string()))),
-            }
-        })
-        .collect();
+    let mut results = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
+        let outcome = match &context.cluster {
+            Some(cluster) => create_in_cluster(cluster, &topic, request.validate_only).await,
+            None => check_assignments(context, &topic).and_then(|()| {
+                context.topics.create_partitions(
+                    topic.name.as_str(),
+                    topic.count,
+                    request.validate_only,
+                )
+            }),
+        };
+        results.push(match outcome {
+            Ok(()) => result,
+            Err(error) => result
+                .with_error_code(error_for(&error).code())
+                .with_error_message(Some(StrBytes::from_string(error.to_string()))),
+        });
+    }
     CreatePartitionsResponse::default().with_results(results)
 }
 
-/// Partitions are added by the controller in cluster mode, which does not take them yet.
-fn refuse_in_cluster(context: &Arc<BrokerContext>) -> Result<(), BrokerError> {
-    match context.cluster {
-        Some(_) => Err(BrokerError::InvalidRequest(
-            "adding partitions in cluster mode is not supported yet".into(),
-        )),
-        None => Ok(()),
+/// In a cluster the controller places the new partitions (or takes the given assignments);
+/// the answer comes once this broker's image holds them.
+async fn create_in_cluster(
+    cluster: &Arc<ClusterMember>,
+    topic: &CreatePartitionsTopic,
+    validate_only: bool,
+) -> Result<(), BrokerError> {
+    let name = topic.name.as_str();
+    let image = cluster.image().image;
+    let current = image
+        .topic_by_name(name)
+        .ok_or_else(|| BrokerError::UnknownTopic {
+            topic: name.to_string(),
+        })?
+        .partitions
+        .len() as i32;
+    if topic.count <= current {
+        return Err(BrokerError::InvalidPartitions {
+            count: topic.count,
+            reason: format!(
+                "topic {name} has {current} partitions; it can only grow (asked for {})",
+                topic.count
+            ),
+        });
     }
+    if validate_only {
+        return Ok(());
+    }
+    let assignments = topic.assignments.as_ref().map(|assignments| {
+        assignments
+            .iter()
+            .map(|a| a.broker_ids.iter().map(|id| id.0).collect())
+            .collect()
+    });
+    let request = ControllerRequest::CreatePartitions {
+        name: name.to_string(),
+        count: topic.count,
+        assignments,
+    };
+    cluster.request(request).await.map(|_| ())
 }
 
 /// As in Kafka: no assignments (null) lets the broker place the new partitions; otherwise there
 /// must be one assignment per new partition, each naming only this broker.
 fn check_assignments(
     context: &Arc<BrokerContext>,
-    topic: &kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic,
+    topic: &CreatePartitionsTopic,
 ) -> Result<(), BrokerError> {
     let Some(assignments) = &topic.assignments else {
         return Ok(());

@@ -1,4 +1,5 @@
-//! DeleteTopics: by name (v0–5) or by id (v6+).
+//! DeleteTopics: by name (v0–5) or by id (v6+). In a cluster the controller deletes the topic
+//! and every broker removes its replicas as it applies the record.
 
 use std::sync::Arc;
 
@@ -7,10 +8,11 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicN
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::handler::errors::error_for;
 use crate::server::BrokerContext;
 
-pub fn handle(
+pub async fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
     request: DeleteTopicsRequest,
@@ -28,41 +30,69 @@ pub fn handle(
             .map(|n| (Some(n), uuid::Uuid::nil()))
             .collect()
     };
-    let responses = targets
-        .into_iter()
-        .map(|(name, topic_id)| {
-            let resolved = match &name {
-                Some(name) => Some(name.to_string()),
-                None => context
-                    .topics
-                    .get_by_id(topic_id)
-                    .map(|t| t.name.to_string()),
-            };
-            let result = DeletableTopicResult::default()
-                .with_name(name.clone())
-                .with_topic_id(topic_id);
-            let Some(topic) = resolved else {
-                return result.with_error_code(ResponseError::UnknownTopicId.code());
-            };
-            if !context.config.delete_topic_enable() {
-                return result.with_error_code(ResponseError::TopicDeletionDisabled.code());
+    let mut responses = Vec::with_capacity(targets.len());
+    for (name, topic_id) in targets {
+        let result = DeletableTopicResult::default()
+            .with_name(name.clone())
+            .with_topic_id(topic_id);
+        let Some(topic) = resolve(context, name.as_ref(), topic_id) else {
+            responses.push(result.with_error_code(ResponseError::UnknownTopicId.code()));
+            continue;
+        };
+        if !context.config.delete_topic_enable() {
+            responses.push(result.with_error_code(ResponseError::TopicDeletionDisabled.code()));
+            continue;
+        }
+        let deleted = match &context.cluster {
+            // Every broker drops its replicas as it applies the controller's record.
+            Some(cluster) => {
+                let id = cluster
+                    .image()
+                    .image
+                    .topic_by_name(&topic)
+                    .map(|t| t.topic_id);
+                let request = ControllerRequest::DeleteTopic {
+                    name: topic.clone(),
+                };
+                cluster
+                    .request(request)
+                    .await
+                    .map(|_| id.unwrap_or(topic_id))
             }
-            if context.cluster.is_some() {
-                return result
-                    .with_error_code(ResponseError::InvalidRequest.code())
-                    .with_error_message(Some(StrBytes::from_static_str(
-                        "deleting topics in cluster mode is not supported yet",
-                    )));
-            }
-            match context.topics.delete(&topic) {
-                Ok(id) => result
-                    .with_name(Some(TopicName(StrBytes::from_string(topic))))
-                    .with_topic_id(id),
-                Err(error) => result
-                    .with_error_code(error_for(&error).code())
-                    .with_error_message(Some(StrBytes::from_string(error.to_string()))),
-            }
-        })
-        .collect();
+            None => context.topics.delete(&topic),
+        };
+        responses.push(match deleted {
+            Ok(id) => result
+                .with_name(Some(TopicName(StrBytes::from_string(topic))))
+                .with_topic_id(id),
+            Err(error) => result
+                .with_error_code(error_for(&error).code())
+                .with_error_message(Some(StrBytes::from_string(error.to_string()))),
+        });
+    }
     DeleteTopicsResponse::default().with_responses(responses)
+}
+
+/// The name of the topic to delete: given, or found by id (in the cluster's metadata when
+/// there is a cluster).
+fn resolve(
+    context: &BrokerContext,
+    name: Option<&TopicName>,
+    topic_id: uuid::Uuid,
+) -> Option<String> {
+    if let Some(name) = name {
+        return Some(name.to_string());
+    }
+    match &context.cluster {
+        Some(cluster) => cluster
+            .image()
+            .image
+            .topics
+            .get(&topic_id)
+            .map(|t| t.name.clone()),
+        None => context
+            .topics
+            .get_by_id(topic_id)
+            .map(|t| t.name.to_string()),
+    }
 }

@@ -30,7 +30,10 @@ pub fn error_for(error: &BrokerError) -> ResponseError {
 fn controller_error(error: &ControllerError) -> ResponseError {
     match error {
         ControllerError::InvalidReplicationFactor { .. } => ResponseError::InvalidReplicationFactor,
-        ControllerError::InvalidPartitions { .. } => ResponseError::InvalidPartitions,
+        ControllerError::InvalidPartitions { .. }
+        | ControllerError::PartitionsNotIncreased { .. } => ResponseError::InvalidPartitions,
+        ControllerError::UnknownTopic { .. } => ResponseError::UnknownTopicOrPartition,
+        ControllerError::NoReassignmentInProgress { .. } => ResponseError::NoReassignmentInProgress,
         ControllerError::InvalidReplicaAssignment { .. } => ResponseError::InvalidReplicaAssignment,
         ControllerError::TopicAlreadyExists { .. } => ResponseError::TopicAlreadyExists,
         ControllerError::UnknownTopicId { .. } => ResponseError::UnknownTopicId,

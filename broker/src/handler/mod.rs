@@ -33,6 +33,7 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
+pub mod partition_reassignments;
 pub mod produce;
 pub mod produce_txn;
 pub mod sync_group;
@@ -83,6 +84,8 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ListTransactions, 0, 1),
     (ApiKey::DescribeProducers, 0, 0),
     (ApiKey::WriteTxnMarkers, 1, 1),
+    (ApiKey::AlterPartitionReassignments, 0, 1),
+    (ApiKey::ListPartitionReassignments, 0, 0),
 ];
 
 /// The version range implemented for an API, if any.
@@ -161,9 +164,9 @@ pub async fn handle(
             context, version, r,
         ))),
         RequestKind::CreateTopics(r) => create_topics::handle(context, version, r),
-        RequestKind::DeleteTopics(r) => ready(ResponseKind::DeleteTopics(delete_topics::handle(
-            context, version, r,
-        ))),
+        RequestKind::DeleteTopics(r) => ready(ResponseKind::DeleteTopics(
+            delete_topics::handle(context, version, r).await,
+        )),
         RequestKind::DeleteRecords(r) => ready(ResponseKind::DeleteRecords(
             delete_records::handle(context, r),
         )),
@@ -174,13 +177,13 @@ pub async fn handle(
             context, version, r,
         ))),
         RequestKind::AlterConfigs(r) => {
-            ready(ResponseKind::AlterConfigs(configs::alter(context, r)))
+            ready(ResponseKind::AlterConfigs(configs::alter(context, r).await))
         }
         RequestKind::IncrementalAlterConfigs(r) => ready(ResponseKind::IncrementalAlterConfigs(
-            configs::incremental_alter(context, r),
+            configs::incremental_alter(context, r).await,
         )),
         RequestKind::CreatePartitions(r) => ready(ResponseKind::CreatePartitions(
-            create_partitions::handle(context, r),
+            create_partitions::handle(context, r).await,
         )),
         RequestKind::DescribeCluster(r) => ready(ResponseKind::DescribeCluster(
             describe_cluster::handle(context, r),
@@ -234,6 +237,14 @@ pub async fn handle(
         RequestKind::DescribeProducers(r) => ready(ResponseKind::DescribeProducers(
             describe_producers::handle(context, r),
         )),
+        RequestKind::AlterPartitionReassignments(r) => {
+            ready(ResponseKind::AlterPartitionReassignments(
+                partition_reassignments::alter(context, r).await,
+            ))
+        }
+        RequestKind::ListPartitionReassignments(r) => ready(
+            ResponseKind::ListPartitionReassignments(partition_reassignments::list(context, r)),
+        ),
         RequestKind::WriteTxnMarkers(r) => ready(ResponseKind::WriteTxnMarkers(
             write_txn_markers::handle(context, r).await,
         )),

@@ -92,6 +92,7 @@ pub fn apply_image(
             .filter(|(_, state)| state.replicas.contains(&node_id))
             .map(|(index, _)| index as i32)
             .collect();
+        drop_moved_replicas(context, &topic.name, &hosted);
         if hosted.is_empty() {
             continue;
         }
@@ -139,12 +140,57 @@ pub fn apply_image(
             }
         }
     }
+    drop_deleted_topics(context, image);
     if let Some(replication) = &context.replication {
         replication.assign_fetchers(followed);
     }
     match first_error {
         Some(error) => Err(error.into()),
         None => Ok(()),
+    }
+}
+
+/// Replicas held here of partitions the cluster placed elsewhere (a completed reassignment)
+/// stop being followed and go, with their data.
+fn drop_moved_replicas(context: &BrokerContext, topic: &str, hosted: &[i32]) {
+    let Some(local) = context.topics.get(topic) else {
+        return;
+    };
+    let moved: Vec<i32> = local
+        .hosted()
+        .map(|partition| partition.index)
+        .filter(|index| !hosted.contains(index))
+        .collect();
+    if moved.is_empty() {
+        return;
+    }
+    for &index in &moved {
+        if let Some(partition) = local.partition(index) {
+            partition.become_follower(NO_LEADER, partition.leader_epoch());
+        }
+        coordinate(context, topic, index, None);
+    }
+    if let Err(error) = context.topics.drop_replicas(topic, &moved) {
+        tracing::warn!(topic, partitions = ?moved, %error, "cannot remove moved replicas");
+    }
+}
+
+/// Topics held here that the cluster no longer has (deleted through the controller, also
+/// while this broker was down) go, with their data.
+fn drop_deleted_topics(context: &BrokerContext, image: &MetadataImage) {
+    for topic in context.topics.all() {
+        if image.topic_by_name(&topic.name).is_some() {
+            continue;
+        }
+        for partition in topic.hosted() {
+            coordinate(context, &topic.name, partition.index, None);
+        }
+        match context.topics.delete(&topic.name) {
+            Ok(_) => tracing::info!(topic = %topic.name, "replicas of a deleted topic removed"),
+            Err(error) => {
+                tracing::warn!(topic = %topic.name, %error, "cannot remove a deleted topic's replicas")
+            }
+        }
     }
 }
 

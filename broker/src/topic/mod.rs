@@ -349,22 +349,63 @@ impl TopicRegistry {
         let path = self.meta_path(name);
         fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
         for partition in topic.hosted() {
-            let dir = self.partition_dir(name, partition.index);
-            let doomed = self.data_dir.join(format!(
-                "{name}-{}.{}-delete",
-                partition.index,
-                topic.id.simple()
-            ));
-            if let Err(e) = fs::rename(&dir, &doomed) {
-                tracing::warn!(dir = %dir.display(), error = %e, "could not rename deleted partition");
-                continue;
-            }
-            if let Err(e) = fs::remove_dir_all(&doomed) {
-                tracing::warn!(dir = %doomed.display(), error = %e, "could not remove deleted partition");
-            }
+            self.remove_partition_dir(&topic, partition.index);
         }
         tracing::info!(topic = name, "deleted topic");
         Ok(topic.id)
+    }
+
+    /// Drops this broker's replicas of some partitions of a topic, with their data (a
+    /// reassignment moved them to other brokers).
+    pub fn drop_replicas(&self, name: &str, indexes: &[i32]) -> Result<(), BrokerError> {
+        let _admin = self.admin_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let topic = self.get(name).ok_or_else(|| BrokerError::UnknownTopic {
+            topic: name.to_string(),
+        })?;
+        let partitions = topic
+            .partitions
+            .iter()
+            .enumerate()
+            .map(|(index, partition)| {
+                partition
+                    .clone()
+                    .filter(|_| !indexes.contains(&(index as i32)))
+            })
+            .collect();
+        self.replace(
+            &topic,
+            partitions,
+            topic.overrides.clone(),
+            topic.config.clone(),
+        )?;
+        for &index in indexes {
+            if topic.partition(index).is_some() {
+                self.remove_partition_dir(&topic, index);
+                tracing::info!(
+                    topic = name,
+                    partition = index,
+                    "replica removed from this broker"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Renames a partition's directory out of the way, then removes it.
+    fn remove_partition_dir(&self, topic: &Topic, index: i32) {
+        let dir = self.partition_dir(&topic.name, index);
+        let doomed = self.data_dir.join(format!(
+            "{}-{index}.{}-delete",
+            topic.name,
+            topic.id.simple()
+        ));
+        if let Err(e) = fs::rename(&dir, &doomed) {
+            tracing::warn!(dir = %dir.display(), error = %e, "could not rename a removed partition");
+            return;
+        }
+        if let Err(e) = fs::remove_dir_all(&doomed) {
+            tracing::warn!(dir = %doomed.display(), error = %e, "could not remove a removed partition");
+        }
     }
 
     /// Grows a topic to `count` partitions.
@@ -495,7 +536,8 @@ impl TopicRegistry {
             } else {
                 let missing = (0..partition_count)
                     .any(|index| hosted.contains(&index) && existing.partition(index).is_none());
-                if !missing && existing.partition_count() == partition_count {
+                let same_configs = existing.overrides == *configs;
+                if !missing && existing.partition_count() == partition_count && same_configs {
                     return Ok(existing);
                 }
             }
@@ -509,7 +551,11 @@ impl TopicRegistry {
         for index in 0..partition_count {
             let kept = existing.as_ref().and_then(|t| t.partition(index).cloned());
             let partition = match kept {
-                Some(partition) => Some(partition),
+                Some(partition) => {
+                    // Changed overrides (AlterConfigs through the controller) apply at once.
+                    partition.set_config(config.clone());
+                    Some(partition)
+                }
                 None if hosted.contains(&index) => {
                     let dir = self.partition_dir(&name, index);
                     let log = PartitionLog::open(&dir, config.clone(), false, now_ms)?;

@@ -52,6 +52,7 @@ impl TestCluster {
                     ("broker.session.timeout.ms", &session),
                     ("default.replication.factor", "3"),
                     ("offsets.topic.num.partitions", "6"),
+                    ("transaction.state.log.num.partitions", "6"),
                     ("group.initial.rebalance.delay.ms", "0"),
                 ],
             );

@@ -257,6 +257,20 @@ fn decide(
             partition_epoch,
             isr,
         ),
+        ControllerRequest::DeleteTopic { name } => controller.delete_topic(&name),
+        ControllerRequest::CreatePartitions {
+            name,
+            count,
+            assignments,
+        } => controller.create_partitions(&name, count, assignments),
+        ControllerRequest::Reassign {
+            name,
+            partition,
+            target,
+        } => controller.reassign(&name, partition, target),
+        ControllerRequest::AlterTopicConfigs { name, configs } => {
+            controller.alter_topic_configs(&name, configs)
+        }
         ControllerRequest::AllocateProducerIds {
             broker_id,
             broker_epoch,

@@ -79,6 +79,24 @@ pub enum ControllerRequest {
         partition_epoch: i32,
         isr: Vec<i32>,
     },
+    DeleteTopic {
+        name: String,
+    },
+    CreatePartitions {
+        name: String,
+        count: i32,
+        assignments: Option<Vec<Vec<i32>>>,
+    },
+    /// One partition's reassignment (`target` `None`: cancel it).
+    Reassign {
+        name: String,
+        partition: i32,
+        target: Option<Vec<i32>>,
+    },
+    AlterTopicConfigs {
+        name: String,
+        configs: std::collections::BTreeMap<String, String>,
+    },
     /// A block of producer ids for the broker (its latest block in the image once applied).
     AllocateProducerIds {
         broker_id: i32,
