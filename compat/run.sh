@@ -7,7 +7,9 @@
 #   3. Kafka's command-line tools (compat/java/tools.sh) against both;
 #   4. franz-go's pkg/kgo integration tests on compat/franz-go/allow-list.txt against Weir;
 #   5. a Kafka Streams exactly_once_v2 word count killed -9 mid-way (compat/streams/run.sh)
-#      against both: its committed output must be exact.
+#      against both: its committed output must be exact;
+#   6. Java clients against a three-node Weir cluster with brokers killed -9 (compat/cluster.sh):
+#      Kafka's VerifiableProducer fails over losing nothing, the Streams word count stays exact.
 # Usage: compat/run.sh PATH/TO/weir PATH/TO/weir-compat-scenario
 # Prints "compat: N passed, N failed" last; exits non-zero on any failure.
 set -uo pipefail
@@ -49,6 +51,7 @@ record "$here/java/tools.sh" "$kafka"
 record "$here/franz-go/run.sh" "$weir_bootstrap"
 record "$here/streams/run.sh" "$weir_bootstrap"
 record "$here/streams/run.sh" "$kafka"
+record "$here/cluster.sh" "$weir"
 if [ "$failed" -ne 0 ]; then
   echo "compat: Weir's warnings and errors (last 40):"
   grep -E " (WARN|ERROR) " "$work/weir.log" | grep -v "Connection reset by peer" | tail -40

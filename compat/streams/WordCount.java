@@ -77,6 +77,11 @@ public class WordCount {
         return counts;
     }
 
+    /** Replicas of every topic: 1 on one broker; WORDCOUNT_REPLICATION_FACTOR on a cluster. */
+    static short replicationFactor() {
+        return Short.parseShort(System.getenv().getOrDefault("WORDCOUNT_REPLICATION_FACTOR", "1"));
+    }
+
     static void produce(String bootstrap, String topic, String output, int count)
             throws Exception {
         Properties adminProps = new Properties();
@@ -84,8 +89,9 @@ public class WordCount {
         try (org.apache.kafka.clients.admin.Admin admin =
                  org.apache.kafka.clients.admin.Admin.create(adminProps)) {
             admin.createTopics(List.of(
-                new org.apache.kafka.clients.admin.NewTopic(topic, 3, (short) 1),
-                new org.apache.kafka.clients.admin.NewTopic(output, 3, (short) 1))).all().get();
+                new org.apache.kafka.clients.admin.NewTopic(topic, 3, replicationFactor()),
+                new org.apache.kafka.clients.admin.NewTopic(output, 3, replicationFactor())))
+                .all().get();
         }
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -118,7 +124,7 @@ public class WordCount {
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
-        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, (int) replicationFactor());
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         // A killed instance's members leave the group when their session ends: keep it short.
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
