@@ -20,6 +20,9 @@
 //! past `transaction.timeout.ms` (aborted with the producer's epoch bumped, fencing the zombie)
 //! — the id is queued for the broker's settling task (`server::background`), which retries
 //! until the markers are written or the coordinator moved.
+//!
+//! Here: the requests and leadership changes; `persist` the transition and its pending guard;
+//! `settle` the markers, completion and timeouts.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,11 +36,10 @@ use crate::clock::Clock;
 use crate::error::BrokerError;
 use crate::group::offsets::{self, OFFSETS_TOPIC};
 use crate::group::GroupCoordinator;
-use crate::partition::Partition;
 use crate::producer::ProducerIdManager;
 use crate::topic::{internal, Topic, TopicRegistry};
 use crate::transaction::channel::BrokerChannel;
-use crate::transaction::markers::{MarkerOutcome, MarkerWriter, TxnMarker, MARKER_WRITE_TIMEOUT};
+use crate::transaction::markers::MarkerWriter;
 use crate::transaction::records::{self, TRANSACTION_STATE_TOPIC};
 use crate::transaction::state::{TopicPartition, TxnMetadata, TxnState};
 
@@ -111,56 +113,6 @@ enum Step<T> {
     Write(TxnMetadata, T),
     /// Nothing to persist.
     Answer(T),
-}
-
-/// Where a state record went, to wait for its replicas.
-struct StateWrite {
-    partition: Arc<Partition>,
-    last_offset: i64,
-    min_insync_replicas: usize,
-}
-
-/// An id marked pending; dropping it (an error, a dropped future) clears the mark.
-struct PendingChange<'a> {
-    coordinator: &'a TransactionCoordinator,
-    id: String,
-    /// The state partition and its coordinator epoch when the change began.
-    partition: i32,
-    coordinator_epoch: i32,
-    done: bool,
-}
-
-impl PendingChange<'_> {
-    /// Takes `txn` as the id's state (`None`: forgets the id) — if this broker still
-    /// coordinates it at the same epoch.
-    fn install(mut self, txn: Option<TxnMetadata>) -> Result<(), ResponseError> {
-        let coordinator = self.coordinator;
-        let mut state = coordinator.lock();
-        self.done = true;
-        state.pending.remove(&self.id);
-        if !coordinator.still_owns(&state, self.partition, self.coordinator_epoch) {
-            return Err(ResponseError::NotCoordinator);
-        }
-        match txn {
-            Some(txn) => state.transactions.insert(self.id.clone(), txn),
-            None => state.transactions.remove(&self.id),
-        };
-        Ok(())
-    }
-
-    fn still_owned(&self) -> bool {
-        let state = self.coordinator.lock();
-        self.coordinator
-            .still_owns(&state, self.partition, self.coordinator_epoch)
-    }
-}
-
-impl Drop for PendingChange<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            self.coordinator.lock().pending.remove(&self.id);
-        }
-    }
 }
 
 impl TransactionCoordinator {
@@ -327,38 +279,6 @@ impl TransactionCoordinator {
             "coordinating the transactions of this state partition"
         );
         Ok(())
-    }
-
-    /// Queues every decided transaction for the settling task.
-    fn queue_decided(&self, state: &mut CoordinatorState) {
-        let decided: Vec<String> = state
-            .transactions
-            .iter()
-            .filter(|(_, txn)| txn.state.is_preparing())
-            .map(|(id, _)| id.clone())
-            .collect();
-        if decided.is_empty() {
-            return;
-        }
-        state.to_settle.extend(decided);
-        self.settle_queued.notify_one();
-    }
-
-    /// Queues an id for the settling task.
-    pub fn queue_settle(&self, transactional_id: &str) {
-        self.lock().to_settle.insert(transactional_id.to_string());
-        self.settle_queued.notify_one();
-    }
-
-    /// Waits until ids are queued for settling, and takes them (the settling task).
-    pub async fn next_to_settle(&self) -> BTreeSet<String> {
-        loop {
-            let queued = std::mem::take(&mut self.lock().to_settle);
-            if !queued.is_empty() {
-                return queued;
-            }
-            self.settle_queued.notified().await;
-        }
     }
 
     /// InitProducerId with a transactional id: a new incarnation of the producer. An open
@@ -530,59 +450,6 @@ impl TransactionCoordinator {
         Ok(continues_as)
     }
 
-    /// Queues open transactions past their timeout, and decided ones not being finished, for
-    /// the settling task.
-    pub fn tick(&self) {
-        let now_ms = self.clock.now_ms();
-        let mut state = self.lock();
-        let due: Vec<String> = state
-            .transactions
-            .iter()
-            .filter(|(_, txn)| txn.is_expired(now_ms) || txn.state.is_preparing())
-            .map(|(id, _)| id.clone())
-            .filter(|id| !state.pending.contains(id))
-            .collect();
-        if !due.is_empty() {
-            state.to_settle.extend(due);
-            self.settle_queued.notify_one();
-        }
-    }
-
-    /// The settling task's work on one id: an open transaction past its timeout is aborted
-    /// (the producer's epoch bumped, fencing it); a decided one gets its markers and completes.
-    pub async fn settle(
-        &self,
-        services: &TxnServices<'_>,
-        transactional_id: &str,
-    ) -> Result<(), ResponseError> {
-        let expired = self
-            .transition(services, transactional_id, |existing, now_ms| {
-                let Some(txn) = existing.filter(|txn| txn.is_expired(now_ms)) else {
-                    return Ok(Step::Answer(false));
-                };
-                tracing::info!(
-                    transactional_id,
-                    producer_id = txn.producer_id,
-                    "aborting a transaction past its timeout"
-                );
-                let mut txn = txn.clone();
-                // The abort is written with a bumped epoch: the timed-out producer is fenced.
-                if txn.bump_epoch(now_ms).is_none() {
-                    tracing::warn!(
-                        transactional_id,
-                        "producer epoch exhausted; aborting without fencing"
-                    );
-                }
-                txn.end(false, now_ms)?;
-                Ok(Step::Write(txn, true))
-            })
-            .await?;
-        if expired {
-            tracing::debug!(transactional_id, "timed-out transaction decided");
-        }
-        self.finish(services, transactional_id).await
-    }
-
     /// Forgets transactional ids idle (no open transaction) for `transactional.id.expiration.ms`,
     /// as Kafka does: a tombstone in `__transaction_state`.
     pub fn expire_ids(&self, topics: &TopicRegistry) {
@@ -645,215 +512,6 @@ impl TransactionCoordinator {
             })
         })
         .await
-    }
-
-    /// One change of an id's state: `decide` looks at the current state (under the lock); a
-    /// new state is appended to the id's partition, and taken once its replicas hold it.
-    async fn transition<T>(
-        &self,
-        services: &TxnServices<'_>,
-        transactional_id: &str,
-        decide: impl FnOnce(Option<&TxnMetadata>, i64) -> Result<Step<T>, ResponseError>,
-    ) -> Result<T, ResponseError> {
-        let partition = self.partition_of(services.topics, transactional_id);
-        let (pending, write, txn, answer) = {
-            let mut state = self.lock();
-            let coordinator_epoch = self.coordinator_epoch(&state, partition)?;
-            if state.pending.contains(transactional_id) {
-                return Err(ResponseError::ConcurrentTransactions);
-            }
-            let now_ms = self.clock.now_ms();
-            let (txn, answer) = match decide(state.transactions.get(transactional_id), now_ms)? {
-                Step::Answer(answer) => return Ok(answer),
-                Step::Write(txn, answer) => (txn, answer),
-            };
-            let write = self.append_record(services.topics, transactional_id, Some(&txn))?;
-            state.pending.insert(transactional_id.to_string());
-            let pending = PendingChange {
-                coordinator: self,
-                id: transactional_id.to_string(),
-                partition,
-                coordinator_epoch,
-                done: false,
-            };
-            (pending, write, txn, answer)
-        };
-        self.replicated(&write).await?;
-        pending.install(Some(txn))?;
-        Ok(answer)
-    }
-
-    /// Finishes a decided transaction, waiting at most [`FINISH_WAIT`]; past that (or when the
-    /// settling task holds it and does not finish in time) it is left to the settling task.
-    async fn finish_in_time(
-        &self,
-        services: &TxnServices<'_>,
-        transactional_id: &str,
-    ) -> Result<(), ResponseError> {
-        let mut completions = self.completions.subscribe();
-        let deadline = tokio::time::Instant::now() + FINISH_WAIT;
-        let finished = tokio::time::timeout_at(deadline, self.finish(services, transactional_id));
-        match finished.await {
-            Ok(Err(ResponseError::ConcurrentTransactions)) => {}
-            Ok(result) => return result,
-            Err(_) => {
-                self.queue_settle(transactional_id);
-                return Err(ResponseError::ConcurrentTransactions);
-            }
-        }
-        // Someone else (the settling task) is finishing it: wait for that.
-        let decided = |coordinator: &Self| {
-            coordinator
-                .lock()
-                .transactions
-                .get(transactional_id)
-                .is_some_and(|txn| txn.state.is_preparing())
-        };
-        while decided(self) {
-            match tokio::time::timeout_at(deadline, completions.changed()).await {
-                Ok(Ok(())) => {}
-                _ => return Err(ResponseError::ConcurrentTransactions),
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes the markers of a decided transaction (retrying partitions not written yet while
-    /// this broker coordinates the id) and completes it.
-    async fn finish(
-        &self,
-        services: &TxnServices<'_>,
-        transactional_id: &str,
-    ) -> Result<(), ResponseError> {
-        let partition = self.partition_of(services.topics, transactional_id);
-        let (pending, txn, marker) = {
-            let mut state = self.lock();
-            let coordinator_epoch = self.coordinator_epoch(&state, partition)?;
-            if state.pending.contains(transactional_id) {
-                return Err(ResponseError::ConcurrentTransactions);
-            }
-            let Some(txn) = state.transactions.get(transactional_id).cloned() else {
-                return Ok(());
-            };
-            let commit = match txn.state {
-                TxnState::PrepareCommit => true,
-                TxnState::PrepareAbort => false,
-                _ => return Ok(()),
-            };
-            state.pending.insert(transactional_id.to_string());
-            let marker = TxnMarker {
-                producer_id: txn.producer_id,
-                producer_epoch: txn.producer_epoch,
-                commit,
-                coordinator_epoch,
-            };
-            let pending = PendingChange {
-                coordinator: self,
-                id: transactional_id.to_string(),
-                partition,
-                coordinator_epoch,
-                done: false,
-            };
-            (pending, txn, marker)
-        };
-        let mut remaining = txn.partitions.clone();
-        let mut backoff = MARKER_RETRY_BACKOFF;
-        loop {
-            for (tp, outcome) in services.markers().write(marker, &remaining).await {
-                match outcome {
-                    MarkerOutcome::Fenced(error) => {
-                        tracing::info!(transactional_id, topic = %tp.0, partition = tp.1, %error, "a newer coordinator ends this transaction");
-                        return Err(ResponseError::NotCoordinator);
-                    }
-                    outcome if outcome.is_done() => {
-                        remaining.remove(&tp);
-                    }
-                    outcome => {
-                        tracing::debug!(transactional_id, topic = %tp.0, partition = tp.1, ?outcome, "marker not written yet")
-                    }
-                }
-            }
-            if remaining.is_empty() {
-                break;
-            }
-            if !pending.still_owned() {
-                return Err(ResponseError::NotCoordinator);
-            }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MAX_MARKER_RETRY_BACKOFF);
-        }
-        let mut complete = txn;
-        complete.complete(self.clock.now_ms());
-        let write = self.append_record(services.topics, transactional_id, Some(&complete))?;
-        self.replicated(&write).await?;
-        pending.install(Some(complete))?;
-        self.completions.send_modify(|count| *count += 1);
-        Ok(())
-    }
-
-    /// Appends the id's record (`None`: a tombstone) to its `__transaction_state` partition.
-    fn append_record(
-        &self,
-        topics: &TopicRegistry,
-        transactional_id: &str,
-        txn: Option<&TxnMetadata>,
-    ) -> Result<StateWrite, ResponseError> {
-        let failed = |error: BrokerError| {
-            tracing::warn!(transactional_id, %error, "cannot persist transaction state");
-            state_write_error(crate::handler::errors::error_for(&error))
-        };
-        let topic = self.state_topic(topics).map_err(failed)?;
-        let index = self.partition_of(topics, transactional_id);
-        let partition = topics
-            .partition(TRANSACTION_STATE_TOPIC, index)
-            .map_err(failed)?;
-        let min_insync_replicas = topic.config.min_insync_replicas;
-        if self.in_cluster() {
-            if let Err(error) = partition.check_min_insync(min_insync_replicas) {
-                tracing::warn!(transactional_id, %error, "cannot persist transaction state");
-                return Err(ResponseError::CoordinatorNotAvailable);
-            }
-        }
-        let record = (
-            records::encode_key(transactional_id),
-            txn.map(records::encode_value),
-        );
-        let batch =
-            internal::key_value_batch(vec![record], None, self.clock.now_ms()).map_err(failed)?;
-        let info = partition
-            .append(batch)
-            .map_err(|error| failed(error.into()))?;
-        Ok(StateWrite {
-            partition,
-            last_offset: info.last_offset,
-            min_insync_replicas,
-        })
-    }
-
-    /// Waits until the state partition's in-sync replicas hold a record (cluster mode).
-    async fn replicated(&self, write: &StateWrite) -> Result<(), ResponseError> {
-        if !self.in_cluster() {
-            return Ok(());
-        }
-        let wait = write
-            .partition
-            .wait_replicated(write.last_offset, write.min_insync_replicas);
-        match tokio::time::timeout(MARKER_WRITE_TIMEOUT, wait).await {
-            Ok(result) => result.map_err(state_write_error),
-            Err(_) => Err(ResponseError::CoordinatorNotAvailable),
-        }
-    }
-}
-
-/// Kafka's answers when the coordinator cannot write its state: NOT_COORDINATOR once another
-/// broker leads the partition, COORDINATOR_NOT_AVAILABLE for the passing troubles.
-fn state_write_error(error: ResponseError) -> ResponseError {
-    match error {
-        ResponseError::NotLeaderOrFollower | ResponseError::NotCoordinator => {
-            ResponseError::NotCoordinator
-        }
-        ResponseError::CoordinatorLoadInProgress => error,
-        _ => ResponseError::CoordinatorNotAvailable,
     }
 }
 
@@ -926,5 +584,7 @@ fn init_step(
     Ok(Step::Write(txn, Some(answer)))
 }
 
+mod persist;
+mod settle;
 #[cfg(test)]
 mod tests;

@@ -1,3 +1,4 @@
+use super::persist::PendingChange;
 use super::*;
 use crate::clock::ManualClock;
 use crate::config::BrokerConfig;
