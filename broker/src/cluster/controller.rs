@@ -364,13 +364,7 @@ impl Controller {
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
         let topic = self.known_topic(name)?;
         let topic_id = topic.topic_id;
-        let state =
-            self.image
-                .partition(topic_id, partition)
-                .ok_or(ControllerError::UnknownPartition {
-                    topic_id,
-                    partition,
-                })?;
+        let state = self.known_partition(topic_id, partition)?;
         // What the partition had before any ongoing reassignment.
         let original: Vec<i32> = state
             .replicas
@@ -465,6 +459,19 @@ impl Controller {
         records
     }
 
+    fn known_partition(
+        &self,
+        topic_id: Uuid,
+        partition: i32,
+    ) -> Result<&PartitionState, ControllerError> {
+        self.image
+            .partition(topic_id, partition)
+            .ok_or(ControllerError::UnknownPartition {
+                topic_id,
+                partition,
+            })
+    }
+
     fn known_topic(&self, name: &str) -> Result<&crate::cluster::TopicState, ControllerError> {
         self.image
             .topic_by_name(name)
@@ -492,13 +499,7 @@ impl Controller {
         isr: Vec<i32>,
     ) -> Result<Vec<MetadataRecord>, ControllerError> {
         self.registered(leader_id, leader_broker_epoch)?;
-        let state =
-            self.image
-                .partition(topic_id, partition)
-                .ok_or(ControllerError::UnknownPartition {
-                    topic_id,
-                    partition,
-                })?;
+        let state = self.known_partition(topic_id, partition)?;
         if state.leader != leader_id {
             return Err(ControllerError::NotLeader {
                 broker_id: leader_id,

@@ -67,6 +67,18 @@ impl TestCluster {
         TestCluster { _dir: dir, brokers }
     }
 
+    /// [`TestCluster::start`], then waits until every broker lists all of them in Metadata.
+    pub(crate) async fn start_all_registered(size: i32) -> TestCluster {
+        let cluster = TestCluster::start(size).await;
+        for node_id in 1..=size {
+            wait_for_metadata(&cluster.bootstrap(node_id), None, "all brokers", |m| {
+                m.brokers().len() == size as usize
+            })
+            .await;
+        }
+        cluster
+    }
+
     pub(crate) fn bootstrap(&self, node_id: i32) -> String {
         bootstrap(&self.brokers[&node_id])
     }
@@ -375,13 +387,7 @@ async fn consume_and_commit(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_keeps_its_committed_offsets_when_its_coordinator_dies() {
-    let mut cluster = TestCluster::start(3).await;
-    for node_id in 1..=3 {
-        wait_for_metadata(&cluster.bootstrap(node_id), None, "three brokers", |m| {
-            m.brokers().len() == 3
-        })
-        .await;
-    }
+    let mut cluster = TestCluster::start_all_registered(3).await;
     let admin = admin(&cluster.bootstrap(1));
     let topic = NewTopic::new("grouped", 3, TopicReplication::Fixed(3));
     admin

@@ -15,13 +15,7 @@ const TOPIC: &str = "administered";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configs_partitions_and_deletion_go_through_the_controller() {
-    let cluster = TestCluster::start(3).await;
-    for node_id in 1..=3 {
-        wait_for_metadata(&cluster.bootstrap(node_id), None, "three brokers", |m| {
-            m.brokers().len() == 3
-        })
-        .await;
-    }
+    let cluster = TestCluster::start_all_registered(3).await;
     let admin = admin(&cluster.bootstrap(1));
     // Two replicas of each partition on three brokers: some broker holds none of a partition.
     let topic = NewTopic::new(TOPIC, 2, TopicReplication::Fixed(2));
@@ -163,13 +157,7 @@ async fn moves_in_progress(cluster: &TestCluster) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reassignment_moves_a_replica_with_its_data_to_another_broker() {
-    let cluster = TestCluster::start(3).await;
-    for node_id in 1..=3 {
-        wait_for_metadata(&cluster.bootstrap(node_id), None, "three brokers", |m| {
-            m.brokers().len() == 3
-        })
-        .await;
-    }
+    let cluster = TestCluster::start_all_registered(3).await;
     let topic = NewTopic::new("moving", 1, TopicReplication::Variable(&[&[1, 2]]));
     admin(&cluster.bootstrap(1))
         .create_topics([&topic], &admin_options())

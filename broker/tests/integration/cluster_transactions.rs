@@ -103,13 +103,7 @@ fn read_committed(bootstrap: &str, expected: usize) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_span_brokers_and_commit_through_their_coordinators_death() {
-    let mut cluster = TestCluster::start(3).await;
-    for node_id in 1..=3 {
-        wait_for_metadata(&cluster.bootstrap(node_id), None, "three brokers", |m| {
-            m.brokers().len() == 3
-        })
-        .await;
-    }
+    let mut cluster = TestCluster::start_all_registered(3).await;
     let admin = admin(&cluster.bootstrap(1));
     let topics = [
         NewTopic::new(OUT, 3, TopicReplication::Fixed(3)),
