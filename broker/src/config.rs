@@ -110,6 +110,9 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     prop_unset("cluster.id", ConfigType::String),
     // Cluster mode (KRaft's names): without voters the broker runs alone.
     prop_unset("controller.quorum.voters", ConfigType::List),
+    // `broker` (an observer of the metadata log) or `broker,controller` (a voter); unset: a
+    // voter when node.id is among the voters, else an observer.
+    prop_unset("process.roles", ConfigType::List),
     prop_min(
         "controller.quorum.election.timeout.ms",
         ConfigType::Int,
@@ -559,6 +562,40 @@ pub fn parse_quorum_voters(list: &str) -> Result<BTreeMap<u64, String>, ConfigEr
     Ok(voters)
 }
 
+/// A cluster node's part in the metadata quorum (Kafka's `process.roles`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuorumRole {
+    /// `broker,controller`: votes in the metadata quorum (Kafka's combined mode).
+    Voter,
+    /// `broker`: receives the metadata log without voting (a Raft learner).
+    Observer,
+}
+
+/// Parses `process.roles`: `broker` or `broker,controller` (in either order).
+pub fn parse_process_roles(list: &str) -> Result<QuorumRole, ConfigError> {
+    let mut roles: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .collect();
+    roles.sort_unstable();
+    roles.dedup();
+    let bad = |reason: &str| ConfigError::InvalidValue {
+        name: "process.roles".into(),
+        value: list.to_string(),
+        reason: reason.to_string(),
+    };
+    match roles.as_slice() {
+        ["broker"] => Ok(QuorumRole::Observer),
+        ["broker", "controller"] => Ok(QuorumRole::Voter),
+        ["controller"] => Err(bad(
+            "controller-only nodes are not supported: every node serves clients \
+             (use broker,controller)",
+        )),
+        _ => Err(bad("expected broker or broker,controller")),
+    }
+}
+
 /// Validates a topic config override (CreateTopics, AlterConfigs).
 pub fn validate_topic_config(name: &str, value: &str) -> Result<(), ConfigError> {
     let def = topic_config_def(name).ok_or_else(|| ConfigError::Unknown {
@@ -620,6 +657,9 @@ impl BrokerConfig {
         if name == "controller.quorum.voters" {
             parse_quorum_voters(value)?;
         }
+        if name == "process.roles" {
+            parse_process_roles(value)?;
+        }
         self.properties.insert(name.to_string(), value.to_string());
         Ok(())
     }
@@ -657,6 +697,40 @@ impl BrokerConfig {
         self.explicit("controller.quorum.voters")
             .and_then(|list| parse_quorum_voters(list).ok())
             .unwrap_or_default()
+    }
+
+    /// This node's part in the metadata quorum: `process.roles` when set (it must agree with
+    /// whether `node.id` is among `controller.quorum.voters`), else a voter exactly when listed.
+    pub fn quorum_role(&self) -> Result<QuorumRole, ConfigError> {
+        let node_id = self.node_id() as u64;
+        let voters = self.quorum_voters();
+        let listed = voters.contains_key(&node_id);
+        let Some(roles) = self.explicit("process.roles") else {
+            return Ok(if listed {
+                QuorumRole::Voter
+            } else {
+                QuorumRole::Observer
+            });
+        };
+        let role = parse_process_roles(roles)?;
+        let contradiction = match role {
+            QuorumRole::Voter if !listed => Some(format!(
+                "node {node_id} has the controller role but is not in controller.quorum.voters"
+            )),
+            QuorumRole::Observer if listed => Some(format!(
+                "node {node_id} is in controller.quorum.voters, so it votes: its roles must \
+                 include controller"
+            )),
+            _ => None,
+        };
+        match contradiction {
+            Some(reason) => Err(ConfigError::InvalidValue {
+                name: "process.roles".into(),
+                value: roles.to_string(),
+                reason,
+            }),
+            None => Ok(role),
+        }
     }
 
     pub fn election_timeout_ms(&self) -> u64 {
@@ -979,5 +1053,33 @@ mod tests {
         assert!(validate_topic_config("message.timestamp.type", "Wall").is_err());
         assert!(validate_topic_config("no.such.config", "1").is_err());
         validate_topic_config("message.timestamp.type", "LogAppendTime").unwrap();
+    }
+
+    #[test]
+    fn quorum_role_follows_the_voters_unless_process_roles_says_otherwise() {
+        let mut broker = config();
+        broker
+            .set("controller.quorum.voters", "1@h:9093,2@h:9193")
+            .unwrap();
+        broker.set("node.id", "2").unwrap();
+        assert_eq!(broker.quorum_role(), Ok(QuorumRole::Voter));
+        broker.set("node.id", "4").unwrap();
+        assert_eq!(broker.quorum_role(), Ok(QuorumRole::Observer));
+        broker.set("process.roles", "broker").unwrap();
+        assert_eq!(broker.quorum_role(), Ok(QuorumRole::Observer));
+        broker.set("process.roles", "controller, broker").unwrap();
+        assert!(
+            broker.quorum_role().is_err(),
+            "a controller must be a voter"
+        );
+        broker.set("node.id", "1").unwrap();
+        assert_eq!(broker.quorum_role(), Ok(QuorumRole::Voter));
+        broker.set("process.roles", "broker").unwrap();
+        assert!(
+            broker.quorum_role().is_err(),
+            "a listed voter must be a controller"
+        );
+        assert!(broker.set("process.roles", "controller").is_err());
+        assert!(broker.set("process.roles", "broker,zookeeper").is_err());
     }
 }

@@ -294,6 +294,7 @@ async fn cluster_info(connect: &ConnectArgs) -> anyhow::Result<()> {
         .unwrap_or_default();
     println!("cluster id: {cluster_id}");
     println!("controller: {}", response.controller_id.0);
+    print_quorum(&mut client).await?;
     println!("brokers:");
     let mut brokers = response.brokers;
     brokers.sort_by_key(|b| b.node_id.0);
@@ -346,6 +347,55 @@ async fn cluster_info(connect: &ConnectArgs) -> anyhow::Result<()> {
     println!("offline partitions: {}", offline.len());
     for place in &offline {
         println!("  {place}");
+    }
+    Ok(())
+}
+
+/// The metadata quorum from DescribeQuorum: leader, epoch, high watermark, and each voter's
+/// and observer's log end and lag (as `kafka-metadata-quorum describe --status --replication`).
+async fn print_quorum(client: &mut crate::protocol_client::ProtocolClient) -> anyhow::Result<()> {
+    use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+    use kafka_protocol::messages::{DescribeQuorumRequest, TopicName};
+    let request = DescribeQuorumRequest::default().with_topics(vec![TopicData::default()
+        .with_topic_name(TopicName(
+            kafka_protocol::protocol::StrBytes::from_static_str("__cluster_metadata"),
+        ))
+        .with_partitions(vec![PartitionData::default().with_partition_index(0)])]);
+    let response = client.call(2, &request).await?;
+    let Some(partition) = response.topics.first().and_then(|t| t.partitions.first()) else {
+        bail!("DescribeQuorum answered no partition");
+    };
+    if partition.error_code != 0 {
+        let reason = partition
+            .error_message
+            .as_ref()
+            .map(|m| m.to_string())
+            .unwrap_or_default();
+        println!("quorum: unavailable ({reason})");
+        return Ok(());
+    }
+    println!(
+        "quorum: leader {}, epoch {}, high watermark {}",
+        partition.leader_id.0, partition.leader_epoch, partition.high_watermark
+    );
+    let replicas = [
+        ("voter", &partition.current_voters),
+        ("observer", &partition.observers),
+    ];
+    for (role, states) in replicas {
+        for state in states.iter() {
+            let lag = if state.log_end_offset < 0 {
+                "unknown".to_string()
+            } else {
+                (partition.high_watermark - state.log_end_offset)
+                    .max(0)
+                    .to_string()
+            };
+            println!(
+                "  {role} {}\tlog end {}\tlag {lag}",
+                state.replica_id.0, state.log_end_offset
+            );
+        }
     }
     Ok(())
 }

@@ -2,6 +2,8 @@
 //! observed through the `weir` CLI: all brokers register, a topic is placed across them, and
 //! when the active controller's process is killed -9 another voter takes over, the dead
 //! broker's leaderships move, and the restarted process rejoins every ISR and leads again what it is preferred for.
+//! A fourth process then joins as a broker-only node (`process.roles=broker`): the quorum lists
+//! it as an observer and the cluster as a broker.
 
 #[allow(dead_code)]
 #[path = "cluster/nodes.rs"]
@@ -95,4 +97,18 @@ fn three_processes_form_a_cluster_and_survive_the_controller_being_killed() {
         );
         std::thread::sleep(Duration::from_millis(300));
     }
+
+    let mut observer = Node {
+        id: 4,
+        port: free_port(),
+        controller_port: free_port(),
+        child: None,
+        properties: vec!["process.roles=broker".into()],
+    };
+    observer.start(dir.path(), &voters);
+    let info = wait_for_info(&survivor, "a fourth broker observing the quorum", |info| {
+        broker_lines(info) == 4 && info.contains("\n  observer 4\t")
+    });
+    let voter_lines = info.lines().filter(|l| l.starts_with("  voter ")).count();
+    assert_eq!(voter_lines, 3, "{info}");
 }

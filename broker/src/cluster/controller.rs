@@ -84,6 +84,8 @@ pub enum ControllerError {
     NotLeader { broker_id: i32, leader: i32 },
     #[error("partition epoch {sent} is stale; the partition is at {current}")]
     InvalidUpdateVersion { sent: i32, current: i32 },
+    #[error("node {node_id} is a voter of the metadata quorum; it cannot join as an observer")]
+    VoterCannotObserve { node_id: u64 },
     #[error("broker {broker_id} cannot join the ISR: {reason}")]
     IneligibleReplica { broker_id: i32, reason: String },
 }

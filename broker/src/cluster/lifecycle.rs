@@ -1,7 +1,8 @@
 //! A broker's membership in the cluster (Kafka's BrokerLifecycleManager): register with the
 //! active controller under a fresh incarnation id, heartbeat to keep the session, register
 //! again when the controller no longer knows this incarnation's epoch, and ask for a controlled
-//! shutdown before stopping so leaderships move first.
+//! shutdown before stopping so leaderships move first. A broker-only node first asks to be
+//! added to the metadata quorum as an observer, so the metadata log reaches it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use tokio::task::JoinHandle;
 use super::controller::{ControllerError, Registration};
 use super::quorum::client::ControllerClient;
 use super::quorum::rpc::{ControllerRequest, ControllerResponse};
+use super::quorum::NodeId;
 
 /// How long one registration or heartbeat may look for the active controller.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -37,9 +39,11 @@ pub struct BrokerLifecycle {
 }
 
 impl BrokerLifecycle {
-    /// Starts registering and heartbeating every `heartbeat_interval`.
+    /// Starts registering and heartbeating every `heartbeat_interval`; with `observer_address`
+    /// (a broker-only node's controller listener) it joins the quorum as an observer first.
     pub fn spawn(
         registration: Registration,
+        observer_address: Option<String>,
         client: ControllerClient,
         heartbeat_interval: Duration,
     ) -> BrokerLifecycle {
@@ -48,6 +52,7 @@ impl BrokerLifecycle {
         let (publish, membership) = watch::channel(Membership::default());
         let task = tokio::spawn(run(
             registration,
+            observer_address,
             Arc::clone(&client),
             heartbeat_interval,
             publish,
@@ -101,11 +106,15 @@ impl Drop for BrokerLifecycle {
 
 async fn run(
     registration: Registration,
+    observer_address: Option<String>,
     client: Arc<Mutex<ControllerClient>>,
     heartbeat_interval: Duration,
     publish: watch::Sender<Membership>,
 ) {
     let broker_id = registration.broker_id;
+    if let Some(address) = observer_address {
+        join_as_observer(broker_id as NodeId, address, &client).await;
+    }
     loop {
         let broker_epoch = register(&registration, &client, &publish).await;
         // The first heartbeat at once: it unfences the new registration.
@@ -137,6 +146,26 @@ async fn run(
                 Err(error) => tracing::warn!(broker_id, %error, "heartbeat failed"),
             }
         }
+    }
+}
+
+/// Asks the active controller until it has made this node an observer of the metadata log.
+async fn join_as_observer(node_id: NodeId, address: String, client: &Mutex<ControllerClient>) {
+    loop {
+        let request = ControllerRequest::AddObserver {
+            node_id,
+            address: address.clone(),
+        };
+        let answer = client.lock().await.call(request, CALL_TIMEOUT).await;
+        match answer {
+            Ok(ControllerResponse::Done { .. }) => {
+                tracing::info!(node_id, %address, "observing the metadata quorum");
+                return;
+            }
+            Ok(other) => tracing::warn!(node_id, ?other, "joining the quorum as observer refused"),
+            Err(error) => tracing::warn!(node_id, %error, "joining the quorum as observer failed"),
+        }
+        tokio::time::sleep(REGISTER_BACKOFF).await;
     }
 }
 

@@ -1,5 +1,5 @@
-//! What a broker in cluster mode holds: its quorum member (combined mode: every broker is a
-//! controller voter), its lifecycle (registration, heartbeats), and the way request handlers
+//! What a broker in cluster mode holds: its quorum member (a controller voter in combined mode,
+//! or an observer — a broker-only node, `process.roles=broker`), its lifecycle (registration, heartbeats), and the way request handlers
 //! reach the cluster — the applied image, and requests to the active controller that return
 //! once this broker's own image holds their outcome.
 
@@ -16,9 +16,9 @@ use super::quorum::client::ControllerClient;
 use super::quorum::node::{wait_applied, QuorumConfig, QuorumNode};
 use super::quorum::rpc::{ControllerRequest, ControllerResponse};
 use super::quorum::state_machine::AppliedImage;
-use super::quorum::NodeId;
+use super::quorum::{NodeId, QuorumDescription};
 use crate::clock::Clock;
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, QuorumRole};
 use crate::error::BrokerError;
 
 /// How long a request to the controller (CreateTopics, …) may wait for an answer, then for this
@@ -33,6 +33,8 @@ pub struct QuorumStatus {
     pub term: u64,
     pub applied_index: u64,
     pub voters: BTreeMap<NodeId, String>,
+    /// Broker-only nodes the metadata log is replicated to (Raft learners), with their address.
+    pub observers: BTreeMap<NodeId, String>,
 }
 
 pub struct ClusterMember {
@@ -63,11 +65,17 @@ impl ClusterMember {
     ) -> Result<ClusterParts, BrokerError> {
         let voters = config.quorum_voters();
         let node_id = config.node_id();
+        let role = config.quorum_role()?;
         let Some(controller_listen) = config.controller_listen else {
-            return Err(BrokerError::InvalidRequest(format!(
-                "node {node_id} is in controller.quorum.voters but has no --controller-listen \
-                 (broker-only nodes are not supported yet: every broker is a voter)"
-            )));
+            return Err(BrokerError::InvalidRequest(match role {
+                QuorumRole::Voter => format!(
+                    "node {node_id} is in controller.quorum.voters but has no --controller-listen"
+                ),
+                QuorumRole::Observer => format!(
+                    "node {node_id} is a broker-only node (not in controller.quorum.voters) and \
+                     needs --controller-listen: the active controller sends the metadata log there"
+                ),
+            }));
         };
         let listed_port = voters
             .get(&(node_id as NodeId))
@@ -89,6 +97,7 @@ impl ClusterMember {
             voters.clone(),
             config.data_dir.join("meta").join("quorum"),
         );
+        quorum_config.role = role;
         quorum_config.controller = config.controller_config();
         let election_ms = config.election_timeout_ms();
         quorum_config.election_timeout_min_ms = election_ms;
@@ -104,8 +113,18 @@ impl ClusterMember {
             port,
             rack: None,
         };
+        // Where voters reach an observer: its controller listener, under the advertised host
+        // when it listens on every interface.
+        let observer_address = (role == QuorumRole::Observer).then(|| {
+            if controller_listen.ip().is_unspecified() {
+                format!("{}:{}", registration.host, controller_listen.port())
+            } else {
+                controller_listen.to_string()
+            }
+        });
         let lifecycle = BrokerLifecycle::spawn(
             registration,
+            observer_address,
             ControllerClient::new(&voters),
             Duration::from_millis(config.broker_heartbeat_interval_ms()),
         );
@@ -159,12 +178,18 @@ impl ClusterMember {
 
     pub fn quorum_status(&self) -> QuorumStatus {
         let metrics = self.raft.metrics().borrow().clone();
+        let membership = metrics.membership_config.membership();
+        let observers = membership
+            .learner_ids()
+            .filter_map(|id| Some((id, membership.get_node(&id)?.addr.clone())))
+            .collect();
         QuorumStatus {
             node_id: self.node_id as NodeId,
             leader: metrics.current_leader,
             term: metrics.current_term,
             applied_index: self.images.borrow().applied_index,
             voters: self.voters.clone(),
+            observers,
         }
     }
 
@@ -190,6 +215,24 @@ impl ClusterMember {
                 Ok(applied_index)
             }
             ControllerResponse::Rejected(error) => Err(BrokerError::Controller(error)),
+            other => Err(BrokerError::ControllerUnavailable(format!("{other:?}"))),
+        }
+    }
+
+    /// The quorum as the active controller sees it (voters, observers, how far each got).
+    pub async fn describe_quorum(&self) -> Result<QuorumDescription, BrokerError> {
+        let answer = self
+            .controller
+            .lock()
+            .await
+            .call(
+                ControllerRequest::DescribeQuorum,
+                CONTROLLER_REQUEST_TIMEOUT,
+            )
+            .await
+            .map_err(|e| BrokerError::ControllerUnavailable(e.to_string()))?;
+        match answer {
+            ControllerResponse::Quorum(description) => Ok(description),
             other => Err(BrokerError::ControllerUnavailable(format!("{other:?}"))),
         }
     }

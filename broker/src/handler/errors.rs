@@ -46,6 +46,7 @@ fn controller_error(error: &ControllerError) -> ResponseError {
         ControllerError::NotLeader { .. } => ResponseError::NotLeaderOrFollower,
         ControllerError::InvalidUpdateVersion { .. } => ResponseError::InvalidUpdateVersion,
         ControllerError::IneligibleReplica { .. } => ResponseError::IneligibleReplica,
+        ControllerError::VoterCannotObserve { .. } => ResponseError::InvalidRequest,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_groups;
 pub mod describe_producers;
+pub mod describe_quorum;
 pub mod describe_transactions;
 pub mod end_txn;
 pub mod errors;
@@ -64,6 +65,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::IncrementalAlterConfigs, 0, 1),
     (ApiKey::DescribeCluster, 0, 1),
+    (ApiKey::DescribeQuorum, 0, 2),
     (ApiKey::FindCoordinator, 0, 4),
     (ApiKey::JoinGroup, 0, 9),
     (ApiKey::SyncGroup, 0, 5),
@@ -187,6 +189,9 @@ pub async fn handle(
         )),
         RequestKind::DescribeCluster(r) => ready(ResponseKind::DescribeCluster(
             describe_cluster::handle(context, r),
+        )),
+        RequestKind::DescribeQuorum(r) => ready(ResponseKind::DescribeQuorum(
+            describe_quorum::handle(context, r).await,
         )),
         RequestKind::FindCoordinator(r) => ready(ResponseKind::FindCoordinator(
             find_coordinator::handle(context, version, r),

@@ -18,53 +18,70 @@ use crate::common::*;
 const SESSION_TIMEOUT_MS: u64 = 3_000;
 
 pub(crate) struct TestCluster {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
+    /// `controller.quorum.voters`: nodes 1 to the starting size.
+    voters: String,
     pub(crate) brokers: BTreeMap<i32, Broker>,
+}
+
+/// A port free now, for a controller listener bound just after.
+fn free_port() -> u16 {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap().port()
 }
 
 impl TestCluster {
     pub(crate) async fn start(size: i32) -> TestCluster {
         init_logging();
         let dir = tempfile::tempdir().unwrap();
-        // Free ports for the controller listeners (bound again by the brokers just after).
-        let mut ports = Vec::new();
-        for _ in 0..size {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            ports.push(probe.local_addr().unwrap().port());
-        }
+        let ports: Vec<u16> = (0..size).map(|_| free_port()).collect();
         let voters: Vec<String> = ports
             .iter()
             .enumerate()
             .map(|(i, port)| format!("{}@127.0.0.1:{port}", i + 1))
             .collect();
-        let voters = voters.join(",");
-        let session = SESSION_TIMEOUT_MS.to_string();
-        let mut brokers = BTreeMap::new();
-        for node_id in 1..=size {
-            let id = node_id.to_string();
-            let mut broker_config = config(
-                &dir.path().join(format!("broker-{node_id}")),
-                &[
-                    ("node.id", &id),
-                    ("controller.quorum.voters", &voters),
-                    ("controller.quorum.election.timeout.ms", "500"),
-                    ("broker.heartbeat.interval.ms", "300"),
-                    ("broker.session.timeout.ms", &session),
-                    ("default.replication.factor", "3"),
-                    ("offsets.topic.num.partitions", "6"),
-                    ("transaction.state.log.num.partitions", "6"),
-                    ("group.initial.rebalance.delay.ms", "0"),
-                ],
-            );
-            broker_config.controller_listen = Some(
-                format!("127.0.0.1:{}", ports[node_id as usize - 1])
-                    .parse()
-                    .unwrap(),
-            );
-            let broker = Broker::start(broker_config).await.expect("broker starts");
-            brokers.insert(node_id, broker);
+        let mut cluster = TestCluster {
+            dir,
+            voters: voters.join(","),
+            brokers: BTreeMap::new(),
+        };
+        for (node_id, port) in (1..=size).zip(ports) {
+            cluster.start_node(node_id, port, &[]).await;
         }
-        TestCluster { _dir: dir, brokers }
+        cluster
+    }
+
+    /// Starts node `node_id` with its controller listener on `controller_port`.
+    async fn start_node(&mut self, node_id: i32, controller_port: u16, extra: &[(&str, &str)]) {
+        let id = node_id.to_string();
+        let session = SESSION_TIMEOUT_MS.to_string();
+        let mut properties = vec![
+            ("node.id", id.as_str()),
+            ("controller.quorum.voters", self.voters.as_str()),
+            ("controller.quorum.election.timeout.ms", "500"),
+            ("broker.heartbeat.interval.ms", "300"),
+            ("broker.session.timeout.ms", session.as_str()),
+            ("default.replication.factor", "3"),
+            ("offsets.topic.num.partitions", "6"),
+            ("transaction.state.log.num.partitions", "6"),
+            ("group.initial.rebalance.delay.ms", "0"),
+        ];
+        properties.extend_from_slice(extra);
+        let mut broker_config = config(
+            &self.dir.path().join(format!("broker-{node_id}")),
+            &properties,
+        );
+        broker_config.controller_listen =
+            Some(format!("127.0.0.1:{controller_port}").parse().unwrap());
+        let broker = Broker::start(broker_config).await.expect("broker starts");
+        self.brokers.insert(node_id, broker);
+    }
+
+    /// Adds a broker-only node (`process.roles=broker`): not a voter, it observes the metadata
+    /// log once the active controller adds it. Its data directory survives a restart.
+    pub(crate) async fn add_broker_only(&mut self, node_id: i32) {
+        self.start_node(node_id, free_port(), &[("process.roles", "broker")])
+            .await;
     }
 
     /// [`TestCluster::start`], then waits until every broker lists all of them in Metadata.

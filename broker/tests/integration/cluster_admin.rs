@@ -124,7 +124,12 @@ async fn configs_partitions_and_deletion_go_through_the_controller() {
 }
 
 /// AlterPartitionReassignments through a broker's Kafka API, as `weir topic reassign` sends it.
-async fn reassign(cluster: &TestCluster, topic: &str, partition: i32, replicas: &[i32]) -> i16 {
+pub(crate) async fn reassign(
+    cluster: &TestCluster,
+    topic: &str,
+    partition: i32,
+    replicas: &[i32],
+) -> i16 {
     use kafka_protocol::messages::alter_partition_reassignments_request::{
         ReassignablePartition, ReassignableTopic,
     };
@@ -145,7 +150,7 @@ async fn reassign(cluster: &TestCluster, topic: &str, partition: i32, replicas: 
 }
 
 /// How many partitions are being moved, as ListPartitionReassignments answers.
-async fn moves_in_progress(cluster: &TestCluster) -> usize {
+pub(crate) async fn moves_in_progress(cluster: &TestCluster) -> usize {
     use kafka_protocol::messages::ListPartitionReassignmentsRequest;
     let mut client = weir_broker::client::ProtocolClient::connect(&cluster.bootstrap(2))
         .await

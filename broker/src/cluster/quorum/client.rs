@@ -43,7 +43,7 @@ impl ControllerClient {
         }
     }
 
-    /// Sends `request` to the active controller; `Done` or `Rejected` is its answer.
+    /// Sends `request` to the active controller; `Done`, `Quorum` or `Rejected` is its answer.
     pub async fn call(
         &mut self,
         request: ControllerRequest,
@@ -69,7 +69,9 @@ impl ControllerClient {
             };
             match client.call(&request, attempt).await {
                 Ok(QuorumResponse::Controller(response)) => match response {
-                    ControllerResponse::Done { .. } | ControllerResponse::Rejected(_) => {
+                    ControllerResponse::Done { .. }
+                    | ControllerResponse::Quorum(_)
+                    | ControllerResponse::Rejected(_) => {
                         self.leader = Some(target);
                         return Ok(response);
                     }

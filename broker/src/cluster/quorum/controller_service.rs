@@ -10,13 +10,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use openraft::error::{ClientWriteError, RaftError};
-use openraft::{Raft, ServerState};
+use openraft::error::{ClientWriteError, ForwardToLeader, RaftError};
+use openraft::{BasicNode, ChangeMembers, Raft, ServerState};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::rpc::{ControllerRequest, ControllerResponse};
 use super::state_machine::AppliedImage;
-use super::{MetadataBatch, MetadataTypes, NodeId};
+use super::{MetadataBatch, MetadataTypes, NodeId, QuorumDescription, ReplicaProgress};
 use crate::clock::Clock;
 use crate::cluster::controller::{Controller, ControllerConfig, ControllerError};
 use crate::cluster::record::MetadataRecord;
@@ -153,6 +153,13 @@ impl ControllerService {
     }
 
     async fn handle(&mut self, request: ControllerRequest) -> ControllerResponse {
+        match request {
+            ControllerRequest::AddObserver { node_id, address } => {
+                return self.add_observer(node_id, address).await
+            }
+            ControllerRequest::DescribeQuorum => return self.describe_quorum().await,
+            _ => {}
+        }
         let now_ms = self.clock.now_ms();
         let decided = match self.controller().await {
             Ok(controller) => decide(controller, request, now_ms),
@@ -162,6 +169,80 @@ impl ControllerService {
             Ok(records) => self.commit(records).await,
             Err(error) => ControllerResponse::Rejected(error),
         }
+    }
+
+    /// Puts `node_id` into the Raft membership as a learner at `address` (or moves it there):
+    /// from then on the leader — this one or a later one — replicates the metadata log to it.
+    /// Answers at once when the membership already has it there.
+    async fn add_observer(&mut self, node_id: NodeId, address: String) -> ControllerResponse {
+        if let Err(response) = self.controller().await {
+            return response;
+        }
+        let metrics = self.raft.metrics().borrow().clone();
+        let membership = metrics.membership_config.membership();
+        if membership.voter_ids().any(|voter| voter == node_id) {
+            return ControllerResponse::Rejected(ControllerError::VoterCannotObserve { node_id });
+        }
+        let change = match membership.get_node(&node_id) {
+            Some(node) if node.addr == address => {
+                return ControllerResponse::Done {
+                    applied_index: metrics.membership_config.log_id().map_or(0, |id| id.index),
+                    broker_epoch: None,
+                };
+            }
+            // A learner's address may be replaced: it does not vote, so no quorum can split.
+            Some(_) => ChangeMembers::SetNodes([(node_id, BasicNode::new(&address))].into()),
+            None => ChangeMembers::AddNodes([(node_id, BasicNode::new(&address))].into()),
+        };
+        match self.raft.change_membership(change, true).await {
+            Ok(written) => {
+                tracing::info!(node_id, %address, "observer added to the metadata quorum");
+                ControllerResponse::Done {
+                    applied_index: written.log_id.index,
+                    broker_epoch: None,
+                }
+            }
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
+                self.active = None;
+                forwarded(forward)
+            }
+            Err(error) => ControllerResponse::Unavailable(format!("adding observer: {error}")),
+        }
+    }
+
+    /// The quorum from this leader's replication progress.
+    async fn describe_quorum(&mut self) -> ControllerResponse {
+        if let Err(response) = self.controller().await {
+            return response;
+        }
+        let metrics = self.raft.metrics().borrow().clone();
+        let membership = metrics.membership_config.membership();
+        let own_end = metrics.last_log_index.map(|index| index + 1);
+        let progress = |node_id: NodeId| {
+            let log_end_offset = if node_id == self.node_id {
+                own_end
+            } else {
+                let replication = metrics.replication.as_ref();
+                let matched = replication.and_then(|r| r.get(&node_id).copied().flatten());
+                matched.map(|log_id| log_id.index + 1)
+            };
+            let address = membership
+                .get_node(&node_id)
+                .map(|node| node.addr.clone())
+                .unwrap_or_default();
+            ReplicaProgress {
+                node_id,
+                address,
+                log_end_offset,
+            }
+        };
+        ControllerResponse::Quorum(QuorumDescription {
+            leader_id: self.node_id,
+            leader_epoch: metrics.current_term,
+            high_watermark: metrics.last_applied.map_or(0, |log_id| log_id.index + 1),
+            voters: membership.voter_ids().map(progress).collect(),
+            observers: membership.learner_ids().map(progress).collect(),
+        })
     }
 
     async fn tick(&mut self) {
@@ -205,10 +286,7 @@ impl ControllerService {
             }
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
                 self.active = None;
-                let leader = forward
-                    .leader_id
-                    .zip(forward.leader_node.map(|node| node.addr));
-                ControllerResponse::NotController { leader }
+                forwarded(forward)
             }
             Err(error) => {
                 self.active = None;
@@ -216,6 +294,14 @@ impl ControllerService {
             }
         }
     }
+}
+
+/// Raft's "not the leader" as the answer that sends the caller there.
+fn forwarded(forward: ForwardToLeader<NodeId, BasicNode>) -> ControllerResponse {
+    let leader = forward
+        .leader_id
+        .zip(forward.leader_node.map(|node| node.addr));
+    ControllerResponse::NotController { leader }
 }
 
 fn decide(
@@ -271,6 +357,8 @@ fn decide(
         ControllerRequest::AlterTopicConfigs { name, configs } => {
             controller.alter_topic_configs(&name, configs)
         }
+        // Answered by the service (`add_observer`, `describe_quorum`): no records.
+        ControllerRequest::AddObserver { .. } | ControllerRequest::DescribeQuorum => Ok(Vec::new()),
         ControllerRequest::AllocateProducerIds {
             broker_id,
             broker_epoch,

@@ -43,6 +43,28 @@ pub struct AppliedBatch {
     pub index: u64,
 }
 
+/// The metadata quorum as its leader sees it (what Kafka's DescribeQuorum answers). Offsets
+/// are Raft log positions: a replica's log end is one past its last entry it is known to hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuorumDescription {
+    pub leader_id: NodeId,
+    /// The leader's Raft term (KRaft's leader epoch).
+    pub leader_epoch: u64,
+    /// One past the last entry the leader has applied (committed entries, so far as applied).
+    pub high_watermark: u64,
+    pub voters: Vec<ReplicaProgress>,
+    pub observers: Vec<ReplicaProgress>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaProgress {
+    pub node_id: NodeId,
+    /// Its controller listener.
+    pub address: String,
+    /// How far the leader knows it to hold the log (`None`: not known yet).
+    pub log_end_offset: Option<u64>,
+}
+
 openraft::declare_raft_types!(
     /// openraft's types for the metadata quorum.
     pub MetadataTypes:

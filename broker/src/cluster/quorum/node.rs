@@ -20,12 +20,15 @@ use super::state_machine::{AppliedImage, MetadataStateMachine};
 use super::{MetadataTypes, NodeId};
 use crate::clock::Clock;
 use crate::cluster::controller::ControllerConfig;
+use crate::config::QuorumRole;
 
 #[derive(Debug, Clone)]
 pub struct QuorumConfig {
     pub node_id: NodeId,
     /// `controller.quorum.voters`: node id → controller listener address.
     pub voters: BTreeMap<NodeId, String>,
+    /// A voter, or an observer (a Raft learner the active controller adds when asked).
+    pub role: QuorumRole,
     /// Where the Raft log, vote and snapshots live.
     pub dir: PathBuf,
     pub controller: ControllerConfig,
@@ -43,6 +46,7 @@ impl QuorumConfig {
         QuorumConfig {
             node_id,
             voters,
+            role: QuorumRole::Voter,
             dir,
             controller: ControllerConfig::default(),
             election_timeout_min_ms: 1_000,
@@ -60,6 +64,8 @@ pub enum QuorumError {
         node_id: NodeId,
         voters: Vec<NodeId>,
     },
+    #[error("node {node_id} is an observer but is listed in controller.quorum.voters")]
+    ListedObserver { node_id: NodeId },
     #[error("quorum storage under {dir}: {source}")]
     Storage {
         dir: PathBuf,
@@ -82,18 +88,28 @@ pub struct QuorumNode {
 
 impl QuorumNode {
     /// Starts the member on a bound controller listener; a pristine voter proposes the
-    /// configured voters as the first membership (every voter does, with the same set).
+    /// configured voters as the first membership (every voter does, with the same set). An
+    /// observer waits for the active controller to add it (see `ControllerRequest::AddObserver`).
     pub async fn start(
         config: QuorumConfig,
         listener: TcpListener,
         clock: Arc<dyn Clock>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<QuorumNode, QuorumError> {
-        if !config.voters.contains_key(&config.node_id) {
-            return Err(QuorumError::NotAVoter {
-                node_id: config.node_id,
-                voters: config.voters.keys().copied().collect(),
-            });
+        let listed = config.voters.contains_key(&config.node_id);
+        match config.role {
+            QuorumRole::Voter if !listed => {
+                return Err(QuorumError::NotAVoter {
+                    node_id: config.node_id,
+                    voters: config.voters.keys().copied().collect(),
+                })
+            }
+            QuorumRole::Observer if listed => {
+                return Err(QuorumError::ListedObserver {
+                    node_id: config.node_id,
+                })
+            }
+            _ => {}
         }
         let storage_error = |source| QuorumError::Storage {
             dir: config.dir.clone(),
@@ -137,9 +153,12 @@ impl QuorumNode {
             controller: controller.clone(),
         };
         let server_task = tokio::spawn(network::serve(listener, services, shutdown));
-        initialize_if_pristine(&raft, &config.voters).await?;
+        if config.role == QuorumRole::Voter {
+            initialize_if_pristine(&raft, &config.voters).await?;
+        }
         tracing::info!(
             node_id = config.node_id,
+            role = ?config.role,
             controller_listen = %listen_addr,
             voters = ?config.voters,
             "controller quorum member started"

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::{MetadataTypes, NodeId};
+use super::{MetadataTypes, NodeId, QuorumDescription};
 use crate::cluster::controller::{ControllerError, Registration};
 
 /// A frame longer than this is refused (snapshots travel in chunks well below it).
@@ -97,6 +97,14 @@ pub enum ControllerRequest {
         name: String,
         configs: std::collections::BTreeMap<String, String>,
     },
+    /// Makes node `node_id` an observer of the metadata log (a Raft learner), reached at
+    /// `address` (its controller listener); a broker-only node asks before registering.
+    AddObserver {
+        node_id: NodeId,
+        address: String,
+    },
+    /// How the quorum stands, as the active controller sees it.
+    DescribeQuorum,
     /// A block of producer ids for the broker (its latest block in the image once applied).
     AllocateProducerIds {
         broker_id: i32,
@@ -112,6 +120,8 @@ pub enum ControllerResponse {
         applied_index: u64,
         broker_epoch: Option<i64>,
     },
+    /// The answer to `DescribeQuorum`.
+    Quorum(QuorumDescription),
     /// Refused for a reason the request can fix (or must give up on).
     Rejected(ControllerError),
     /// This node is not the active controller; the leader, if known, as (node id, address).
