@@ -11,10 +11,14 @@
 //! - [`isr`]: ISR changes sent to the active controller (AlterPartition); the periodic check
 //!   for lagging followers.
 //! - [`fetcher`]: followers copying their leaders — truncation by leader epoch, then Fetch.
+//! - `simulation` (tests): the controller, leaders and followers of one partition on three
+//!   brokers under a seeded faulty schedule, with the replication invariants checked.
 
 pub mod fetcher;
 pub mod isr;
 pub mod leader;
+#[cfg(test)]
+mod simulation;
 
 pub use isr::propose_isr;
 
@@ -109,30 +113,19 @@ pub fn apply_image(
             else {
                 continue;
             };
-            if state.leader != node_id {
-                follow(partition, state);
-                coordinate(context, &topic.name, index, None);
-                if state.leader != NO_LEADER {
-                    followed.entry(state.leader).or_default().push(Followed {
-                        partition: Arc::clone(partition),
-                        leader_epoch: state.leader_epoch,
-                    });
+            match take_role(partition, state, node_id, lag_time_max_ms) {
+                Ok(TakenRole::Leader) => {
+                    coordinate(context, &topic.name, index, Some(state.leader_epoch))
                 }
-                continue;
-            }
-            if !partition.is_leader() || partition.leader_epoch() != state.leader_epoch {
-                tracing::info!(topic = %topic.name, partition = index, leader_epoch = state.leader_epoch, isr = ?state.isr, "leading");
-            }
-            let leadership = Leadership {
-                local_id: node_id,
-                leader_epoch: state.leader_epoch,
-                partition_epoch: state.partition_epoch,
-                replicas: state.replicas.clone(),
-                isr: state.isr.clone(),
-                replica_lag_time_max_ms: lag_time_max_ms,
-            };
-            match partition.become_leader(&leadership) {
-                Ok(()) => coordinate(context, &topic.name, index, Some(state.leader_epoch)),
+                Ok(TakenRole::Follower { leader }) => {
+                    coordinate(context, &topic.name, index, None);
+                    if let Some(leader) = leader {
+                        followed.entry(leader).or_default().push(Followed {
+                            partition: Arc::clone(partition),
+                            leader_epoch: state.leader_epoch,
+                        });
+                    }
+                }
                 Err(error) => {
                     tracing::error!(%error, topic = %topic.name, partition = index, "cannot lead");
                     first_error.get_or_insert(error);
@@ -212,6 +205,45 @@ fn coordinate(context: &BrokerContext, topic: &str, index: i32, leader_epoch: Op
     if let Err(error) = changed {
         tracing::error!(%error, topic, partition = index, "cannot load a coordinator's state partition");
     }
+}
+
+/// What a replica became as the metadata said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TakenRole {
+    Leader,
+    /// Following `leader` (`None`: the partition has no leader now).
+    Follower {
+        leader: Option<i32>,
+    },
+}
+
+/// Makes the replica on broker `node_id` the leader or a follower as `state` (the partition in
+/// this broker's image) says: a new leader epoch starts leadership afresh, the same epoch only
+/// brings the new ISR; a follower follows the named leader at its epoch.
+pub fn take_role(
+    partition: &Partition,
+    state: &PartitionState,
+    node_id: i32,
+    lag_time_max_ms: i64,
+) -> Result<TakenRole, crate::error::LogError> {
+    if state.leader != node_id {
+        follow(partition, state);
+        let leader = (state.leader != NO_LEADER).then_some(state.leader);
+        return Ok(TakenRole::Follower { leader });
+    }
+    if !partition.is_leader() || partition.leader_epoch() != state.leader_epoch {
+        tracing::info!(topic = %partition.topic, partition = partition.index, leader_epoch = state.leader_epoch, isr = ?state.isr, "leading");
+    }
+    let leadership = Leadership {
+        local_id: node_id,
+        leader_epoch: state.leader_epoch,
+        partition_epoch: state.partition_epoch,
+        replicas: state.replicas.clone(),
+        isr: state.isr.clone(),
+        replica_lag_time_max_ms: lag_time_max_ms,
+    };
+    partition.become_leader(&leadership)?;
+    Ok(TakenRole::Leader)
 }
 
 fn follow(partition: &Partition, state: &PartitionState) {

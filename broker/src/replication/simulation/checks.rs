@@ -1,0 +1,133 @@
+//! The simulation's invariants, checked against the replicas' real logs.
+
+use std::collections::BTreeMap;
+
+use crate::log::batch::BatchIter;
+use crate::partition::Partition;
+
+/// A batch in a log: (offset, leader epoch, CRC of its content). One record per batch here,
+/// and every produced value is distinct, so equal triples are the same record.
+pub type Entry = (i64, i32, u32);
+
+/// Every batch of `partition`'s log.
+pub fn read_log(partition: &Partition) -> Vec<Entry> {
+    let start = partition.offsets().log_start_offset;
+    let read = partition
+        .read_for_follower(start, usize::MAX / 2)
+        .expect("the log reads");
+    BatchIter::new(&read.records)
+        .map(|batch| {
+            let (_, header) = batch.expect("a well-formed batch");
+            (
+                header.base_offset,
+                header.partition_leader_epoch,
+                header.crc,
+            )
+        })
+        .collect()
+}
+
+#[derive(Default)]
+pub struct Checker {
+    /// Writes answered as acknowledged (acks=all), by offset.
+    acknowledged: BTreeMap<i64, Entry>,
+    /// The longest prefix any leader's high watermark covered: what is committed.
+    committed: Vec<Entry>,
+    /// Each leadership's high watermark so far, by (broker, leader epoch).
+    leader_high_watermarks: BTreeMap<(i32, i32), i64>,
+    /// Set when two different records were acknowledged at one offset.
+    conflict: Option<String>,
+}
+
+impl Checker {
+    pub fn acknowledged(&mut self, offset: i64, leader_epoch: i32, crc: u32) {
+        let entry = (offset, leader_epoch, crc);
+        if let Some(earlier) = self.acknowledged.insert(offset, entry) {
+            if earlier != entry && self.conflict.is_none() {
+                self.conflict = Some(format!(
+                    "two records acknowledged at offset {offset}: {earlier:?} and {entry:?}"
+                ));
+            }
+        }
+    }
+
+    /// Whether broker `broker`'s leadership at `leader_epoch` was seen before.
+    pub fn is_leading(&self, broker: i32, leader_epoch: i32) -> bool {
+        self.leader_high_watermarks
+            .contains_key(&(broker, leader_epoch))
+    }
+
+    /// A replica begins leading with `log`: it must hold every acknowledged write.
+    pub fn new_leader(&self, broker: i32, leader_epoch: i32, log: &[Entry]) -> Result<(), String> {
+        for (offset, entry) in &self.acknowledged {
+            if log.get(*offset as usize) != Some(entry) {
+                return Err(format!(
+                    "broker {broker} leads epoch {leader_epoch} without acknowledged write \
+                     {entry:?} (it has {:?})",
+                    log.get(*offset as usize)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// After every step: leaders' high watermarks only grow and extend the committed log,
+    /// every replica agrees with it below its own high watermark, and every acknowledged
+    /// write is committed.
+    pub fn check(
+        &mut self,
+        replicas: &[(i32, &Partition)],
+        _controller_leader: Option<i32>,
+    ) -> Result<(), String> {
+        if let Some(conflict) = &self.conflict {
+            return Err(conflict.clone());
+        }
+        let logs: Vec<(i32, &Partition, Vec<Entry>)> = replicas
+            .iter()
+            .map(|(id, partition)| (*id, *partition, read_log(partition)))
+            .collect();
+        for (id, partition, log) in logs.iter().filter(|(_, p, _)| p.is_leader()) {
+            let high_watermark = partition.high_watermark();
+            let key = (*id, partition.leader_epoch());
+            let previous = self.leader_high_watermarks.insert(key, high_watermark);
+            if previous.is_some_and(|previous| previous > high_watermark) {
+                return Err(format!(
+                    "broker {id}'s high watermark moved back from {previous:?} to \
+                     {high_watermark} in leader epoch {}",
+                    key.1
+                ));
+            }
+            let covered = &log[..(high_watermark.max(0) as usize).min(log.len())];
+            agree(*id, covered, &self.committed)?;
+            if covered.len() > self.committed.len() {
+                self.committed = covered.to_vec();
+            }
+        }
+        for (id, partition, log) in &logs {
+            let high_watermark = partition.high_watermark().max(0) as usize;
+            agree(*id, &log[..high_watermark.min(log.len())], &self.committed)?;
+        }
+        for (offset, entry) in &self.acknowledged {
+            if self.committed.get(*offset as usize) != Some(entry) {
+                return Err(format!(
+                    "acknowledged write {entry:?} is not committed (committed has {:?})",
+                    self.committed.get(*offset as usize)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `prefix` (a replica's log below its high watermark) and the committed log agree where both
+/// reach.
+fn agree(broker: i32, prefix: &[Entry], committed: &[Entry]) -> Result<(), String> {
+    let differs = prefix.iter().zip(committed).position(|(a, b)| a != b);
+    match differs {
+        Some(at) => Err(format!(
+            "broker {broker} has {:?} at offset {at} below its high watermark; committed is {:?}",
+            prefix[at], committed[at]
+        )),
+        None => Ok(()),
+    }
+}
