@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::{BROKERS, TOPIC};
 use crate::log::batch::BatchIter;
 use crate::partition::Partition;
 
@@ -129,5 +130,72 @@ fn agree(broker: i32, prefix: &[Entry], committed: &[Entry]) -> Result<(), Strin
             prefix[at], committed[at]
         )),
         None => Ok(()),
+    }
+}
+
+impl super::Simulation {
+    /// All replicas hold the same log, the leader's high watermark is its log end, and the
+    /// ISR holds every replica.
+    pub(super) fn converged(&self) -> bool {
+        let Some(state) = self
+            .controller
+            .image()
+            .topic_by_name(TOPIC)
+            .map(|t| &t.partitions[0])
+        else {
+            return false;
+        };
+        let Some(leader) = self.brokers.get(&state.leader) else {
+            return false;
+        };
+        let Some(leading) = leader.partition.as_ref().filter(|p| p.is_leader()) else {
+            return false;
+        };
+        let offsets = leading.offsets();
+        let logs: Vec<_> = self
+            .brokers
+            .values()
+            .filter_map(|b| b.partition.as_ref())
+            .map(|p| read_log(p))
+            .collect();
+        state.isr.len() == BROKERS as usize
+            && offsets.high_watermark == offsets.log_end_offset
+            && logs.len() == BROKERS as usize
+            && logs.windows(2).all(|pair| pair[0] == pair[1])
+    }
+
+    pub(super) fn describe(&self) -> String {
+        let mut lines = vec![format!(
+            "controller: {:?}",
+            self.controller
+                .image()
+                .topic_by_name(TOPIC)
+                .map(|t| &t.partitions[0])
+        )];
+        for broker in self.brokers.values() {
+            let state = broker.partition.as_ref().map(|p| {
+                let offsets = p.offsets();
+                format!(
+                    "leader={} epoch={} hw={} end={} log={:?}",
+                    p.is_leader(),
+                    p.leader_epoch(),
+                    offsets.high_watermark,
+                    offsets.log_end_offset,
+                    read_log(p)
+                        .iter()
+                        .map(|(offset, epoch, _)| (*offset, *epoch))
+                        .collect::<Vec<_>>()
+                )
+            });
+            lines.push(format!(
+                "broker {}: alive={} applied={} following={:?} {}",
+                broker.id,
+                broker.alive,
+                broker.applied,
+                broker.following,
+                state.unwrap_or_default()
+            ));
+        }
+        lines.join("\n")
     }
 }
