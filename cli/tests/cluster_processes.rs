@@ -98,13 +98,7 @@ fn three_processes_form_a_cluster_and_survive_the_controller_being_killed() {
         std::thread::sleep(Duration::from_millis(300));
     }
 
-    let mut observer = Node {
-        id: 4,
-        port: free_port(),
-        controller_port: free_port(),
-        child: None,
-        properties: vec!["process.roles=broker".into()],
-    };
+    let mut observer = Node::local(4, &["process.roles=broker"]);
     observer.start(dir.path(), &voters);
     let info = wait_for_info(&survivor, "a fourth broker observing the quorum", |info| {
         broker_lines(info) == 4 && info.contains("\n  observer 4\t")

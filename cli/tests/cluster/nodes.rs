@@ -17,6 +17,10 @@ pub struct Node {
     pub child: Option<Child>,
     /// Extra `--set` properties.
     pub properties: Vec<String>,
+    /// Where it listens (and advertises itself).
+    pub host: String,
+    /// The network namespace it runs in (`cluster/netns.rs`), if not this one.
+    pub netns: Option<String>,
 }
 
 pub fn free_port() -> u16 {
@@ -27,8 +31,26 @@ pub fn free_port() -> u16 {
 }
 
 impl Node {
+    /// A node on loopback with free ports.
+    pub fn local(id: u32, properties: &[&str]) -> Node {
+        Node {
+            id,
+            port: free_port(),
+            controller_port: free_port(),
+            child: None,
+            properties: properties.iter().map(|p| p.to_string()).collect(),
+            host: "127.0.0.1".into(),
+            netns: None,
+        }
+    }
+
     pub fn bootstrap(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.host, self.port)
+    }
+
+    /// Its entry in `controller.quorum.voters`.
+    pub fn voter(&self) -> String {
+        format!("{}@{}:{}", self.id, self.host, self.controller_port)
     }
 
     pub fn start(&mut self, dir: &Path, voters: &str) {
@@ -37,10 +59,24 @@ impl Node {
             .append(true)
             .open(dir.join(format!("node-{}.log", self.id)))
             .expect("log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        // `ip netns exec` execs the broker: the child is the broker process itself.
+        let mut command = match &self.netns {
+            Some(namespace) => {
+                let mut command = Command::new("ip");
+                command.args([
+                    "netns",
+                    "exec",
+                    namespace.as_str(),
+                    env!("CARGO_BIN_EXE_weir"),
+                ]);
+                command
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_weir")),
+        };
+        let child = command
             .args(["broker", "--listen", &self.bootstrap()])
             .arg("--controller-listen")
-            .arg(format!("127.0.0.1:{}", self.controller_port))
+            .arg(format!("{}:{}", self.host, self.controller_port))
             .arg("--data-dir")
             .arg(dir.join(format!("data-{}", self.id)))
             .args(["--metrics-listen", "off"])
@@ -143,21 +179,14 @@ pub fn leaders(describe: &str) -> Vec<(i32, i32)> {
 
 /// Three nodes (not started) and their voters list.
 pub fn three_nodes(properties: &[&str]) -> (Vec<Node>, String) {
-    let nodes: Vec<Node> = (1..=3)
-        .map(|id| Node {
-            id,
-            port: free_port(),
-            controller_port: free_port(),
-            child: None,
-            properties: properties.iter().map(|p| p.to_string()).collect(),
-        })
-        .collect();
-    let voters = nodes
-        .iter()
-        .map(|n| format!("{}@127.0.0.1:{}", n.id, n.controller_port))
-        .collect::<Vec<_>>()
-        .join(",");
+    let nodes: Vec<Node> = (1..=3).map(|id| Node::local(id, properties)).collect();
+    let voters = voters(&nodes);
     (nodes, voters)
+}
+
+/// `controller.quorum.voters` naming every node.
+pub fn voters(nodes: &[Node]) -> String {
+    nodes.iter().map(Node::voter).collect::<Vec<_>>().join(",")
 }
 
 /// The number after `under-replicated partitions: ` in `weir cluster info`.
