@@ -4,8 +4,9 @@
 //! and again one broker is cut off — its link taken down, so its sockets hang rather than
 //! close — for longer than the broker session: a partition's leader (the controller elects
 //! another from the ISR, the cut-off leader can no longer have anything acknowledged, and when
-//! the link returns it truncates what it took alone) or a follower (the ISR shrinks, writes go
-//! on with two replicas). The history (`crash/history.rs`) must show no acknowledged write
+//! the link returns it truncates what it took alone), a follower (the ISR shrinks, writes go
+//! on with two replicas), or a leader cut off from the other brokers only, so producers still
+//! reach a leader that can no longer replicate (nothing it takes may be acknowledged). The history (`crash/history.rs`) must show no acknowledged write
 //! lost, no duplicate, no offset holding two values and no record seen that later disappeared;
 //! every cut-off broker must rejoin the ISRs once healed. Last, a follower is frozen (SIGSTOP)
 //! past `replica.lag.time.max.ms` but within its session: the ISRs shrink while it stays
@@ -35,7 +36,7 @@ use nodes::*;
 use rng::Rng;
 use workload::{read_all, TOPIC};
 
-const CUTS: usize = 4;
+const CUTS: usize = 6;
 
 #[test]
 fn brokers_cut_off_by_a_network_partition_lose_and_duplicate_nothing() {
@@ -92,6 +93,7 @@ fn brokers_cut_off_by_a_network_partition_lose_and_duplicate_nothing() {
         thread::spawn(move || workload::idempotent_writer(&bootstrap, &stop))
     };
     let mut history = History::default();
+    let mut lone_leader_truncations = 0;
     for cut in 0..CUTS {
         thread::sleep(Duration::from_millis(rng.between(500, 1500)));
         let describe = weir(&["topic", "describe", "-b", &bootstrap, TOPIC]).unwrap_or_default();
@@ -101,12 +103,18 @@ fn brokers_cut_off_by_a_network_partition_lose_and_duplicate_nothing() {
             .find(|(p, _)| *p == partition)
             .map(|(_, leader)| leader)
             .unwrap_or_else(|| panic!("no leader of {partition}:\n{describe}"));
-        // Even cuts take a leader away, odd ones a follower of that partition.
-        let victim = match cut % 2 {
-            0 => leader,
-            _ => (1..=3).find(|id| *id != leader).unwrap(),
+        // A leader cut off from everyone, a follower cut off from everyone, or a leader cut
+        // off from the other brokers only: producers still reach it, it still believes it
+        // leads, and nothing it takes then may be acknowledged.
+        let (victim, from_everyone) = match cut % 3 {
+            0 => (leader, true),
+            1 => ((1..=3).find(|id| *id != leader).unwrap(), true),
+            _ => (leader, false),
         };
-        network.isolate(victim as u32, true);
+        match from_everyone {
+            true => network.isolate(victim as u32, true),
+            false => network.separate(victim as u32, true),
+        }
         let witness = nodes
             .iter()
             .find(|n| n.id as i32 != victim)
@@ -121,7 +129,10 @@ fn brokers_cut_off_by_a_network_partition_lose_and_duplicate_nothing() {
             "leaders still on the cut-off broker:\n{describe}"
         );
         thread::sleep(Duration::from_millis(rng.between(500, 2000)));
-        network.isolate(victim as u32, false);
+        match from_everyone {
+            true => network.isolate(victim as u32, false),
+            false => network.separate(victim as u32, false),
+        }
         wait_for_info(&witness, "every replica back in sync", |info| {
             broker_lines(info) == 3 && under_replicated(info) == Some(0)
         });
@@ -130,8 +141,20 @@ fn brokers_cut_off_by_a_network_partition_lose_and_duplicate_nothing() {
         } else {
             "follower"
         };
+        let mut cut_off_from = "everyone";
+        if !from_everyone {
+            cut_off_from = "the other brokers";
+            // What it took alone as a leader nobody followed is gone from its log now.
+            let log = std::fs::read_to_string(dir.path().join(format!("node-{victim}.log")));
+            let truncations = log
+                .unwrap_or_default()
+                .matches("truncating to the leader's log")
+                .count();
+            lone_leader_truncations += truncations;
+        }
         eprintln!(
-            "cut {} of {CUTS}: broker {victim} ({role} of {partition}) back in sync",
+            "cut {} of {CUTS}: broker {victim} ({role} of {partition}, cut off from \
+             {cut_off_from}) back in sync",
             cut + 1
         );
         history.reads.push(read_all(&bootstrap, false));
@@ -189,6 +212,11 @@ fn brokers_cut_off_by_a_network_partition_lose_and_duplicate_nothing() {
         final_read.records.len()
     );
     assert!(committed > 100, "the workload made progress: {committed}");
+    assert!(
+        lone_leader_truncations > 0,
+        "no leader cut off from its followers took writes it later dropped: the partition did \
+         not bite"
+    );
     let anomalies = history.check(&final_read);
     assert!(anomalies.is_empty(), "seed {seed}: {anomalies:#?}");
     let vanished = history.vanished(&last);

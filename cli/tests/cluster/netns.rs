@@ -1,8 +1,8 @@
 //! A private network for cluster process tests: one network namespace per node, each joined to
 //! a bridge in this (the test's) namespace by a veth pair, so a node can be cut off from every
 //! other node and from the clients by taking its link down — its sockets stay open and its
-//! packets vanish, as in a real partition. Needs root (`ip netns`); everything is removed on
-//! drop.
+//! packets vanish, as in a real partition — or from the other nodes only (blackhole routes),
+//! the clients still reaching it. Needs root (`ip netns`); everything is removed on drop.
 
 use std::process::Command;
 
@@ -86,6 +86,28 @@ impl PrivateNetwork {
     pub fn isolate(&self, node: u32, isolated: bool) {
         let state = if isolated { "down" } else { "up" };
         ip(&["link", "set", &self.link(node), state]);
+    }
+
+    /// Separates `node` from the other nodes only (`false` heals it): blackhole routes on both
+    /// sides drop what they send each other, while clients in this namespace still reach it.
+    pub fn separate(&self, node: u32, separated: bool) {
+        let action = if separated { "add" } else { "del" };
+        for &peer in self.nodes.iter().filter(|peer| **peer != node) {
+            for (from, to) in [(node, peer), (peer, node)] {
+                let namespace = self.namespace(from);
+                let destination = format!("{}/32", self.host(to));
+                ip(&[
+                    "netns",
+                    "exec",
+                    &namespace,
+                    "ip",
+                    "route",
+                    action,
+                    "blackhole",
+                    &destination,
+                ]);
+            }
+        }
     }
 
     fn remove(&self) {
