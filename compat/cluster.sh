@@ -5,7 +5,9 @@
 #      acknowledged value exactly once;
 #   2. the Kafka Streams exactly_once_v2 word count (compat/streams/run.sh, itself killed -9
 #      mid-way) runs while each broker in turn is killed and restarted — so its transaction
-#      coordinator dies with transactions open — and its read_committed output must be exact.
+#      coordinator dies with transactions open — and its read_committed output must be exact;
+#   3. Kafka's kafka-metadata-quorum tool (DescribeQuorum) describes the quorum: a leader among
+#      the three voters, each voter's log end.
 # Usage: compat/cluster.sh PATH/TO/weir      Prints "java cluster: N passed, N failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -97,7 +99,20 @@ streams_exact_through_broker_kills() {
   [ "$status" -eq 0 ] && [ "$chaos_status" -eq 0 ]
 }
 
+metadata_quorum_described() {
+  local status replication
+  status=$(tool org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-server "$bootstrap" \
+    describe --status 2>&1) || { echo "$status" >&2; return 1; }
+  replication=$(tool org.apache.kafka.tools.MetadataQuorumCommand --bootstrap-server "$bootstrap" \
+    describe --replication 2>&1) || { echo "$replication" >&2; return 1; }
+  echo "$status" | grep -Eq '^LeaderId: +[123]$' \
+    && echo "$status" | grep -q '"id": 1,.*"id": 2,.*"id": 3,' \
+    && [ "$(echo "$replication" | grep -cE '^[123] .*(Leader|Follower)')" -eq 3 ] \
+    || { printf 'unexpected quorum description:\n%s\n%s\n' "$status" "$replication" >&2; return 1; }
+}
+
 if cluster_start; then
+  record metadata_quorum_described
   record verifiable_producer_fails_over
   record streams_exact_through_broker_kills
 else
