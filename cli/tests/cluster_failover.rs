@@ -59,33 +59,7 @@ fn leaders_and_coordinators_killed_9_lose_duplicate_and_tear_nothing() {
     let mut rng = Rng::new(seed);
     let dir = tempfile::tempdir().unwrap();
     let (mut nodes, voters) = three_nodes(&["group.initial.rebalance.delay.ms=0"]);
-    for node in &mut nodes {
-        node.start(dir.path(), &voters);
-    }
-    for node in &nodes {
-        wait_for_info(&node.bootstrap(), "three brokers", |info| {
-            broker_lines(info) == 3 && controller(info) > 0
-        });
-    }
-    let bootstrap: String = nodes
-        .iter()
-        .map(Node::bootstrap)
-        .collect::<Vec<_>>()
-        .join(",");
-    let created = weir(&[
-        "topic",
-        "create",
-        "-b",
-        &bootstrap,
-        TOPIC,
-        "--partitions",
-        "3",
-        "--replicas",
-        "3",
-        "-c",
-        "min.insync.replicas=2",
-    ]);
-    assert!(created.is_some(), "topic create failed");
+    let bootstrap = start_with_topic(&mut nodes, dir.path(), &voters, TOPIC);
 
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {

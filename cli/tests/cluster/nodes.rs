@@ -117,6 +117,40 @@ impl Drop for Node {
     }
 }
 
+/// Starts `nodes`, waits until each sees all of them and a controller, and creates `topic`
+/// with three partitions, three replicas and `min.insync.replicas=2`. Returns the bootstrap
+/// list of every node.
+pub fn start_with_topic(nodes: &mut [Node], dir: &Path, voters: &str, topic: &str) -> String {
+    for node in nodes.iter_mut() {
+        node.start(dir, voters);
+    }
+    for node in nodes.iter() {
+        wait_for_info(&node.bootstrap(), "every broker registered", |info| {
+            broker_lines(info) == nodes.len() && controller(info) > 0
+        });
+    }
+    let bootstrap: String = nodes
+        .iter()
+        .map(Node::bootstrap)
+        .collect::<Vec<_>>()
+        .join(",");
+    let created = weir(&[
+        "topic",
+        "create",
+        "-b",
+        &bootstrap,
+        topic,
+        "--partitions",
+        "3",
+        "--replicas",
+        "3",
+        "-c",
+        "min.insync.replicas=2",
+    ]);
+    assert!(created.is_some(), "topic create failed");
+    bootstrap
+}
+
 pub fn weir(args: &[&str]) -> Option<String> {
     let output = Command::new(env!("CARGO_BIN_EXE_weir"))
         .args(args)
