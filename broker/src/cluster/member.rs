@@ -219,6 +219,28 @@ impl ClusterMember {
         }
     }
 
+    /// Whether this broker may take traffic (a readiness probe): registered with the
+    /// controller, its metadata caught up to the registration, and not fenced. The reason
+    /// when not.
+    pub fn readiness(&self) -> Result<(), String> {
+        let membership = *self.membership.borrow();
+        if membership.broker_epoch.is_none() {
+            return Err("not registered with an active controller yet".into());
+        }
+        let applied = self.images.borrow();
+        if applied.applied_index < membership.applied_index {
+            return Err(format!(
+                "metadata applied to index {} of {}",
+                applied.applied_index, membership.applied_index
+            ));
+        }
+        match applied.image.brokers.get(&self.node_id) {
+            Some(broker) if !broker.fenced => Ok(()),
+            Some(_) => Err("fenced by the controller (no heartbeat answered yet)".into()),
+            None => Err("not in the applied metadata yet".into()),
+        }
+    }
+
     /// The quorum as the active controller sees it (voters, observers, how far each got).
     pub async fn describe_quorum(&self) -> Result<QuorumDescription, BrokerError> {
         let answer = self

@@ -1,10 +1,14 @@
-//! The `/metrics` endpoint (Prometheus text format).
+//! The HTTP endpoints: `/metrics` (Prometheus text format), `/health` (liveness: the process
+//! answers) and `/ready` (readiness: a broker running alone is ready once serving; one in a
+//! cluster once registered, caught up with the metadata and unfenced — 503 with the reason
+//! before).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
@@ -29,6 +33,7 @@ pub async fn spawn(
     let app = Router::new()
         .route("/metrics", get(metrics))
         .route("/health", get(|| async { "ok\n" }))
+        .route("/ready", get(ready))
         .with_state(context);
     tasks.spawn(async move {
         let stop = async move {
@@ -42,6 +47,20 @@ pub async fn spawn(
         }
     });
     Ok(bound)
+}
+
+async fn ready(State(context): State<Arc<BrokerContext>>) -> impl IntoResponse {
+    let readiness = context
+        .cluster
+        .as_ref()
+        .map_or(Ok(()), |cluster| cluster.readiness());
+    match readiness {
+        Ok(()) => (StatusCode::OK, "ready\n".to_string()),
+        Err(reason) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {reason}\n"),
+        ),
+    }
 }
 
 async fn metrics(State(context): State<Arc<BrokerContext>>) -> impl IntoResponse {

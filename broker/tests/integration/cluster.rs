@@ -73,6 +73,7 @@ impl TestCluster {
         );
         broker_config.controller_listen =
             Some(format!("127.0.0.1:{controller_port}").parse().unwrap());
+        broker_config.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
         let broker = Broker::start(broker_config).await.expect("broker starts");
         self.brokers.insert(node_id, broker);
     }

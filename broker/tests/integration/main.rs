@@ -5,6 +5,7 @@ mod admin;
 mod bad_input;
 mod cluster;
 mod cluster_admin;
+mod cluster_health;
 mod cluster_observers;
 mod cluster_transactions;
 mod common;
