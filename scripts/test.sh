@@ -5,7 +5,8 @@
 # yardsticks against a real Apache Kafka 4.x (differential test, Java client session, Kafka's
 # tools, franz-go's kgo tests). A private PostgreSQL server runs for the postgres sink's tests and
 # the pipeline crash test, and a private S3-compatible server (gofakes3, built from the Go module
-# proxy) for the Parquet sink's object-store tests.
+# proxy) for the Parquet sink's object-store tests. Last, the Helm chart's checks (helm/check.sh:
+# the real helm binary, Kubernetes' schemas, and the rendered broker pods run as processes).
 #
 # Caches live outside the clone so repeated runs are fast: CARGO_TARGET_DIR (default
 # ~/.cache/weir/target), the Python venv, node modules and Kafka's jars in ~/.cache/weir,
@@ -38,7 +39,8 @@ fi
 
 venv=$cache/venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install -q --disable-pip-version-check -r scripts/smoke/requirements.txt
+"$venv/bin/pip" install -q --disable-pip-version-check -r scripts/smoke/requirements.txt \
+  -r helm/requirements.txt
 node_dir=$cache/node
 mkdir -p "$node_dir"
 if ! cmp -s scripts/smoke/package.json "$node_dir/package.json" || [ ! -d "$node_dir/node_modules" ]; then
@@ -61,4 +63,5 @@ KAFKA_PORT=29192 compat/kafka/stop.sh
 status=0
 scripts/smoke/run.sh "$CARGO_TARGET_DIR/release/weir" "$venv/bin/python" "$node_dir/node_modules" || status=1
 compat/run.sh "$CARGO_TARGET_DIR/release/weir" "$CARGO_TARGET_DIR/release/weir-compat-scenario" || status=1
+helm/check.sh "$venv/bin" "$CARGO_TARGET_DIR/release/weir" || status=1
 exit $status

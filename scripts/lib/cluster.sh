@@ -8,7 +8,6 @@
 #   cluster_leader TOPIC P   the leader of partition P of TOPIC
 # $bootstrap lists the three client listeners; cluster_stop runs on EXIT.
 
-cluster_pids=()
 cluster_properties=("${cluster_properties[@]}")
 read -r -a cluster_ports <<< "$("${python:-python3}" - <<'PY'
 import socket
@@ -29,16 +28,22 @@ cluster_restart() {
     --metrics-listen off --set node.id="$id" --set controller.quorum.voters="$cluster_voters" \
     --set broker.session.timeout.ms=4000 --set broker.heartbeat.interval.ms=500 "${sets[@]}" \
     >> "$work/node-$id.log" 2>&1 &
-  cluster_pids[$id]=$!
+  # In a file too: a restart from a background subshell (a chaos loop) must be found by the
+  # shell that stops the cluster.
+  echo $! > "$work/node-$id.pid"
 }
 
 cluster_kill() {
-  { kill -9 "${cluster_pids[$1]}" && wait "${cluster_pids[$1]}"; } 2> /dev/null
-  cluster_pids[$1]=
+  local pid
+  pid=$(cat "$work/node-$1.pid" 2> /dev/null) || return 0
+  rm -f "$work/node-$1.pid"
+  kill -9 "$pid" 2> /dev/null || return 0
+  wait "$pid" 2> /dev/null
+  for _ in $(seq 1 100); do kill -0 "$pid" 2> /dev/null || return 0; sleep 0.05; done
 }
 
 cluster_stop() {
-  for id in 1 2 3; do [ -n "${cluster_pids[$id]:-}" ] && cluster_kill "$id"; done
+  for id in 1 2 3; do cluster_kill "$id"; done
 }
 
 # Asked of the first node that answers (any may be down).
