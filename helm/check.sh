@@ -6,7 +6,8 @@
 # against Kubernetes 1.31's own schemas (`kubernetes-validate --strict`), and yamllint on the
 # chart's YAML; then the rendered broker pods run for real as local processes
 # (`simulate_pods.py`: one network namespace per pod, needs root) and must form a cluster that
-# passes its readiness probes and serves a client through the Service name.
+# passes its readiness probes and serves a client through the Service name, and every metric
+# the Grafana dashboard queries must be one the brokers export.
 # Usage: helm/check.sh VENV_BIN WEIR   (a Python venv's bin with helm/requirements.txt
 # installed; the weir binary)
 # Prints "helm: N passed, N failed".
@@ -49,7 +50,8 @@ default_quorum() {
     && grep -q "fieldPath: metadata.labels\['apps.kubernetes.io/pod-index'\]" <<< "$out" \
     && grep -q 'path: /ready' <<< "$out" && grep -q 'path: /health' <<< "$out" \
     && grep -q 'kind: PodDisruptionBudget' <<< "$out" \
-    && grep -q 'storage: 20Gi' <<< "$out"
+    && grep -q 'storage: 20Gi' <<< "$out" \
+    && ! grep -q 'kind: ServiceMonitor' <<< "$out" && ! grep -q 'grafana_dashboard' <<< "$out"
 }
 
 # Five brokers, three voting: the other two join as observers (not in the voters list).
@@ -65,7 +67,9 @@ non_default_values() {
     && grep -q 'emptyDir' <<< "$out" \
     && ! grep -q 'volumeClaimTemplates' <<< "$out" \
     && ! grep -q 'kind: PodDisruptionBudget' <<< "$out" \
-    && grep -q 'num.partitions: "6"' <<< "$out"
+    && grep -q 'num.partitions: "6"' <<< "$out" \
+    && grep -q 'kind: ServiceMonitor' <<< "$out" && grep -q 'weir.dev/service: headless' <<< "$out" \
+    && grep -q 'grafana_dashboard: "1"' <<< "$out" && grep -q '"uid": "weir-brokers"' <<< "$out"
 }
 
 schema_refuses_bad_values() {
@@ -79,7 +83,8 @@ schema_refuses_bad_values() {
   done
 }
 
-# Every rendered object is valid Kubernetes 1.31, unknown fields refused.
+# Every rendered object is valid Kubernetes 1.31, unknown fields refused (the ServiceMonitor is
+# a Prometheus Operator resource: kubernetes-validate has no schema for it and only warns).
 valid_for_kubernetes() {
   local values
   for values in "" "$here/ci/non-default-values.yaml"; do

@@ -145,6 +145,30 @@ def http_status(url):
         return None
 
 
+def check_dashboard(chart, addresses, port):
+    """Every metric the chart's Grafana dashboard queries is one the brokers export."""
+    import json
+    with open(os.path.join(chart, "dashboards", "weir.json")) as dashboard_file:
+        dashboard = json.load(dashboard_file)
+    queried = set()
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            queried.update(re.findall(r"\bweir_[a-z_]+", target["expr"]))
+    exported = set()
+    deadline = time.time() + 30
+    while True:
+        for address in addresses:
+            with urllib.request.urlopen(f"http://{address}:{port}/metrics", timeout=5) as scrape:
+                exported.update(re.findall(r"^(weir_[a-z_]+)", scrape.read().decode(), re.M))
+        missing = queried - exported
+        if not missing:
+            break
+        if time.time() > deadline:
+            raise SystemExit(f"the dashboard queries metrics no broker exports: {sorted(missing)}")
+        time.sleep(1)
+    print(f"pods: the dashboard's {len(queried)} metrics are all exported", file=sys.stderr)
+
+
 def main():
     helm, chart, weir = sys.argv[1:4]
     values = sys.argv[4] if len(sys.argv) > 4 else None
@@ -200,8 +224,10 @@ def main():
            "--replicas", str(min(3, replicas)))
         lines = "".join(f"record-{i}\n" for i in range(100))
         sh(*client, "produce", "-b", bootstrap, "pods", "--acks", "all", input=lines)
-        read = sh(*client, "consume", "-b", bootstrap, "pods", "--count", "100").stdout.split()
+        read = sh(*client, "consume", "-b", bootstrap, "pods", "--count", "100", "-g", "pods-reader"
+                  ).stdout.split()
         assert sorted(read) == sorted(lines.split()), read[:5]
+        check_dashboard(chart, [network.address(i) for i in range(replicas)], port)
         print(f"pods: cluster of {replicas} formed ({voters} voters, {observers} observers), "
               f"100 records written and read through {bootstrap}", file=sys.stderr)
     finally:
