@@ -33,8 +33,6 @@ pub struct QuorumStatus {
     pub term: u64,
     pub applied_index: u64,
     pub voters: BTreeMap<NodeId, String>,
-    /// Broker-only nodes the metadata log is replicated to (Raft learners), with their address.
-    pub observers: BTreeMap<NodeId, String>,
 }
 
 pub struct ClusterMember {
@@ -178,32 +176,19 @@ impl ClusterMember {
 
     pub fn quorum_status(&self) -> QuorumStatus {
         let metrics = self.raft.metrics().borrow().clone();
-        let membership = metrics.membership_config.membership();
-        let observers = membership
-            .learner_ids()
-            .filter_map(|id| Some((id, membership.get_node(&id)?.addr.clone())))
-            .collect();
         QuorumStatus {
             node_id: self.node_id as NodeId,
             leader: metrics.current_leader,
             term: metrics.current_term,
             applied_index: self.images.borrow().applied_index,
             voters: self.voters.clone(),
-            observers,
         }
     }
 
     /// Sends `request` to the active controller; once accepted, waits until this broker's image
     /// holds its records, so what the caller reads next reflects it.
     pub async fn request(&self, request: ControllerRequest) -> Result<u64, BrokerError> {
-        let answer = self
-            .controller
-            .lock()
-            .await
-            .call(request, CONTROLLER_REQUEST_TIMEOUT)
-            .await
-            .map_err(|e| BrokerError::ControllerUnavailable(e.to_string()))?;
-        match answer {
+        match self.call_controller(request).await? {
             ControllerResponse::Done { applied_index, .. } => {
                 let mut images = self.images.clone();
                 if !wait_applied(&mut images, applied_index, CONTROLLER_REQUEST_TIMEOUT).await {
@@ -243,20 +228,26 @@ impl ClusterMember {
 
     /// The quorum as the active controller sees it (voters, observers, how far each got).
     pub async fn describe_quorum(&self) -> Result<QuorumDescription, BrokerError> {
-        let answer = self
-            .controller
-            .lock()
-            .await
-            .call(
-                ControllerRequest::DescribeQuorum,
-                CONTROLLER_REQUEST_TIMEOUT,
-            )
-            .await
-            .map_err(|e| BrokerError::ControllerUnavailable(e.to_string()))?;
-        match answer {
+        match self
+            .call_controller(ControllerRequest::DescribeQuorum)
+            .await?
+        {
             ControllerResponse::Quorum(description) => Ok(description),
             other => Err(BrokerError::ControllerUnavailable(format!("{other:?}"))),
         }
+    }
+
+    /// The active controller's answer to `request` (none within the timeout: unavailable).
+    async fn call_controller(
+        &self,
+        request: ControllerRequest,
+    ) -> Result<ControllerResponse, BrokerError> {
+        self.controller
+            .lock()
+            .await
+            .call(request, CONTROLLER_REQUEST_TIMEOUT)
+            .await
+            .map_err(|e| BrokerError::ControllerUnavailable(e.to_string()))
     }
 
     /// Asks the controller to create a topic without waiting (auto-creation): the caller

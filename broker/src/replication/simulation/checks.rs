@@ -75,11 +75,7 @@ impl Checker {
     /// After every step: leaders' high watermarks only grow and extend the committed log,
     /// every replica agrees with it below its own high watermark, and every acknowledged
     /// write is committed.
-    pub fn check(
-        &mut self,
-        replicas: &[(i32, &Partition)],
-        _controller_leader: Option<i32>,
-    ) -> Result<(), String> {
+    pub fn check(&mut self, replicas: &[(i32, &Partition)]) -> Result<(), String> {
         if let Some(conflict) = &self.conflict {
             return Err(conflict.clone());
         }

@@ -212,17 +212,12 @@ impl Simulation {
 
     fn check(&mut self, step: usize) {
         let seed = self.seed;
-        let leader = self
-            .controller
-            .image()
-            .topic_by_name(TOPIC)
-            .map(|t| t.partitions[0].leader);
         let replicas: Vec<(i32, &Partition)> = self
             .brokers
             .values()
             .filter_map(|b| Some((b.id, b.partition.as_deref()?)))
             .collect();
-        if let Err(violation) = self.checker.check(&replicas, leader) {
+        if let Err(violation) = self.checker.check(&replicas) {
             panic!(
                 "seed {seed}, step {step}: {violation}\n{}\nreplay with WEIR_SIM_SEED={seed}",
                 self.describe()
