@@ -142,7 +142,8 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `/metrics` (Prometheus text) of `render`, until the process ends.
+/// `/metrics` (Prometheus text) of `render`, and `/health` (liveness: the process answers),
+/// until the process ends.
 pub async fn serve_metrics(
     addr: std::net::SocketAddr,
     what: &'static str,
@@ -152,21 +153,23 @@ pub async fn serve_metrics(
         .await
         .with_context(|| format!("cannot listen for metrics on {addr}"))?;
     tracing::info!(addr = %listener.local_addr()?, "{what} metrics on /metrics");
-    let app = axum::Router::new().route(
-        "/metrics",
-        axum::routing::get(move || {
-            let render = render.clone();
-            async move {
-                (
-                    [(
-                        axum::http::header::CONTENT_TYPE,
-                        "text/plain; version=0.0.4",
-                    )],
-                    render(),
-                )
-            }
-        }),
-    );
+    let app = axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let render = render.clone();
+                async move {
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "text/plain; version=0.0.4",
+                        )],
+                        render(),
+                    )
+                }
+            }),
+        )
+        .route("/health", axum::routing::get(|| async { "ok\n" }));
     tokio::spawn(async move {
         if let Err(error) = axum::serve(listener, app).await {
             tracing::error!(%error, "metrics endpoint failed");

@@ -39,6 +39,11 @@ struct RunArgs {
     /// Serve Prometheus metrics on this address (`/metrics`).
     #[arg(long)]
     metrics_listen: Option<std::net::SocketAddr>,
+    /// Names this copy when several copies of the pipelines run at once (the pod's name on
+    /// Kubernetes): they share sources, sinks and windowed jobs through consumer groups, and
+    /// windowed jobs need a transactional id per copy.
+    #[arg(long, env = "WEIR_INSTANCE")]
+    instance: Option<String>,
 }
 
 #[derive(Args)]
@@ -100,6 +105,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
     let options = RunOptions {
         data_dir: args.data_dir,
         until_caught_up: args.until_caught_up,
+        instance: args.instance,
     };
     let summary = run_pipelines(pipelines, options, metrics, stop).await?;
     for sink in summary.sinks {

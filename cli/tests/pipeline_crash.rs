@@ -9,6 +9,8 @@
 //! Needs PostgreSQL (`WEIR_TEST_POSTGRES_URL`) and an S3-compatible server with the bucket
 //! `weir-test` (`WEIR_TEST_S3_ENDPOINT`); scripts/test.sh starts both.
 
+#[path = "crash/access_log.rs"]
+mod access_log;
 #[path = "crash/committed.rs"]
 mod committed;
 #[path = "crash/rng.rs"]
@@ -23,13 +25,13 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use access_log::{postgres_counts, postgres_url, total, Counts};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit, TimestampMillisecondType};
 use rng::Rng;
 use weir_connectors::generator::AccessLogGenerator;
 use weir_connectors::parquet::read_published_at;
-use weir_connectors::weblog::{AccessLogEntry, LogFormat};
 
 const LINES: u64 = 200_000;
 const ROTATE_AT: u64 = 100_000;
@@ -37,34 +39,13 @@ const CHUNK_LINES: u64 = 2_000;
 const CHUNK_PAUSE: Duration = Duration::from_millis(60);
 const KILLS: usize = 6;
 
-/// (status, minute in epoch ms) → lines.
-type Counts = BTreeMap<(i64, i64), u64>;
-
 fn generator() -> AccessLogGenerator {
-    AccessLogGenerator {
-        format: LogFormat::NginxCombined,
-        seed: 42,
-        start_time_ms: 1_795_953_600_000,
-        line_interval_ms: 50,
-        bad_line_every: Some(997),
-    }
+    access_log::generator(Some(997))
 }
 
 /// What the pipeline must end up with: counts of the good lines, and the bad lines.
 fn ground_truth() -> (Counts, Vec<String>) {
-    let generator = generator();
-    let mut counts = Counts::new();
-    let mut bad = Vec::new();
-    for n in 0..LINES {
-        let line = generator.line(n);
-        match AccessLogEntry::parse(&line, true) {
-            Ok(entry) => {
-                let minute = entry.timestamp - entry.timestamp.rem_euclid(60_000);
-                *counts.entry((i64::from(entry.status), minute)).or_default() += 1;
-            }
-            Err(_) => bad.push(line),
-        }
-    }
+    let (counts, bad) = access_log::ground_truth(&generator(), LINES);
     assert_eq!(
         bad.len() as u64,
         LINES / 997,
@@ -171,34 +152,6 @@ fn tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(60)..].join("\n")
 }
 
-fn postgres_url() -> String {
-    std::env::var("WEIR_TEST_POSTGRES_URL").expect(
-        "WEIR_TEST_POSTGRES_URL is not set: this test needs PostgreSQL (scripts/postgres/start.sh)",
-    )
-}
-
-async fn postgres_counts(table: &str) -> Counts {
-    let (client, connection) = tokio_postgres::connect(&postgres_url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let query = format!(
-        "SELECT status, (extract(epoch FROM minute) * 1000)::bigint AS m, count(*) FROM {table} GROUP BY status, m"
-    );
-    client
-        .query(&query, &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| {
-            (
-                (row.get::<_, i64>(0), row.get::<_, i64>(1)),
-                row.get::<_, i64>(2) as u64,
-            )
-        })
-        .collect()
-}
-
 fn s3_endpoint() -> String {
     std::env::var("WEIR_TEST_S3_ENDPOINT").expect(
         "WEIR_TEST_S3_ENDPOINT is not set: this test needs an S3-compatible server (scripts/s3/start.sh)",
@@ -283,10 +236,6 @@ fn dead_letters(data_dir: &Path, want: usize) -> Vec<String> {
         .collect();
     lines.sort();
     lines
-}
-
-fn total(counts: &Counts) -> u64 {
-    counts.values().sum()
 }
 
 #[test]

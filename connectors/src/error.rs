@@ -18,6 +18,10 @@ pub enum ConnectorError {
     Sink(String),
     #[error("{0}")]
     Source(String),
+    /// Another writer moved the offsets this one started from: it lost the partitions (a
+    /// newer copy of the pipeline owns them) and its uncommitted rows must be dropped.
+    #[error("{0}")]
+    Fenced(String),
 }
 
 impl ConnectorError {

@@ -33,6 +33,14 @@ pub trait Sink: Send {
 
     /// Rows and bytes written so far (for metrics and the run summary).
     fn stats(&self) -> SinkStats;
+
+    /// Whether several writers may share the input, each committing its own partitions: each
+    /// commit then names only the writer's partitions, and fails with
+    /// [`ConnectorError::Fenced`] when another writer moved one of them. A sink that cannot
+    /// (one manifest, one transactional id) has one writer at a time.
+    fn shares_partitions(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

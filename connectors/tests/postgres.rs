@@ -11,6 +11,7 @@ use arrow::record_batch::RecordBatch;
 use tokio::net::{TcpListener, TcpStream};
 use weir_connectors::postgres::{PostgresSink, PostgresSinkConfig};
 use weir_connectors::sink::{Sink, SinkOffsets};
+use weir_connectors::ConnectorError;
 
 fn url() -> String {
     std::env::var("WEIR_TEST_POSTGRES_URL").expect(
@@ -145,6 +146,50 @@ async fn a_commit_whose_reply_was_lost_is_not_repeated_and_a_second_writer_is_re
     let error = stranger.commit(&offsets(&[(0, 4)])).await.unwrap_err();
     assert!(error.to_string().contains("another copy"), "{error}");
     assert_eq!(count(&table).await, 5);
+}
+
+/// Copies of a pipeline writing one table, each its own partitions (what the chart's replicas
+/// do): disjoint commits both land; a copy whose partition moved to another is fenced and its
+/// rows stay out; two first commits of one partition at once: exactly one lands.
+#[tokio::test]
+async fn copies_share_partitions_and_a_copy_that_lost_one_is_fenced() {
+    let table = unique("shared");
+    let config = PostgresSinkConfig::new(&url(), &table);
+    let sink = || PostgresSink::new(config.clone(), &table, "weblogs").unwrap();
+    let (mut a, mut b) = (sink(), sink());
+    assert!(a.shares_partitions());
+    a.open(schema()).await.unwrap();
+    b.open(schema()).await.unwrap();
+    a.write(&rows(0, 3)).await.unwrap();
+    a.commit(&offsets(&[(0, 2), (1, 1)])).await.unwrap();
+    b.write(&rows(100, 4)).await.unwrap();
+    b.commit(&offsets(&[(2, 4), (3, 0)])).await.unwrap();
+    assert_eq!(count(&table).await, 7);
+    // Partition 1 moves to a new writer: it starts from a's offsets and moves them on.
+    let mut moved = sink();
+    let committed = moved.open(schema()).await.unwrap();
+    assert_eq!(committed, offsets(&[(0, 2), (1, 1), (2, 4), (3, 0)]));
+    moved.write(&rows(200, 2)).await.unwrap();
+    moved.commit(&offsets(&[(1, 3)])).await.unwrap();
+    // a has not heard: its commit naming partition 1 is fenced, none of its rows land.
+    a.write(&rows(300, 5)).await.unwrap();
+    let error = a.commit(&offsets(&[(0, 4), (1, 4)])).await.unwrap_err();
+    assert!(matches!(error, ConnectorError::Fenced(_)), "{error}");
+    assert_eq!(count(&table).await, 9);
+    // Two writers' first commits of partition 4 at once.
+    let (mut c, mut d) = (sink(), sink());
+    c.open(schema()).await.unwrap();
+    d.open(schema()).await.unwrap();
+    c.write(&rows(400, 1)).await.unwrap();
+    d.write(&rows(500, 2)).await.unwrap();
+    let (to_c, to_d) = (offsets(&[(4, 1)]), offsets(&[(4, 2)]));
+    let (from_c, from_d) = tokio::join!(c.commit(&to_c), d.commit(&to_d));
+    let landed_rows = match (from_c, from_d) {
+        (Ok(()), Err(ConnectorError::Fenced(_))) => 1,
+        (Err(ConnectorError::Fenced(_)), Ok(())) => 2,
+        other => panic!("not exactly one first commit landed: {other:?}"),
+    };
+    assert_eq!(count(&table).await, 9 + landed_rows);
 }
 
 #[tokio::test]

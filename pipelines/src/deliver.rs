@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
@@ -18,10 +19,12 @@ use weir_connectors::parquet::ParquetSink;
 use weir_connectors::postgres::PostgresSink;
 use weir_connectors::sink::{Sink, SinkOffsets, SinkStats};
 use weir_connectors::stdout::StdoutSink;
+use weir_connectors::ConnectorError;
 use weir_streams::record::InputRecord;
 
 use crate::config::{PipelineConfig, SinkConfig};
 use crate::error::{PipelineError, Result};
+use crate::membership::Membership;
 use crate::metrics::PipelineMetrics;
 use crate::rows::{RowWorkers, SinkInput};
 use crate::writer::CLUSTER_TIMEOUT;
@@ -40,6 +43,24 @@ pub struct DeliverStage {
     /// Set when what feeds the sink's topic ended (the source stage, or the windowed job after
     /// it) in a bounded run: the sink ends once it read everything.
     pub source_done: Arc<AtomicBool>,
+}
+
+/// The part of the input this copy writes now: the sink opened for it, the consumer reading
+/// the owned partitions (none when the copy owns nothing), and the next offset of each.
+struct Work {
+    sink: Box<dyn Sink>,
+    consumer: Option<StreamConsumer>,
+    next: SinkOffsets,
+    uncommitted: Uncommitted,
+    last_commit: Instant,
+    /// Another copy committed to one of the partitions: start again from the sink's offsets.
+    fenced: bool,
+}
+
+fn add(total: &mut SinkStats, more: SinkStats) {
+    total.rows_committed += more.rows_committed;
+    total.commits += more.commits;
+    total.files_published += more.files_published;
 }
 
 /// What was not committed yet.
@@ -77,34 +98,84 @@ impl DeliverStage {
         )
     }
 
+    /// Writes the partitions of the input this copy of the pipeline owns (all of them when it
+    /// runs alone) until stopped, following the group as other copies come and go.
     pub async fn run(&self) -> Result<SinkStats> {
         let name = self.config.name.clone();
         let SinkInput { topic, workers } = SinkInput::new(&self.config).await?;
         let output_schema = workers.output_schema();
-        let mut sink = make_sink(&name, &self.config.sinks[self.sink_index], &topic)?;
-        let committed = sink
-            .open(output_schema)
-            .await
-            .map_err(PipelineError::connector(&name))?;
-        // Creating it reads metadata (blocking): off the runtime's workers, which an embedded
+        let sink = make_sink(&name, &self.config.sinks[self.sink_index], &topic)?;
+        let shares = sink.shares_partitions();
+        let membership_topic = if shares {
+            topic.clone()
+        } else {
+            self.config.positions_topic()
+        };
+        let group = format!("weir-pipeline-{name}-{}", self.label());
+        let properties = self.config.client_properties();
+        // Joining reads metadata (blocking): off the runtime's workers, which an embedded
         // broker on the same runtime needs to answer (two sink stages blocking both workers of
         // a 2-core machine starved it).
-        let consumer = tokio::task::block_in_place(|| self.consumer(&topic, &committed))?;
-        tracing::info!(pipeline = %name, sink = %self.label(), ?committed, "sink stage started");
+        let mut membership = tokio::task::block_in_place(|| {
+            Membership::join(
+                &name,
+                &self.bootstrap,
+                &group,
+                &membership_topic,
+                &properties,
+            )
+        })?;
         let labels = [name.as_str(), &self.label()];
-        let mut next = committed;
-        let mut uncommitted = Uncommitted::default();
-        let mut last_commit = Instant::now();
+        let mut spare_sink = Some(sink);
+        let mut work: Option<Work> = None;
+        let mut stats = SinkStats::default();
         loop {
-            let records = self.poll_batch(&consumer).await?;
+            let changed = membership.poll().map(<[i32]>::to_vec);
+            let fenced = work.as_ref().is_some_and(|w| w.fenced);
+            if changed.is_some() || fenced {
+                let owned = membership.owned();
+                // A sink with one writer: the copy owning the lease writes every partition.
+                let partitions = match (shares, owned.contains(&0)) {
+                    (true, _) => Some(owned.to_vec()),
+                    (false, true) => None,
+                    (false, false) => Some(Vec::new()),
+                };
+                if let Some(old) = work.take() {
+                    add(&mut stats, old.sink.stats());
+                }
+                let sink = match spare_sink.take() {
+                    Some(sink) => sink,
+                    None => make_sink(&name, &self.config.sinks[self.sink_index], &topic)?,
+                };
+                work = Some(self.start(sink, &topic, partitions, &output_schema).await?);
+            }
+            let Some(current) = work.as_mut() else {
+                // The group has not answered yet.
+                if self.stop.load(Ordering::SeqCst) {
+                    return Ok(stats);
+                }
+                tokio::time::sleep(BATCH_WAIT).await;
+                continue;
+            };
+            let records = match &current.consumer {
+                Some(consumer) => self.poll_batch(consumer).await?,
+                None => {
+                    tokio::time::sleep(BATCH_WAIT).await;
+                    Vec::new()
+                }
+            };
             let polled_nothing = records.is_empty();
             if !records.is_empty() {
                 for record in &records {
-                    next.insert(record.partition, record.offset + 1);
+                    current.next.insert(record.partition, record.offset + 1);
                 }
-                let rows = self.rows(&workers, records, &mut uncommitted).await?;
+                let rows = self
+                    .rows(&workers, records, &mut current.uncommitted)
+                    .await?;
                 for batch in &rows {
-                    sink.write(batch)
+                    current
+                        .sink
+                        .write(batch)
                         .await
                         .map_err(PipelineError::connector(&name))?;
                 }
@@ -112,28 +183,98 @@ impl DeliverStage {
             let stopping = self.stop.load(Ordering::SeqCst)
                 || (self.source_done.load(Ordering::SeqCst)
                     && polled_nothing
-                    && self.lag(&consumer, &topic, &next)? == 0);
-            if stopping || sink.should_commit(last_commit.elapsed()) {
-                let started = Instant::now();
-                let target = self.positions(&consumer, &topic, &next)?;
-                sink.commit(&target)
-                    .await
-                    .map_err(PipelineError::connector(&name))?;
-                next = target;
-                self.count(&labels, std::mem::take(&mut uncommitted), started);
-                last_commit = Instant::now();
-                self.update_lag(&consumer, &topic, &next, &labels);
+                    && self.lag(current, &topic)? == 0);
+            if stopping || current.sink.should_commit(current.last_commit.elapsed()) {
+                self.commit(current, &topic, &labels).await?;
             }
             if stopping {
-                tracing::info!(pipeline = %name, sink = %self.label(), stats = ?sink.stats(), "sink stage ended");
-                return Ok(sink.stats());
+                let current = work.take().expect("the work just used");
+                add(&mut stats, current.sink.stats());
+                tracing::info!(pipeline = %name, sink = %self.label(), ?stats, "sink stage ended");
+                return Ok(stats);
             }
         }
     }
 
-    fn consumer(&self, topic: &str, committed: &SinkOffsets) -> Result<StreamConsumer> {
+    /// Opens the sink and starts reading `partitions` (`None`: all of them) from the offsets
+    /// it committed.
+    async fn start(
+        &self,
+        mut sink: Box<dyn Sink>,
+        topic: &str,
+        partitions: Option<Vec<i32>>,
+        schema: &SchemaRef,
+    ) -> Result<Work> {
+        let name = &self.config.name;
+        let committed = sink
+            .open(schema.clone())
+            .await
+            .map_err(PipelineError::connector(name))?;
+        let (consumer, read) = match partitions {
+            Some(partitions) if partitions.is_empty() => (None, Vec::new()),
+            partitions => {
+                let (consumer, read) = tokio::task::block_in_place(|| {
+                    self.consumer(topic, partitions.as_deref(), &committed)
+                })?;
+                (Some(consumer), read)
+            }
+        };
+        let next: SinkOffsets = committed
+            .into_iter()
+            .filter(|(partition, _)| read.contains(partition))
+            .collect();
+        tracing::info!(pipeline = %name, sink = %self.label(), partitions = ?read, committed = ?next, "sink stage owns its partitions");
+        Ok(Work {
+            sink,
+            consumer,
+            next,
+            uncommitted: Uncommitted::default(),
+            last_commit: Instant::now(),
+            fenced: false,
+        })
+    }
+
+    /// Commits what was written, with the offsets it covers. Fenced (another copy owns a
+    /// partition now), the rows are dropped and the work restarts from what the sink holds.
+    async fn commit(&self, work: &mut Work, topic: &str, labels: &[&str]) -> Result<()> {
+        let started = Instant::now();
+        let target = match &work.consumer {
+            Some(consumer) => self.positions(consumer, topic, &work.next)?,
+            None => work.next.clone(),
+        };
+        match work.sink.commit(&target).await {
+            Ok(()) => {}
+            Err(ConnectorError::Fenced(reason)) => {
+                tracing::warn!(pipeline = %self.config.name, sink = %self.label(), %reason, "fenced: dropping the uncommitted rows and reading again from the sink's offsets");
+                work.fenced = true;
+                return Ok(());
+            }
+            Err(error) => return Err(PipelineError::connector(&self.config.name)(error)),
+        }
+        work.next = target;
+        self.count(labels, std::mem::take(&mut work.uncommitted), started);
+        work.last_commit = Instant::now();
+        if let Ok(lag) = self.lag(work, topic) {
+            self.metrics
+                .sink_lag_records
+                .with_label_values(labels)
+                .set(lag);
+        }
+        Ok(())
+    }
+
+    /// A consumer reading `partitions` (`None`: every partition of `topic`) from `committed`
+    /// (the beginning where nothing is); also the partitions it reads.
+    fn consumer(
+        &self,
+        topic: &str,
+        partitions: Option<&[i32]>,
+        committed: &SinkOffsets,
+    ) -> Result<(StreamConsumer, Vec<i32>)> {
         let name = &self.config.name;
         let mut client = ClientConfig::new();
+        // librdkafka wants a group for assign(); this consumer never joins it (the membership
+        // does) and never commits to it (the sink keeps the offsets).
         client
             .set("bootstrap.servers", &self.bootstrap)
             .set("group.id", format!("weir-pipeline-{name}-{}", self.label()))
@@ -148,15 +289,20 @@ impl DeliverStage {
         let consumer: StreamConsumer = client
             .create()
             .map_err(PipelineError::kafka(name, "creating the consumer"))?;
-        let metadata = consumer
-            .fetch_metadata(Some(topic), CLUSTER_TIMEOUT)
-            .map_err(PipelineError::kafka(name, "reading metadata"))?;
-        let partitions: Vec<i32> = metadata
-            .topics()
-            .iter()
-            .filter(|t| t.name() == topic)
-            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-            .collect();
+        let partitions = match partitions {
+            Some(partitions) => partitions.to_vec(),
+            None => {
+                let metadata = consumer
+                    .fetch_metadata(Some(topic), CLUSTER_TIMEOUT)
+                    .map_err(PipelineError::kafka(name, "reading metadata"))?;
+                metadata
+                    .topics()
+                    .iter()
+                    .filter(|t| t.name() == topic)
+                    .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+                    .collect()
+            }
+        };
         if partitions.is_empty() {
             return Err(PipelineError::Stage {
                 pipeline: name.clone(),
@@ -164,18 +310,18 @@ impl DeliverStage {
             });
         }
         let mut assignment = TopicPartitionList::new();
-        for partition in partitions {
+        for partition in &partitions {
             let offset = committed
-                .get(&partition)
+                .get(partition)
                 .map_or(Offset::Beginning, |o| Offset::Offset(*o));
             assignment
-                .add_partition_offset(topic, partition, offset)
+                .add_partition_offset(topic, *partition, offset)
                 .map_err(PipelineError::kafka(name, "assigning partitions"))?;
         }
         consumer
             .assign(&assignment)
             .map_err(PipelineError::kafka(name, "assigning partitions"))?;
-        Ok(consumer)
+        Ok((consumer, partitions))
     }
 
     async fn poll_batch(&self, consumer: &StreamConsumer) -> Result<Vec<InputRecord>> {
@@ -236,10 +382,14 @@ impl DeliverStage {
         Ok(target)
     }
 
-    /// Records not read yet: each partition's end minus the consumer's position (or, before
-    /// the first record, where reading started).
-    fn lag(&self, consumer: &StreamConsumer, topic: &str, next: &SinkOffsets) -> Result<i64> {
+    /// Records not read yet: each owned partition's end minus the consumer's position (or,
+    /// before the first record, where reading started). Nothing while the group has not
+    /// answered: a bounded run waits for its partitions.
+    fn lag(&self, work: &Work, topic: &str) -> Result<i64> {
         let name = &self.config.name;
+        let Some(consumer) = &work.consumer else {
+            return Ok(0);
+        };
         let positions = consumer
             .position()
             .map_err(PipelineError::kafka(name, "reading positions"))?;
@@ -251,26 +401,11 @@ impl DeliverStage {
             .map_err(PipelineError::kafka(name, "reading end offsets"))?;
             let position = match element.offset() {
                 Offset::Offset(position) => position,
-                _ => next.get(&element.partition()).copied().unwrap_or(low),
+                _ => work.next.get(&element.partition()).copied().unwrap_or(low),
             };
             lag += (high - position).max(0);
         }
         Ok(lag)
-    }
-
-    fn update_lag(
-        &self,
-        consumer: &StreamConsumer,
-        topic: &str,
-        next: &SinkOffsets,
-        labels: &[&str],
-    ) {
-        if let Ok(lag) = self.lag(consumer, topic, next) {
-            self.metrics
-                .sink_lag_records
-                .with_label_values(labels)
-                .set(lag);
-        }
     }
 
     fn count(&self, labels: &[&str], uncommitted: Uncommitted, started: Instant) {

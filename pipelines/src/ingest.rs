@@ -2,7 +2,8 @@
 //! produced to the pipeline's topic (lines that do not parse to the dead-letter topic, with the
 //! reason in a header), together with the source's position records — one transaction per
 //! checkpoint. A failed checkpoint is aborted and the source restored to the last committed
-//! positions, so every line lands exactly once.
+//! positions, so every line lands exactly once. Of several copies of a pipeline, one reads the
+//! source at a time (a lease through the group protocol, [`crate::membership`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +18,7 @@ use weir_connectors::{PositionUpdate, Source, SourceRecord};
 
 use crate::config::{Delivery, PipelineConfig, SourceConfig};
 use crate::error::{PipelineError, Result};
+use crate::membership::Membership;
 use crate::metrics::PipelineMetrics;
 use crate::writer::{CheckpointProducer, Outgoing};
 
@@ -69,12 +71,57 @@ struct Checkpoint {
     dead_letters: u64,
 }
 
+/// How a stretch of owning the source ended.
+enum Ownership {
+    /// Stopped, or (a bounded run) the source has nothing more.
+    Finished,
+    /// Another copy of the pipeline owns the source now.
+    Lost,
+}
+
 impl IngestStage {
+    /// Runs the source whenever this copy of the pipeline owns it: copies share one lease, the
+    /// positions topic's single partition in the group `weir-pipeline-<name>-source`, so one
+    /// reads at a time and another takes over when it goes.
     pub fn run(&self) -> Result<()> {
+        let name = self.config.name.as_str();
+        let mut membership = Membership::join(
+            name,
+            &self.bootstrap,
+            &format!("weir-pipeline-{name}-source"),
+            &self.config.positions_topic(),
+            &self.config.client_properties(),
+        )?;
+        loop {
+            while !membership.owned().contains(&0) {
+                if self.stop.load(Ordering::SeqCst) {
+                    return Ok(());
+                }
+                if membership.poll().is_none() {
+                    std::thread::sleep(POLL_SLICE);
+                }
+            }
+            match self.run_owned(&mut membership)? {
+                Ownership::Finished => return Ok(()),
+                Ownership::Lost => {
+                    tracing::info!(
+                        pipeline = name,
+                        "another copy of the pipeline owns the source now; standing by"
+                    );
+                    std::thread::sleep(RETRY_PAUSE);
+                }
+            }
+        }
+    }
+
+    /// Reads the source from the committed positions, one transaction per checkpoint, while
+    /// this copy owns it.
+    fn run_owned(&self, membership: &mut Membership) -> Result<Ownership> {
         let name = self.config.name.as_str();
         let transactional_id = format!("weir-pipeline-{name}-source");
         let exactly_once = self.config.delivery == Delivery::ExactlyOnce;
         let properties = self.config.client_properties();
+        // Fences the transactions of any copy that owned the source before.
         let mut producer = CheckpointProducer::create(
             name,
             &self.bootstrap,
@@ -96,7 +143,12 @@ impl IngestStage {
         );
         loop {
             if self.stop.load(Ordering::SeqCst) {
-                return Ok(());
+                return Ok(Ownership::Finished);
+            }
+            membership.poll();
+            if !membership.owned().contains(&0) {
+                // Between checkpoints: nothing is open to abort.
+                return Ok(Ownership::Lost);
             }
             match self.checkpoint(&mut producer, &topics, source.0.as_mut(), source.1) {
                 Ok(Some(updates)) => {
@@ -106,10 +158,13 @@ impl IngestStage {
                 Ok(None) => {
                     if self.until_caught_up && source.0.caught_up() {
                         tracing::info!(pipeline = name, "source caught up");
-                        return Ok(());
+                        return Ok(Ownership::Finished);
                     }
                 }
-                Err(error @ PipelineError::Fenced { .. }) => return Err(error),
+                Err(PipelineError::Fenced { reason, .. }) => {
+                    tracing::warn!(pipeline = name, %reason, "source fenced by a newer copy of the pipeline");
+                    return Ok(Ownership::Lost);
+                }
                 Err(error) => {
                     tracing::warn!(pipeline = name, %error, "source checkpoint failed; aborting it and resuming from the committed positions");
                     self.metrics

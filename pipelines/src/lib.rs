@@ -20,6 +20,8 @@
 //!   (on `parallelism` workers, [`rows`]), write, and commit rows with offsets in the sink.
 //! - [`windows`]: a windowed transform, run as the streams engine's windowed job between the
 //!   topic and the sinks.
+//! - [`membership`]: copies of a pipeline (pods) sharing its work through the group protocol:
+//!   a sink's partitions, or a lease on the source and on one-writer sinks.
 //! - [`run`]: stages started, watched and stopped together. [`metrics`]: Prometheus.
 //!
 //! ## Data flow and invariants
@@ -38,6 +40,7 @@ pub mod ingest;
 pub mod interpolate;
 pub mod load;
 pub mod locate;
+pub mod membership;
 pub mod metrics;
 pub mod positions;
 pub mod rows;

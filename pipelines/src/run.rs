@@ -27,6 +27,10 @@ pub struct RunOptions {
     pub data_dir: PathBuf,
     /// End once every source has nothing more and every sink committed all of it.
     pub until_caught_up: bool,
+    /// Names this copy among the copies of the pipelines running at once (a pod's name): it
+    /// goes into the transactional ids of windowed jobs, which must differ between copies.
+    /// `None` for a copy running alone.
+    pub instance: Option<String>,
 }
 
 /// What each sink committed during the run.
@@ -86,11 +90,14 @@ pub async fn run(
                 Arc::clone(&upstream_done),
             );
             let bounded = options.until_caught_up.then(|| Arc::clone(&source_done));
-            let instances = config.parallelism;
+            let copies = windows::Copies {
+                count: config.parallelism,
+                instance: options.instance.clone(),
+            };
             stages.push(tokio::spawn(async move {
                 let name = pipeline.clone();
                 let result = tokio::task::spawn_blocking(move || {
-                    windows::run(job, &name, instances, stop, bounded)
+                    windows::run(job, &name, copies, stop, bounded)
                 })
                 .await;
                 let result = result.unwrap_or_else(|e| {

@@ -56,19 +56,26 @@ fn job_name(config: &PipelineConfig) -> String {
     format!("{}-windows", config.name)
 }
 
-/// Runs `instances` copies of the job (they share the input's partitions through the job's
-/// consumer group) until `stop`; with `source_done` given (a bounded run), ends their input once
+/// How many copies of the job this process runs, and what tells them from other processes'.
+pub struct Copies {
+    pub count: usize,
+    /// Prefixes the copies' instance ids (their transactional ids): `<instance>-<index>`.
+    pub instance: Option<String>,
+}
+
+/// Runs copies of the job (they share the input's partitions through the job's consumer
+/// group, with the copies other processes run too) until `stop`; with `source_done` given (a bounded run), ends their input once
 /// the source ended and the job committed everything up to the topic's end, and stops them once
 /// the windows that closed were committed.
 pub fn run(
     job: JobConfig,
     pipeline: &str,
-    instances: usize,
+    copies: Copies,
     stop: Arc<AtomicBool>,
     source_done: Option<Arc<AtomicBool>>,
 ) -> Result<()> {
     let job_stop = Arc::new(AtomicBool::new(false));
-    let ends: Vec<Arc<EndOfInput>> = (0..instances.max(1))
+    let ends: Vec<Arc<EndOfInput>> = (0..copies.count.max(1))
         .map(|_| Arc::new(EndOfInput::default()))
         .collect();
     let watcher = {
@@ -83,12 +90,15 @@ pub fn run(
             job_stop.store(true, Ordering::SeqCst);
         })
     };
-    let copies: Vec<_> = ends
+    let threads: Vec<_> = ends
         .iter()
         .enumerate()
         .map(|(index, end)| {
             let mut copy = job.clone();
-            copy.instance_id = index.to_string();
+            copy.instance_id = match &copies.instance {
+                Some(instance) => format!("{instance}-{index}"),
+                None => index.to_string(),
+            };
             let (job_stop, end) = (Arc::clone(&job_stop), Arc::clone(end));
             std::thread::spawn(move || {
                 let metrics = JobMetrics::new(&copy.name, &copy.instance_id);
@@ -100,7 +110,7 @@ pub fn run(
         })
         .collect();
     let mut result = Ok(());
-    for copy in copies {
+    for copy in threads {
         let outcome = copy.join().map_err(|_| PipelineError::Stage {
             pipeline: pipeline.to_string(),
             message: "a windowed job copy panicked".into(),

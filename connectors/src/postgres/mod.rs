@@ -5,6 +5,10 @@
 //! against it (every column present with a type the values fit). A database that goes away
 //! is retried with backoff, the uncommitted batch kept in memory: nothing is lost, and a
 //! commit whose outcome was unknown is recognised by its offsets and not repeated.
+//!
+//! Several copies of a pipeline may write one table, each its own partitions of the input:
+//! a commit checks and moves only its partitions' rows of `weir_offsets`, under row locks, and
+//! a writer that finds them moved by another is fenced (its rows are not committed).
 
 mod cell;
 mod config;

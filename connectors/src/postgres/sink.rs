@@ -21,6 +21,8 @@ use crate::sink::{Sink, SinkOffsets, SinkStats};
 enum Failure {
     Database(tokio_postgres::Error),
     Fatal(String),
+    /// Another writer committed to this writer's partitions.
+    Fenced(String),
 }
 
 impl From<tokio_postgres::Error> for Failure {
@@ -97,6 +99,7 @@ impl PostgresSink {
     ) -> Result<(), ConnectorError> {
         let error = match failure {
             Failure::Fatal(reason) => return Err(ConnectorError::Sink(reason)),
+            Failure::Fenced(reason) => return Err(ConnectorError::Fenced(reason)),
             Failure::Database(error) if !is_transient(&error) => {
                 return Err(ConnectorError::Sink(format!(
                     "PostgreSQL, {what}: {}",
@@ -138,31 +141,45 @@ impl PostgresSink {
             tracing::info!(table = %table_name, "table created");
         }
         let types = column_types(client, &table, &table_name, schema).await?;
-        let offsets = stored_offsets(client, &sink_id, &topic, false).await?;
+        let offsets = stored_offsets(client, &sink_id, &topic, None).await?;
         Ok((types, offsets))
     }
 
     async fn try_commit(&mut self, target: &SinkOffsets) -> Result<bool, Failure> {
         let (sink_id, topic) = (self.sink_id.clone(), self.topic.clone());
-        let expected = self.committed.clone();
+        // Only the partitions this writer commits: other copies of the pipeline own the rest.
+        let expected: SinkOffsets = target
+            .keys()
+            .filter_map(|p| self.committed.get(p).map(|o| (*p, *o)))
+            .collect();
+        let partitions: Vec<i32> = target.keys().copied().collect();
         let copy_sql = self.copy_sql.clone();
         let types = self.column_types.clone();
         let pending = std::mem::take(&mut self.pending);
         let result = async {
             let client = self.client().await?;
             let transaction = client.transaction().await?;
-            let stored = stored_offsets(&transaction, &sink_id, &topic, true).await?;
+            // A row for each partition first (`-1`: none committed), so that two writers'
+            // first commits of a partition are serialized by its row lock as well.
+            transaction
+                .execute(
+                    "INSERT INTO weir_offsets (sink, topic, partition, next_offset) \
+                     SELECT $1, $2, p, -1 FROM unnest($3::integer[]) AS t(p) \
+                     ON CONFLICT (sink, topic, partition) DO NOTHING",
+                    &[&sink_id, &topic, &partitions],
+                )
+                .await?;
+            let stored = stored_offsets(&transaction, &sink_id, &topic, Some(&partitions)).await?;
             if stored == *target && *target != expected {
                 return Ok(false); // an earlier attempt committed; its reply was lost
             }
             if stored != expected {
-                return Err(Failure::Fatal(format!(
+                return Err(Failure::Fenced(format!(
                     "weir_offsets of sink {sink_id} (topic {topic}) moved from {expected:?} to {stored:?} \
-                     outside this pipeline: is another copy writing to the same sink?"
+                     since this writer read them: another copy of the pipeline owns these partitions now"
                 )));
             }
             copy_rows(&transaction, &copy_sql, &types, &pending).await?;
-            let partitions: Vec<i32> = target.keys().copied().collect();
             let offsets: Vec<i64> = target.values().copied().collect();
             transaction
                 .execute(
@@ -241,20 +258,29 @@ async fn column_types(
     Ok(types)
 }
 
+/// The committed offsets of every partition, or of `locked` ones, locked until the transaction
+/// ends (so two writers' checks of one partition are serialized).
 async fn stored_offsets(
     client: &impl tokio_postgres::GenericClient,
     sink_id: &str,
     topic: &str,
-    lock: bool,
+    locked: Option<&[i32]>,
 ) -> Result<SinkOffsets, Failure> {
-    let query = format!(
-        "SELECT partition, next_offset FROM weir_offsets WHERE sink = $1 AND topic = $2{}",
-        if lock { " FOR UPDATE" } else { "" }
-    );
-    let rows = client.query(&query, &[&sink_id, &topic]).await?;
+    const SELECT: &str =
+        "SELECT partition, next_offset FROM weir_offsets WHERE sink = $1 AND topic = $2";
+    let rows = match locked {
+        None => client.query(SELECT, &[&sink_id, &topic]).await?,
+        Some(partitions) => {
+            let query = format!("{SELECT} AND partition = ANY($3) FOR UPDATE");
+            client
+                .query(&query, &[&sink_id, &topic, &partitions])
+                .await?
+        }
+    };
     Ok(rows
         .iter()
         .map(|row| (row.get::<_, i32>(0), row.get::<_, i64>(1)))
+        .filter(|(_, next_offset)| *next_offset >= 0)
         .collect())
 }
 
@@ -394,5 +420,10 @@ impl Sink for PostgresSink {
 
     fn stats(&self) -> SinkStats {
         self.stats
+    }
+
+    /// Offsets are rows per partition, checked and moved under a row lock.
+    fn shares_partitions(&self) -> bool {
+        true
     }
 }

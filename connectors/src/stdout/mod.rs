@@ -61,4 +61,9 @@ impl Sink for StdoutSink {
     fn stats(&self) -> SinkStats {
         self.stats
     }
+
+    /// Each copy prints what it reads (there are no offsets to keep).
+    fn shares_partitions(&self) -> bool {
+        true
+    }
 }

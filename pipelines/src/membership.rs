@@ -1,0 +1,153 @@
+//! How the running copies of one pipeline (the replicas of a Kubernetes Deployment, say) share
+//! its work: through Kafka's group protocol, as Kafka Connect's workers and Kafka Streams'
+//! instances do.
+//!
+//! A [`Membership`] is a consumer in a group, subscribed to a topic, that never reads records
+//! (its partitions are paused as they are assigned): the partitions the group gives it are the
+//! work this copy owns.
+//! - A sink that can share its input ([`weir_connectors::sink::Sink::shares_partitions`]) joins
+//!   with the input topic: each copy writes the partitions it owns.
+//! - The source stage and a sink with one writer join with the one-partition positions topic,
+//!   as a lease: the copy that owns partition 0 does the work, the others stand by and take
+//!   over when it goes.
+//!
+//! The group only spreads the work; it does not fence. A copy that lost partitions but has not
+//! heard yet (a long pause, a cut network) is stopped by what the work commits to: the source's
+//! transactional id (a newer owner's producer fences it) and a sink's per-partition offset check.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
+use rdkafka::ClientContext;
+
+use crate::error::{PipelineError, Result};
+
+/// How long a copy may be silent before the group moves its work (Kafka's default is 45 s;
+/// a pipeline's work moving within 10 s of a pod dying is worth the extra heartbeats).
+const SESSION_TIMEOUT_MS: &str = "10000";
+
+/// The group's answers, handed from rdkafka's rebalance callback to [`Membership::poll`].
+#[derive(Default)]
+struct Assignments {
+    /// The partitions of the latest assignment, sorted, until `poll` takes them.
+    latest: Mutex<Option<Vec<i32>>>,
+}
+
+struct MembershipContext {
+    assignments: Arc<Assignments>,
+    topic: String,
+}
+
+impl ClientContext for MembershipContext {}
+
+impl ConsumerContext for MembershipContext {
+    fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let partitions = match rebalance {
+            Rebalance::Assign(assigned) => {
+                // Owning is all this consumer is for: it never reads the records.
+                if let Err(error) = consumer.pause(assigned) {
+                    tracing::warn!(topic = %self.topic, %error, "pausing the membership's partitions");
+                }
+                let mut partitions: Vec<i32> = assigned
+                    .elements_for_topic(&self.topic)
+                    .iter()
+                    .map(|element| element.partition())
+                    .collect();
+                partitions.sort_unstable();
+                partitions
+            }
+            Rebalance::Revoke(_) => Vec::new(),
+            Rebalance::Error(error) => {
+                tracing::warn!(topic = %self.topic, %error, "group rebalance failed");
+                return;
+            }
+        };
+        if let Ok(mut latest) = self.assignments.latest.lock() {
+            *latest = Some(partitions);
+        }
+    }
+}
+
+/// This copy's membership in the group that shares one piece of a pipeline's work.
+pub struct Membership {
+    consumer: BaseConsumer<MembershipContext>,
+    assignments: Arc<Assignments>,
+    owned: Vec<i32>,
+}
+
+impl Membership {
+    /// Joins `group` with `topic`'s partitions to share; `properties` are the pipeline's client
+    /// properties (security settings).
+    pub fn join(
+        pipeline: &str,
+        bootstrap: &str,
+        group: &str,
+        topic: &str,
+        properties: &[(String, String)],
+    ) -> Result<Self> {
+        let mut client = ClientConfig::new();
+        client
+            .set("bootstrap.servers", bootstrap)
+            .set("group.id", group)
+            .set("session.timeout.ms", SESSION_TIMEOUT_MS)
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "latest")
+            .set_log_level(RDKafkaLogLevel::Warning);
+        for (key, value) in properties {
+            client.set(key, value);
+        }
+        let assignments = Arc::new(Assignments::default());
+        let context = MembershipContext {
+            assignments: Arc::clone(&assignments),
+            topic: topic.to_string(),
+        };
+        let consumer: BaseConsumer<MembershipContext> = client
+            .create_with_context(context)
+            .map_err(PipelineError::kafka(pipeline, "creating the group member"))?;
+        consumer
+            .subscribe(&[topic])
+            .map_err(PipelineError::kafka(pipeline, "joining the group"))?;
+        tracing::debug!(pipeline, group, topic, "joined the group sharing the work");
+        Ok(Membership {
+            consumer,
+            assignments,
+            owned: Vec::new(),
+        })
+    }
+
+    /// Serves the group (rebalances happen in here; call it at least every few seconds) and
+    /// answers the partitions this copy owns now if they changed since the last call.
+    pub fn poll(&mut self) -> Option<&[i32]> {
+        // Records of a partition fetched before it was paused are dropped unread.
+        while let Some(polled) = self.consumer.poll(Duration::ZERO) {
+            if let Err(error) = polled {
+                tracing::debug!(%error, "group member");
+                break;
+            }
+        }
+        let latest = self.assignments.latest.lock().ok()?.take()?;
+        if latest == self.owned {
+            return None;
+        }
+        self.owned = latest;
+        Some(&self.owned)
+    }
+
+    /// The partitions this copy owns, as of the last [`Membership::poll`].
+    pub fn owned(&self) -> &[i32] {
+        &self.owned
+    }
+
+    /// Waits (polling) until the group has answered at least once; `stop` ends the wait early.
+    pub fn wait_for_assignment(&mut self, stop: impl Fn() -> bool) -> &[i32] {
+        while !stop() {
+            if self.poll().is_some() || !self.owned.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        &self.owned
+    }
+}
