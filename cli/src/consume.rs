@@ -129,6 +129,9 @@ pub async fn run(args: ConsumeArgs) -> anyhow::Result<()> {
             break;
         }
         let Some(message) = consumer.poll(Duration::from_millis(200)) else {
+            // A transactional partition ends with a marker, never handed out as a record: the
+            // consumer's position tells when it was read past.
+            passed_ends(&consumer, &args.topic, &mut remaining)?;
             continue;
         };
         let message = message.context("consume failed")?;
@@ -141,6 +144,22 @@ pub async fn run(args: ConsumeArgs) -> anyhow::Result<()> {
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+/// Drops from `remaining` the partitions whose position reached their end.
+fn passed_ends(
+    consumer: &BaseConsumer,
+    topic: &str,
+    remaining: &mut HashMap<i32, i64>,
+) -> anyhow::Result<()> {
+    let positions = consumer.position()?;
+    remaining.retain(|partition, end| {
+        !matches!(
+            positions.find_partition(topic, *partition).map(|e| e.offset()),
+            Some(Offset::Offset(position)) if position >= *end
+        )
+    });
     Ok(())
 }
 
