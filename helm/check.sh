@@ -72,12 +72,44 @@ non_default_values() {
     && grep -q 'grafana_dashboard: "1"' <<< "$out" && grep -q '"uid": "weir-brokers"' <<< "$out"
 }
 
+# Pipelines (non-default values): a Deployment, a ConfigMap and (http source only) a Service
+# each; the pipeline file gets its name and the brokers as bootstrap; Secrets reach the pod
+# as environment for ${VAR}; copies are named for windowed jobs' transactional ids.
+pipelines_render() {
+  local out
+  out=$(render -f "$here/ci/non-default-values.yaml") || return 1
+  [ "$(grep -c '^kind: Deployment' <<< "$out")" -eq 2 ] \
+    && grep -q 'name: demo-weir-pipeline-weblogs$' <<< "$out" \
+    && grep -q 'name: demo-weir-pipeline-tail$' <<< "$out" \
+    && [ "$(grep -c 'weir.dev/pipeline: weblogs' <<< "$out")" -ge 4 ] \
+    && grep -q '    name: weblogs$' <<< "$out" \
+    && grep -q '    bootstrap: demo-weir-broker.streams.svc.k8s.example:9092$' <<< "$out" \
+    && grep -q 'url: postgres://weir:${PG_PASSWORD}@warehouse:5432/weir' <<< "$out" \
+    && grep -q 'secretKeyRef:' <<< "$out" && grep -q 'secretName: s3-secret' <<< "$out" \
+    && grep -q 'fieldPath: metadata.name' <<< "$out" && grep -q 'name: WEIR_INSTANCE' <<< "$out" \
+    && grep -q -- '--metrics-listen=0.0.0.0:9700' <<< "$out" \
+    && [ "$(grep -c '^kind: Service$' <<< "$out")" -eq 3 ] \
+    && grep -q 'type: NodePort' <<< "$out" \
+    && ! render | grep -q 'kind: Deployment'
+}
+
 schema_refuses_bad_values() {
   local bad
   for bad in broker.replicas=0 broker.antiAffinity=maybe broker.ports.kafka=70000 broker.unknown=1 \
-    image.pullPolicy=Sometimes; do
+    image.pullPolicy=Sometimes pipelineDefaults.env=x; do
     if render --set "$bad" > /dev/null 2>&1; then
       echo "the schema accepted $bad" >&2
+      return 1
+    fi
+  done
+  local source='"pipeline":{"source":{"kind":"http"}}'
+  render --set-json "pipelines=[{\"name\":\"ok\",$source}]" > /dev/null || return 1
+  for bad in "{\"name\":\"Bad_Name\",$source}" "{\"name\":\"x\",\"replicas\":-1,$source}" \
+    "{\"name\":\"x\",\"unknown\":1,$source}" "{$source}" \
+    '{"name":"x","pipeline":{"name":"y","source":{"kind":"http"}}}' \
+    '{"name":"x","pipeline":{"topic":{}}}'; do
+    if render --set-json "pipelines=[$bad]" > /dev/null 2>&1; then
+      echo "the schema accepted the pipeline $bad" >&2
       return 1
     fi
   done
@@ -87,7 +119,7 @@ schema_refuses_bad_values() {
 # a Prometheus Operator resource: kubernetes-validate has no schema for it and only warns).
 valid_for_kubernetes() {
   local values
-  for values in "" "$here/ci/non-default-values.yaml"; do
+  for values in "" "$here/ci/non-default-values.yaml" "$here/ci/pipeline-values.yaml"; do
     render ${values:+-f "$values"} > "$scratch_dir/rendered.yaml" || return 1
     "$venv_bin/kubernetes-validate" --strict --quiet --kubernetes-version 1.31.0 \
       "$scratch_dir/rendered.yaml" || return 1
@@ -96,7 +128,7 @@ valid_for_kubernetes() {
 
 yaml_is_tidy() {
   "$venv_bin/yamllint" --strict -c "$here/ci/yamllint.yaml" "$chart/Chart.yaml" \
-    "$chart/values.yaml" "$here/ci/non-default-values.yaml"
+    "$chart/values.yaml" "$here/ci/non-default-values.yaml" "$here/ci/pipeline-values.yaml"
 }
 
 # The rendered StatefulSet's pods, run as processes: default values (three voters) and the
@@ -105,6 +137,13 @@ pods_form_a_cluster() {
   "$venv_bin/python" "$here/simulate_pods.py" "$helm" "$chart" "$weir" \
     && "$venv_bin/python" "$here/simulate_pods.py" "$helm" "$chart" "$weir" \
       "$here/ci/non-default-values.yaml"
+}
+
+# The rendered pipeline Deployment's pods (two copies of an http → stdout + kafka pipeline),
+# run next to three brokers: both ready, every POSTed line once in each sink.
+pipeline_pods_run() {
+  "$venv_bin/python" "$here/simulate_pods.py" "$helm" "$chart" "$weir" \
+    "$here/ci/pipeline-values.yaml" --pipelines
 }
 
 scratch_dir=$(mktemp -d)
@@ -116,5 +155,7 @@ record default_quorum
 record non_default_values
 record schema_refuses_bad_values
 record pods_form_a_cluster
+record pipelines_render
+record pipeline_pods_run
 echo "helm: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

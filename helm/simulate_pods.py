@@ -10,8 +10,16 @@ volume claim. Then, as Kubernetes would: the readiness probe must pass on every 
 client inside the network must find the cluster through the Service name, see every broker
 and the quorum, create a replicated topic and read back what it wrote.
 
-Usage: python simulate_pods.py HELM CHART WEIR [VALUES]   (root: network namespaces)
+With --pipelines, the rendered pipeline Deployments' pods run too, next to the brokers (their
+pods named <deployment>-sim-<n>; Secrets played by SECRETS below): each must pass its readiness
+probe, lines are POSTed to every copy of an http source (as its Service would spread them), and
+each sink must get every line exactly once — a stdout sink split between the copies by
+partition, a kafka sink (one writer) on the topic its ${VAR} names.
+
+Usage: python simulate_pods.py HELM CHART WEIR [VALUES [--pipelines]]   (root: network namespaces)
 """
+
+import json
 
 import os
 import re
@@ -26,6 +34,9 @@ import yaml
 
 NAMESPACE = "streams"
 RELEASE = "demo"
+# The Secrets the pipelines' env names (helm/ci/pipeline-values.yaml): name → key → value.
+SECRETS = {"web-output": {"topic": "web-copied"}}
+LINES = 2000
 
 
 def sh(*args, **kwargs):
@@ -97,6 +108,9 @@ def field_env(container, pod_name, ordinal):
     for var in container.get("env", []):
         if "value" in var:
             env[var["name"]] = var["value"]
+        elif "secretKeyRef" in var["valueFrom"]:
+            ref = var["valueFrom"]["secretKeyRef"]
+            env[var["name"]] = SECRETS[ref["name"]][ref["key"]]
         else:
             path = var["valueFrom"]["fieldRef"]["fieldPath"]
             if path not in fields:
@@ -109,11 +123,11 @@ def expand(arg, env):
     return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m[1], m[0]), arg)
 
 
-def pod_command(statefulset, configmaps, weir, ordinal, root):
-    """The pod's process: command and args with the mounts moved under `root`."""
-    spec = statefulset["spec"]["template"]["spec"]
+def pod_command(workload, configmaps, weir, pod_name, ordinal, root):
+    """The pod's process: command and args with the mounts moved under `root`, and the
+    environment the manifest gives it."""
+    spec = workload["spec"]["template"]["spec"]
     container = spec["containers"][0]
-    pod_name = f"{statefulset['metadata']['name']}-{ordinal}"
     env = field_env(container, pod_name, ordinal)
     volumes = {v["name"]: v for v in spec.get("volumes", [])}
     mounts = {}
@@ -169,9 +183,115 @@ def check_dashboard(chart, addresses, port):
     print(f"pods: the dashboard's {len(queried)} metrics are all exported", file=sys.stderr)
 
 
+class Pods:
+    """Pipeline pods started as processes, each in its network namespace."""
+
+    def __init__(self, network, configmaps, weir, work, processes):
+        self.network, self.configmaps, self.weir = network, configmaps, weir
+        self.work, self.processes = work, processes
+        self.started = []  # (deployment name, pod name, namespace index, log path, container)
+
+    def start(self, deployment, pod_name, index):
+        root = os.path.join(self.work, pod_name)
+        command, container, env = pod_command(deployment, self.configmaps, self.weir,
+                                              pod_name, index, root)
+        log_path = os.path.join(self.work, f"{pod_name}.log")
+        log = open(log_path, "w")
+        self.processes.append(subprocess.Popen(
+            ["ip", "netns", "exec", self.network.namespace(index)] + command,
+            stdout=log, stderr=log, env={**os.environ, **env, "RUST_LOG": "info"}))
+        self.started.append((deployment["metadata"]["name"], pod_name, index, log_path, container))
+
+    def log(self, log_path):
+        with open(log_path) as log_file:
+            return log_file.read()
+
+
+def wait_until(what, check, logs, timeout=90):
+    deadline = time.time() + timeout
+    while not check():
+        if time.time() > deadline:
+            raise SystemExit(f"pods: no {what} within {timeout} s\n{logs()[-6000:]}")
+        time.sleep(0.5)
+
+
+def port_open(address, port):
+    import socket
+    try:
+        socket.create_connection((address, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def post(address, port, path, body):
+    request = urllib.request.Request(f"http://{address}:{port}{path}", data=body.encode(),
+                                     method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return response.status
+
+
+def check_pipelines(pods, deployments, client, bootstrap):
+    """Each pipeline pod ready; lines POSTed to every copy land once in each sink."""
+    all_logs = lambda: "\n".join(f"--- {pod}:\n{pods.log(log)[-2500:]}"
+                                  for _, pod, _, log, _ in pods.started)
+    for _, pod, index, _, container in pods.started:
+        probe = container["readinessProbe"]["tcpSocket"]
+        port = next(p["containerPort"] for p in container["ports"] if p["name"] == probe["port"])
+        address = pods.network.address(index)
+        wait_until(f"readiness of {pod}", lambda: port_open(address, port), all_logs)
+    print(f"pods: {len(pods.started)} pipeline pods ready", file=sys.stderr)
+    for deployment in deployments:
+        name = deployment["metadata"]["name"]
+        config = yaml.safe_load(pods.configmaps[name]["data"]["pipeline.yaml"])
+        copies = [(index, container) for d, _, index, _, container in pods.started if d == name]
+        port = int(config["source"]["listen"].rsplit(":", 1)[1])
+        lines = [f"line-{n}" for n in range(LINES)]
+        for request, start in enumerate(range(0, LINES, 100)):
+            index = copies[request % len(copies)][0]
+            body = "".join(line + "\n" for line in lines[start:start + 100])
+            status = post(pods.network.address(index), port, f"/ingest/{config['name']}", body)
+            assert status == 200, status
+        topic = SECRETS["web-output"]["topic"]
+        copied = []
+
+        def read_copied():
+            # The sink creates the topic at its first commit.
+            read = subprocess.run([*client, "consume", "-b", bootstrap, topic, "--isolation",
+                                   "read_committed"], capture_output=True, text=True)
+            if read.returncode != 0:
+                return False
+            out = read.stdout
+            copied[:] = [json.loads(line)["value"] for line in out.splitlines() if line]
+            return len(copied) >= LINES
+
+        wait_until(f"{LINES} lines copied to {topic}", read_copied, all_logs)
+        assert sorted(copied) == sorted(lines), f"{len(copied)} copied, not each line once"
+        printed = {}
+
+        def read_printed():
+            for _, pod, _, log_path, _ in pods.started:
+                printed[pod] = [json.loads(line)["value"]
+                                for line in pods.log(log_path).splitlines()
+                                if line.startswith('{"value":')]
+            return sum(len(rows) for rows in printed.values()) >= LINES
+
+        wait_until(f"{LINES} lines printed", read_printed, all_logs)
+        every = [row for rows in printed.values() for row in rows]
+        assert sorted(every) == sorted(lines), f"{len(every)} printed, not each line once"
+        assert all(printed.values()), f"a copy printed nothing: { {p: len(r) for p, r in printed.items()} }"
+        print(f"pods: pipeline {config['name']}: {LINES} lines POSTed to {len(copies)} copies, "
+              f"copied once to {topic}, printed once "
+              f"({', '.join(str(len(r)) for r in printed.values())} by copy)", file=sys.stderr)
+
+
 def main():
+    # A SIGTERM (a timeout) still removes the namespaces and stops the pods.
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("pods: terminated"))
     helm, chart, weir = sys.argv[1:4]
     values = sys.argv[4] if len(sys.argv) > 4 else None
+    run_pipelines = "--pipelines" in sys.argv[5:]
     objects = render(helm, chart, values)
     statefulset = next(o for (kind, _), o in objects.items() if kind == "StatefulSet")
     configmaps = {name: o for (kind, name), o in objects.items() if kind == "ConfigMap"}
@@ -188,13 +308,17 @@ def main():
     client_service = next(s for n, s in services.items() if n != headless)
     client_name = f"{client_service['metadata']['name']}.{NAMESPACE}.svc.{cluster_domain}"
     pod_names = [f"{name}-{i}.{domain}" for i in range(replicas)]
-    network = Network(pod_names, {client_name: 0})
+    deployments = [o for (kind, _), o in objects.items() if kind == "Deployment"]
+    pipeline_pods = [(d, f"{d['metadata']['name']}-sim-{n}") for d in deployments
+                     for n in range(d["spec"]["replicas"])] if run_pipelines else []
+    network = Network(pod_names + [pod for _, pod in pipeline_pods], {client_name: 0})
     work = tempfile.mkdtemp()
     processes = []
     try:
         for ordinal in range(replicas):
             root = os.path.join(work, f"pod-{ordinal}")
-            command, container, _ = pod_command(statefulset, configmaps, weir, ordinal, root)
+            command, container, _ = pod_command(statefulset, configmaps, weir,
+                                                f"{name}-{ordinal}", ordinal, root)
             log = open(os.path.join(work, f"pod-{ordinal}.log"), "w")
             processes.append(subprocess.Popen(
                 ["ip", "netns", "exec", network.namespace(ordinal)] + command,
@@ -230,6 +354,11 @@ def main():
         check_dashboard(chart, [network.address(i) for i in range(replicas)], port)
         print(f"pods: cluster of {replicas} formed ({voters} voters, {observers} observers), "
               f"100 records written and read through {bootstrap}", file=sys.stderr)
+        if run_pipelines:
+            pods = Pods(network, configmaps, weir, work, processes)
+            for index, (deployment, pod_name) in enumerate(pipeline_pods):
+                pods.start(deployment, pod_name, replicas + index)
+            check_pipelines(pods, deployments, client, bootstrap)
     finally:
         for process in processes:
             process.kill()

@@ -55,3 +55,36 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: broker
 {{- end -}}
+
+{{/* A pipeline's resources: <release>-pipeline-<name>. */}}
+{{- define "weir.pipeline.name" -}}
+{{- printf "%s-pipeline-%s" (include "weir.fullname" .root) .pipeline.name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* What tells a pipeline's objects from the release's others (with weir.labels). */}}
+{{- define "weir.pipeline.labels" -}}
+app.kubernetes.io/component: pipeline
+weir.dev/pipeline: {{ .pipeline.name }}
+{{- end -}}
+
+{{- define "weir.pipeline.selectorLabels" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{ include "weir.pipeline.labels" . }}
+{{- end -}}
+
+{{/* The pipeline file: the pipeline's values with its name, and the brokers as bootstrap
+unless it names another cluster. */}}
+{{- define "weir.pipeline.file" -}}
+{{- $defaults := dict "bootstrap" (include "weir.bootstrap" .root) -}}
+{{- $file := merge (dict "name" .pipeline.name) (deepCopy .pipeline.pipeline) $defaults -}}
+{{- toYaml $file -}}
+{{- end -}}
+
+{{/* The port of an http source's `listen` address, or nothing. */}}
+{{- define "weir.pipeline.httpPort" -}}
+{{- $source := .pipeline.pipeline.source | default dict -}}
+{{- if eq (toString $source.kind) "http" -}}
+{{- last (splitList ":" (toString $source.listen)) -}}
+{{- end -}}
+{{- end -}}
