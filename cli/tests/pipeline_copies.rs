@@ -5,7 +5,8 @@
 //! reading the source is killed with -9 and a third joins: another takes the source over, the
 //! partitions move, and PostgreSQL must end up with exactly the log's lines (counts per status
 //! and minute against the generator) — nothing lost to the kill, nothing written twice by two
-//! copies.
+//! copies. A Parquet sink of the same pipeline (one writer at a time, on a lease) must end up
+//! with exactly the lines too.
 //!
 //! Needs PostgreSQL (`WEIR_TEST_POSTGRES_URL`); scripts/test.sh starts it.
 
@@ -22,7 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use access_log::{postgres_counts, postgres_url, total};
+use access_log::{parquet_counts, postgres_counts, postgres_url, total};
 use broker::BrokerProcess;
 
 const LINES: u64 = 60_000;
@@ -31,6 +32,8 @@ const CHUNK_PAUSE: Duration = Duration::from_millis(100);
 const PARTITIONS: usize = 4;
 const SINK_OWNS: &str = "sink stage owns its partitions";
 const SOURCE_STARTED: &str = "source stage started";
+/// Logged by a copy that lost the source's lease (or was fenced) and stands by.
+const SOURCE_LEFT: &str = "owns the source now; standing by";
 
 /// One `weir pipeline run` process, named by its `--instance`.
 struct Copy {
@@ -66,10 +69,13 @@ impl Copy {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// The partitions of the latest "owns its partitions" line, if any.
+    /// The partitions of the PostgreSQL sink's latest "owns its partitions" line, if any.
     fn sink_partitions(&self) -> Option<Vec<i32>> {
         let text = self.log_text();
-        let line = text.lines().rev().find(|l| l.contains(SINK_OWNS))?;
+        let line = text
+            .lines()
+            .rev()
+            .find(|l| l.contains(SINK_OWNS) && l.contains("sink=postgres-0"))?;
         let list = line.split("partitions=[").nth(1)?.split(']').next()?;
         Some(
             list.split(',')
@@ -79,8 +85,15 @@ impl Copy {
         )
     }
 
-    fn source_starts(&self) -> usize {
-        self.log_text().matches(SOURCE_STARTED).count()
+    /// Whether the copy's latest word on the source is that it reads it (not that it stands
+    /// by or was fenced).
+    fn reads_source(&self) -> bool {
+        let text = self.log_text();
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| l.contains(SOURCE_STARTED) || l.contains(SOURCE_LEFT));
+        last.is_some_and(|l| l.contains(SOURCE_STARTED))
     }
 
     fn alive(&mut self) -> bool {
@@ -192,6 +205,7 @@ fn copies_share_a_pipeline_and_survive_a_kill_without_losing_or_repeating() {
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start();
     let table = format!("copies_{}", std::process::id());
+    let warehouse = dir.path().join("warehouse");
     let config = dir.path().join("pipeline.yaml");
     std::fs::write(
         &config,
@@ -213,10 +227,14 @@ sinks:
     url: "{postgres}"
     table: {table}
     commit_interval_ms: 300
+  - kind: parquet
+    path: {warehouse}
+    max_file_age_ms: 500
 "#,
             bootstrap = broker.bootstrap(),
             log = dir.path().join("access.log").display(),
             postgres = postgres_url(),
+            warehouse = warehouse.display(),
         ),
     )
     .unwrap();
@@ -236,20 +254,14 @@ sinks:
         Duration::from_secs(60),
         |c| shared(&[&c[0], &c[1]]),
     );
+    // One copy reads the source once the group settled (its lease may move while they join).
     wait_for(
-        "copy reading the source",
+        "exactly one copy reading the source",
         &mut copies,
         Duration::from_secs(60),
-        |c| c.iter().any(|c| c.source_starts() > 0),
+        |c| c.iter().filter(|c| c.reads_source()).count() == 1,
     );
-    let readers: Vec<usize> = (0..2).filter(|i| copies[*i].source_starts() > 0).collect();
-    assert_eq!(
-        readers.len(),
-        1,
-        "one copy reads the source:\n{}",
-        logs(&copies)
-    );
-    let reader = readers[0];
+    let reader = (0..2).find(|i| copies[*i].reads_source()).unwrap();
     let standby = 1 - reader;
     println!(
         "copy {} reads the source; killing it",
@@ -261,7 +273,7 @@ sinks:
         "source taken over after the kill",
         &mut copies,
         Duration::from_secs(60),
-        |c| c[standby].source_starts() > 0 || c[2].source_starts() > 0,
+        |c| c[standby].reads_source() || c[2].reads_source(),
     );
     wait_for(
         "sink partitions shared by the two live copies",
@@ -271,15 +283,21 @@ sinks:
     );
     writer.join().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
+    let location = warehouse.display().to_string();
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let rows = total(&runtime.block_on(postgres_counts(&table)));
-        if rows >= total(&truth) {
+        let files = if warehouse.join("_weir").exists() {
+            total(&runtime.block_on(parquet_counts(&location, &Default::default())))
+        } else {
+            0
+        };
+        if rows >= total(&truth) && files >= total(&truth) {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "PostgreSQL has {rows} of {} rows after 120 s:\n{}",
+            "PostgreSQL has {rows} and Parquet {files} of {} rows after 120 s:\n{}",
             total(&truth),
             logs(&copies)
         );
@@ -299,5 +317,9 @@ sinks:
         in_postgres, truth,
         "PostgreSQL counts per status and minute"
     );
+    // The Parquet sink has one writer at a time: the lease moved with the copies.
+    let in_parquet = runtime.block_on(parquet_counts(&location, &Default::default()));
+    assert_eq!(total(&in_parquet), total(&truth), "Parquet rows vs lines");
+    assert_eq!(in_parquet, truth, "Parquet counts per status and minute");
     drop(broker);
 }

@@ -25,13 +25,9 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use access_log::{postgres_counts, postgres_url, total, Counts};
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit, TimestampMillisecondType};
+use access_log::{parquet_counts, postgres_counts, postgres_url, total, Counts};
 use rng::Rng;
 use weir_connectors::generator::AccessLogGenerator;
-use weir_connectors::parquet::read_published_at;
 
 const LINES: u64 = 200_000;
 const ROTATE_AT: u64 = 100_000;
@@ -172,33 +168,6 @@ fn s3_options() -> BTreeMap<String, String> {
     .collect()
 }
 
-async fn parquet_counts(location: &str) -> Counts {
-    let (_, batches) = read_published_at(location, &s3_options(), 10_000_000)
-        .await
-        .unwrap();
-    let mut counts = Counts::new();
-    for batch in batches {
-        let status = batch
-            .column_by_name("status")
-            .unwrap()
-            .as_primitive::<Int64Type>()
-            .clone();
-        let minute = cast(
-            batch.column_by_name("minute").unwrap(),
-            &DataType::Timestamp(TimeUnit::Millisecond, None),
-        )
-        .unwrap();
-        let minute = minute.as_primitive::<TimestampMillisecondType>();
-        for row in 0..batch.num_rows() {
-            assert!(status.is_valid(row) && minute.is_valid(row));
-            *counts
-                .entry((status.value(row), minute.value(row)))
-                .or_default() += 1;
-        }
-    }
-    counts
-}
-
 /// The dead letters, read back through a broker started on the pipeline's data directory.
 fn dead_letters(data_dir: &Path, want: usize) -> Vec<String> {
     let port = TcpListener::bind("127.0.0.1:0")
@@ -331,7 +300,7 @@ sinks:
         "PostgreSQL counts per status and minute"
     );
     for location in [warehouse.display().to_string(), bucket_warehouse] {
-        let in_parquet = runtime.block_on(parquet_counts(&location));
+        let in_parquet = runtime.block_on(parquet_counts(&location, &s3_options()));
         assert_eq!(
             total(&in_parquet),
             total(&truth),

@@ -57,6 +57,19 @@ struct Work {
     fenced: bool,
 }
 
+impl Work {
+    fn new(sink: Box<dyn Sink>, consumer: Option<StreamConsumer>, next: SinkOffsets) -> Self {
+        Work {
+            sink,
+            consumer,
+            next,
+            uncommitted: Uncommitted::default(),
+            last_commit: Instant::now(),
+            fenced: false,
+        }
+    }
+}
+
 fn add(total: &mut SinkStats, more: SinkStats) {
     total.rows_committed += more.rows_committed;
     total.commits += more.commits;
@@ -184,7 +197,8 @@ impl DeliverStage {
                 || (self.source_done.load(Ordering::SeqCst)
                     && polled_nothing
                     && self.lag(current, &topic)? == 0);
-            if stopping || current.sink.should_commit(current.last_commit.elapsed()) {
+            let open = current.consumer.is_some();
+            if open && (stopping || current.sink.should_commit(current.last_commit.elapsed())) {
                 self.commit(current, &topic, &labels).await?;
             }
             if stopping {
@@ -206,42 +220,36 @@ impl DeliverStage {
         schema: &SchemaRef,
     ) -> Result<Work> {
         let name = &self.config.name;
+        if partitions.as_ref().is_some_and(Vec::is_empty) {
+            // Owning nothing, the sink stays closed: opening a one-writer sink recovers its
+            // store (a Parquet sink discards staged files) or fences its transactional id (a
+            // Kafka sink), which would break the copy holding the lease.
+            tracing::info!(pipeline = %name, sink = %self.label(), "sink stage owns no partitions; standing by");
+            return Ok(Work::new(sink, None, SinkOffsets::new()));
+        }
         let committed = sink
             .open(schema.clone())
             .await
             .map_err(PipelineError::connector(name))?;
-        let (consumer, read) = match partitions {
-            Some(partitions) if partitions.is_empty() => (None, Vec::new()),
-            partitions => {
-                let (consumer, read) = tokio::task::block_in_place(|| {
-                    self.consumer(topic, partitions.as_deref(), &committed)
-                })?;
-                (Some(consumer), read)
-            }
-        };
+        let (consumer, read) = tokio::task::block_in_place(|| {
+            self.consumer(topic, partitions.as_deref(), &committed)
+        })?;
         let next: SinkOffsets = committed
             .into_iter()
             .filter(|(partition, _)| read.contains(partition))
             .collect();
         tracing::info!(pipeline = %name, sink = %self.label(), partitions = ?read, committed = ?next, "sink stage owns its partitions");
-        Ok(Work {
-            sink,
-            consumer,
-            next,
-            uncommitted: Uncommitted::default(),
-            last_commit: Instant::now(),
-            fenced: false,
-        })
+        Ok(Work::new(sink, Some(consumer), next))
     }
 
     /// Commits what was written, with the offsets it covers. Fenced (another copy owns a
     /// partition now), the rows are dropped and the work restarts from what the sink holds.
     async fn commit(&self, work: &mut Work, topic: &str, labels: &[&str]) -> Result<()> {
         let started = Instant::now();
-        let target = match &work.consumer {
-            Some(consumer) => self.positions(consumer, topic, &work.next)?,
-            None => work.next.clone(),
+        let Some(consumer) = &work.consumer else {
+            return Ok(()); // owning nothing, there is nothing to commit
         };
+        let target = self.positions(consumer, topic, &work.next)?;
         match work.sink.commit(&target).await {
             Ok(()) => {}
             Err(ConnectorError::Fenced(reason)) => {

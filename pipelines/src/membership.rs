@@ -15,12 +15,13 @@
 //! heard yet (a long pause, a cut network) is stopped by what the work commits to: the source's
 //! transactional id (a newer owner's producer fences it) and a sink's per-partition offset check.
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
-use rdkafka::ClientContext;
+use rdkafka::{ClientContext, TopicPartitionList};
 
 use crate::error::{PipelineError, Result};
 
@@ -31,8 +32,10 @@ const SESSION_TIMEOUT_MS: &str = "10000";
 /// The group's answers, handed from rdkafka's rebalance callback to [`Membership::poll`].
 #[derive(Default)]
 struct Assignments {
-    /// The partitions of the latest assignment, sorted, until `poll` takes them.
+    /// The partitions owned after the latest rebalance, until `poll` takes them.
     latest: Mutex<Option<Vec<i32>>>,
+    /// The partitions owned now, as the callbacks add and remove them.
+    owned: Mutex<BTreeSet<i32>>,
 }
 
 struct MembershipContext {
@@ -43,29 +46,38 @@ struct MembershipContext {
 impl ClientContext for MembershipContext {}
 
 impl ConsumerContext for MembershipContext {
+    /// With the cooperative protocol the callbacks name the partitions added and removed
+    /// (with the eager one, all of them each time): the owned set follows both.
     fn post_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        let partitions = match rebalance {
-            Rebalance::Assign(assigned) => {
+        let partitions = |list: &TopicPartitionList| -> Vec<i32> {
+            list.elements_for_topic(&self.topic)
+                .iter()
+                .map(|element| element.partition())
+                .collect()
+        };
+        let Ok(mut owned) = self.assignments.owned.lock() else {
+            return;
+        };
+        match rebalance {
+            Rebalance::Assign(added) => {
                 // Owning is all this consumer is for: it never reads the records.
-                if let Err(error) = consumer.pause(assigned) {
+                if let Err(error) = consumer.pause(added) {
                     tracing::warn!(topic = %self.topic, %error, "pausing the membership's partitions");
                 }
-                let mut partitions: Vec<i32> = assigned
-                    .elements_for_topic(&self.topic)
-                    .iter()
-                    .map(|element| element.partition())
-                    .collect();
-                partitions.sort_unstable();
-                partitions
+                owned.extend(partitions(added));
             }
-            Rebalance::Revoke(_) => Vec::new(),
+            Rebalance::Revoke(removed) => {
+                for partition in partitions(removed) {
+                    owned.remove(&partition);
+                }
+            }
             Rebalance::Error(error) => {
                 tracing::warn!(topic = %self.topic, %error, "group rebalance failed");
                 return;
             }
-        };
+        }
         if let Ok(mut latest) = self.assignments.latest.lock() {
-            *latest = Some(partitions);
+            *latest = Some(owned.iter().copied().collect());
         }
     }
 }
@@ -92,6 +104,9 @@ impl Membership {
             .set("bootstrap.servers", bootstrap)
             .set("group.id", group)
             .set("session.timeout.ms", SESSION_TIMEOUT_MS)
+            // Sticky and incremental: a copy joining or leaving moves only the work it must,
+            // and the source's lease stays where it is while its holder lives.
+            .set("partition.assignment.strategy", "cooperative-sticky")
             .set("enable.auto.commit", "false")
             .set("auto.offset.reset", "latest")
             .set_log_level(RDKafkaLogLevel::Warning);
@@ -137,17 +152,6 @@ impl Membership {
 
     /// The partitions this copy owns, as of the last [`Membership::poll`].
     pub fn owned(&self) -> &[i32] {
-        &self.owned
-    }
-
-    /// Waits (polling) until the group has answered at least once; `stop` ends the wait early.
-    pub fn wait_for_assignment(&mut self, stop: impl Fn() -> bool) -> &[i32] {
-        while !stop() {
-            if self.poll().is_some() || !self.owned.is_empty() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
         &self.owned
     }
 }

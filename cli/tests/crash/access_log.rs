@@ -3,7 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type, TimeUnit, TimestampMillisecondType};
 use weir_connectors::generator::AccessLogGenerator;
+use weir_connectors::parquet::read_published_at;
 use weir_connectors::weblog::{AccessLogEntry, LogFormat};
 
 /// (status, minute in epoch ms) → lines.
@@ -68,4 +72,33 @@ pub async fn postgres_counts(table: &str) -> Counts {
             )
         })
         .collect()
+}
+
+/// The rows a Parquet sink published at `location` (columns `status` and `minute`), counted
+/// like [`ground_truth`].
+pub async fn parquet_counts(location: &str, options: &BTreeMap<String, String>) -> Counts {
+    let (_, batches) = read_published_at(location, options, 10_000_000)
+        .await
+        .unwrap();
+    let mut counts = Counts::new();
+    for batch in batches {
+        let status = batch
+            .column_by_name("status")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .clone();
+        let minute = cast(
+            batch.column_by_name("minute").unwrap(),
+            &DataType::Timestamp(TimeUnit::Millisecond, None),
+        )
+        .unwrap();
+        let minute = minute.as_primitive::<TimestampMillisecondType>();
+        for row in 0..batch.num_rows() {
+            assert!(status.is_valid(row) && minute.is_valid(row));
+            *counts
+                .entry((status.value(row), minute.value(row)))
+                .or_default() += 1;
+        }
+    }
+    counts
 }
