@@ -90,6 +90,7 @@ pipelines_render() {
     && grep -q -- '--metrics-listen=0.0.0.0:9700' <<< "$out" \
     && [ "$(grep -c '^kind: Service$' <<< "$out")" -eq 3 ] \
     && grep -q 'type: NodePort' <<< "$out" \
+    && grep -q '^kind: PodMonitor' <<< "$out" \
     && ! render | grep -q 'kind: Deployment'
 }
 
