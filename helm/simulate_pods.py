@@ -159,28 +159,31 @@ def http_status(url):
         return None
 
 
-def check_dashboard(chart, addresses, port):
-    """Every metric the chart's Grafana dashboard queries is one the brokers export."""
-    import json
+def check_dashboard(chart, endpoints, pipelines):
+    """Every metric the chart's Grafana dashboard queries is one the pods export: the
+    brokers' (`pipelines` false) or the pipeline pods' (`weir_pipeline_*`), at `endpoints`
+    ((address, port) pairs)."""
     with open(os.path.join(chart, "dashboards", "weir.json")) as dashboard_file:
         dashboard = json.load(dashboard_file)
     queried = set()
     for panel in dashboard["panels"]:
         for target in panel["targets"]:
             queried.update(re.findall(r"\bweir_[a-z_]+", target["expr"]))
+    queried = {m for m in queried if m.startswith("weir_pipeline_") == pipelines}
     exported = set()
     deadline = time.time() + 30
     while True:
-        for address in addresses:
+        for address, port in endpoints:
             with urllib.request.urlopen(f"http://{address}:{port}/metrics", timeout=5) as scrape:
                 exported.update(re.findall(r"^(weir_[a-z_]+)", scrape.read().decode(), re.M))
         missing = queried - exported
         if not missing:
             break
         if time.time() > deadline:
-            raise SystemExit(f"the dashboard queries metrics no broker exports: {sorted(missing)}")
+            raise SystemExit(f"the dashboard queries metrics no pod exports: {sorted(missing)}")
         time.sleep(1)
-    print(f"pods: the dashboard's {len(queried)} metrics are all exported", file=sys.stderr)
+    print(f"pods: the dashboard's {len(queried)} {'pipeline' if pipelines else 'broker'} "
+          f"metrics are all exported", file=sys.stderr)
 
 
 class Pods:
@@ -205,6 +208,10 @@ class Pods:
     def log(self, log_path):
         with open(log_path) as log_file:
             return log_file.read()
+
+
+def metrics_port(container):
+    return next(p["containerPort"] for p in container["ports"] if p["name"] == "metrics")
 
 
 def wait_until(what, check, logs, timeout=90):
@@ -344,14 +351,16 @@ def main():
         voters = len(re.findall(r"^  voter ", info, re.M))
         observers = len(re.findall(r"^  observer ", info, re.M))
         assert voters + observers == replicas and voters % 2 == 1, info
+        # On every broker: the group's coordinator exports weir_group_lag only for partitions
+        # it hosts (checked with the dashboard below).
         sh(*client, "topic", "create", "-b", bootstrap, "pods", "--partitions", "3",
-           "--replicas", str(min(3, replicas)))
+           "--replicas", str(replicas))
         lines = "".join(f"record-{i}\n" for i in range(100))
         sh(*client, "produce", "-b", bootstrap, "pods", "--acks", "all", input=lines)
         read = sh(*client, "consume", "-b", bootstrap, "pods", "--count", "100", "-g", "pods-reader"
                   ).stdout.split()
         assert sorted(read) == sorted(lines.split()), read[:5]
-        check_dashboard(chart, [network.address(i) for i in range(replicas)], port)
+        check_dashboard(chart, [(network.address(i), port) for i in range(replicas)], False)
         print(f"pods: cluster of {replicas} formed ({voters} voters, {observers} observers), "
               f"100 records written and read through {bootstrap}", file=sys.stderr)
         if run_pipelines:
@@ -359,6 +368,8 @@ def main():
             for index, (deployment, pod_name) in enumerate(pipeline_pods):
                 pods.start(deployment, pod_name, replicas + index)
             check_pipelines(pods, deployments, client, bootstrap)
+            check_dashboard(chart, [(network.address(index), metrics_port(container))
+                                    for _, _, index, _, container in pods.started], True)
     finally:
         for process in processes:
             process.kill()
