@@ -19,8 +19,8 @@ partition, a kafka sink (one writer) on the topic its ${VAR} names.
 Usage: python simulate_pods.py HELM CHART WEIR [VALUES [--pipelines]]   (root: network namespaces)
 """
 
+import collections
 import json
-
 import os
 import re
 import shutil
@@ -186,28 +186,38 @@ def check_dashboard(chart, endpoints, pipelines):
           f"metrics are all exported", file=sys.stderr)
 
 
+Pod = collections.namedtuple("Pod", "workload name index log_path container process")
+
+
 class Pods:
-    """Pipeline pods started as processes, each in its network namespace."""
+    """The rendered pods, started as processes, each in its own network namespace."""
 
-    def __init__(self, network, configmaps, weir, work, processes):
-        self.network, self.configmaps, self.weir = network, configmaps, weir
-        self.work, self.processes = work, processes
-        self.started = []  # (deployment name, pod name, namespace index, log path, container)
+    def __init__(self, network, configmaps, weir, work):
+        self.network, self.configmaps, self.weir, self.work = network, configmaps, weir, work
+        self.started = []
 
-    def start(self, deployment, pod_name, index):
+    def start(self, workload, pod_name, index):
+        """Starts `pod_name` of `workload` (a StatefulSet or Deployment) in namespace `index`."""
         root = os.path.join(self.work, pod_name)
-        command, container, env = pod_command(deployment, self.configmaps, self.weir,
+        command, container, env = pod_command(workload, self.configmaps, self.weir,
                                               pod_name, index, root)
         log_path = os.path.join(self.work, f"{pod_name}.log")
-        log = open(log_path, "w")
-        self.processes.append(subprocess.Popen(
-            ["ip", "netns", "exec", self.network.namespace(index)] + command,
-            stdout=log, stderr=log, env={**os.environ, **env, "RUST_LOG": "info"}))
-        self.started.append((deployment["metadata"]["name"], pod_name, index, log_path, container))
+        with open(log_path, "w") as log:
+            process = subprocess.Popen(
+                ["ip", "netns", "exec", self.network.namespace(index)] + command,
+                stdout=log, stderr=log, env={**os.environ, **env, "RUST_LOG": "info"})
+        pod = Pod(workload["metadata"]["name"], pod_name, index, log_path, container, process)
+        self.started.append(pod)
+        return pod
 
-    def log(self, log_path):
-        with open(log_path) as log_file:
+    def log(self, pod):
+        with open(pod.log_path) as log_file:
             return log_file.read()
+
+    def stop(self):
+        for pod in self.started:
+            pod.process.kill()
+            pod.process.wait()
 
 
 def metrics_port(container):
@@ -238,24 +248,25 @@ def post(address, port, path, body):
         return response.status
 
 
-def check_pipelines(pods, deployments, client, bootstrap):
+def check_pipelines(pods, pipeline_pods, deployments, client, bootstrap):
     """Each pipeline pod ready; lines POSTed to every copy land once in each sink."""
-    all_logs = lambda: "\n".join(f"--- {pod}:\n{pods.log(log)[-2500:]}"
-                                  for _, pod, _, log, _ in pods.started)
-    for _, pod, index, _, container in pods.started:
-        probe = container["readinessProbe"]["tcpSocket"]
-        port = next(p["containerPort"] for p in container["ports"] if p["name"] == probe["port"])
-        address = pods.network.address(index)
-        wait_until(f"readiness of {pod}", lambda: port_open(address, port), all_logs)
-    print(f"pods: {len(pods.started)} pipeline pods ready", file=sys.stderr)
+    all_logs = lambda: "\n".join(f"--- {pod.name}:\n{pods.log(pod)[-2500:]}"
+                                  for pod in pipeline_pods)
+    for pod in pipeline_pods:
+        probe = pod.container["readinessProbe"]["tcpSocket"]
+        port = next(p["containerPort"] for p in pod.container["ports"]
+                    if p["name"] == probe["port"])
+        address = pods.network.address(pod.index)
+        wait_until(f"readiness of {pod.name}", lambda: port_open(address, port), all_logs)
+    print(f"pods: {len(pipeline_pods)} pipeline pods ready", file=sys.stderr)
     for deployment in deployments:
         name = deployment["metadata"]["name"]
         config = yaml.safe_load(pods.configmaps[name]["data"]["pipeline.yaml"])
-        copies = [(index, container) for d, _, index, _, container in pods.started if d == name]
+        copies = [pod for pod in pipeline_pods if pod.workload == name]
         port = int(config["source"]["listen"].rsplit(":", 1)[1])
         lines = [f"line-{n}" for n in range(LINES)]
         for request, start in enumerate(range(0, LINES, 100)):
-            index = copies[request % len(copies)][0]
+            index = copies[request % len(copies)].index
             body = "".join(line + "\n" for line in lines[start:start + 100])
             status = post(pods.network.address(index), port, f"/ingest/{config['name']}", body)
             assert status == 200, status
@@ -277,10 +288,10 @@ def check_pipelines(pods, deployments, client, bootstrap):
         printed = {}
 
         def read_printed():
-            for _, pod, _, log_path, _ in pods.started:
-                printed[pod] = [json.loads(line)["value"]
-                                for line in pods.log(log_path).splitlines()
-                                if line.startswith('{"value":')]
+            for pod in copies:
+                printed[pod.name] = [json.loads(line)["value"]
+                                     for line in pods.log(pod).splitlines()
+                                     if line.startswith('{"value":')]
             return sum(len(rows) for rows in printed.values()) >= LINES
 
         wait_until(f"{LINES} lines printed", read_printed, all_logs)
@@ -320,25 +331,20 @@ def main():
                      for n in range(d["spec"]["replicas"])] if run_pipelines else []
     network = Network(pod_names + [pod for _, pod in pipeline_pods], {client_name: 0})
     work = tempfile.mkdtemp()
-    processes = []
+    pods = Pods(network, configmaps, weir, work)
     try:
-        for ordinal in range(replicas):
-            root = os.path.join(work, f"pod-{ordinal}")
-            command, container, _ = pod_command(statefulset, configmaps, weir,
-                                                f"{name}-{ordinal}", ordinal, root)
-            log = open(os.path.join(work, f"pod-{ordinal}.log"), "w")
-            processes.append(subprocess.Popen(
-                ["ip", "netns", "exec", network.namespace(ordinal)] + command,
-                stdout=log, stderr=log, env={**os.environ, "RUST_LOG": "info"}))
+        brokers = [pods.start(statefulset, f"{name}-{ordinal}", ordinal)
+                   for ordinal in range(replicas)]
+        container = brokers[0].container
         probe = container["readinessProbe"]["httpGet"]
         port = next(p["containerPort"] for p in container["ports"] if p["name"] == probe["port"])
         deadline = time.time() + 60
-        for ordinal in range(replicas):
-            url = f"http://{network.address(ordinal)}:{port}{probe['path']}"
+        for broker in brokers:
+            url = f"http://{network.address(broker.index)}:{port}{probe['path']}"
             while http_status(url) != 200:
-                if time.time() > deadline or processes[ordinal].poll() is not None:
-                    raise SystemExit(f"pod {ordinal} never ready at {url}:\n"
-                                     + open(os.path.join(work, f"pod-{ordinal}.log")).read()[-3000:])
+                if time.time() > deadline or broker.process.poll() is not None:
+                    raise SystemExit(f"pod {broker.name} never ready at {url}:\n"
+                                     + pods.log(broker)[-3000:])
                 time.sleep(0.5)
         print(f"pods: {replicas} ready", file=sys.stderr)
         kafka_port = next(p["port"] for p in client_service["spec"]["ports"] if p["name"] == "kafka")
@@ -364,16 +370,13 @@ def main():
         print(f"pods: cluster of {replicas} formed ({voters} voters, {observers} observers), "
               f"100 records written and read through {bootstrap}", file=sys.stderr)
         if run_pipelines:
-            pods = Pods(network, configmaps, weir, work, processes)
-            for index, (deployment, pod_name) in enumerate(pipeline_pods):
-                pods.start(deployment, pod_name, replicas + index)
-            check_pipelines(pods, deployments, client, bootstrap)
-            check_dashboard(chart, [(network.address(index), metrics_port(container))
-                                    for _, _, index, _, container in pods.started], True)
+            copies = [pods.start(deployment, pod_name, replicas + index)
+                      for index, (deployment, pod_name) in enumerate(pipeline_pods)]
+            check_pipelines(pods, copies, deployments, client, bootstrap)
+            check_dashboard(chart, [(network.address(pod.index), metrics_port(pod.container))
+                                    for pod in copies], True)
     finally:
-        for process in processes:
-            process.kill()
-            process.wait()
+        pods.stop()
         network.remove()
         shutil.rmtree(work, ignore_errors=True)
 

@@ -119,8 +119,9 @@ impl Copy {
         while child.try_wait().unwrap().is_none() {
             assert!(
                 Instant::now() < deadline,
-                "copy {} did not stop",
-                self.instance
+                "copy {} did not stop within 60 s of SIGTERM:\n{}",
+                self.instance,
+                self.log_text()
             );
             thread::sleep(Duration::from_millis(100));
         }

@@ -111,6 +111,11 @@ impl DeliverStage {
         )
     }
 
+    /// The group sharing this sink's work between copies: `weir-pipeline-<name>-<label>`.
+    fn group(&self) -> String {
+        format!("weir-pipeline-{}-{}", self.config.name, self.label())
+    }
+
     /// Writes the partitions of the input this copy of the pipeline owns (all of them when it
     /// runs alone) until stopped, following the group as other copies come and go.
     pub async fn run(&self) -> Result<SinkStats> {
@@ -124,7 +129,7 @@ impl DeliverStage {
         } else {
             self.config.positions_topic()
         };
-        let group = format!("weir-pipeline-{name}-{}", self.label());
+        let group = self.group();
         let properties = self.config.client_properties();
         // Joining reads metadata (blocking): off the runtime's workers, which an embedded
         // broker on the same runtime needs to answer (two sink stages blocking both workers of
@@ -143,13 +148,12 @@ impl DeliverStage {
         let mut work: Option<Work> = None;
         let mut stats = SinkStats::default();
         loop {
-            let changed = membership.poll().map(<[i32]>::to_vec);
+            let changed = membership.poll();
             let fenced = work.as_ref().is_some_and(|w| w.fenced);
-            if changed.is_some() || fenced {
-                let owned = membership.owned();
-                // A sink with one writer: the copy owning the lease writes every partition.
-                let partitions = match (shares, owned.contains(&0)) {
-                    (true, _) => Some(owned.to_vec()),
+            if changed || fenced {
+                // A sink with one writer: the copy holding the lease writes every partition.
+                let partitions = match (shares, membership.holds_lease()) {
+                    (true, _) => Some(membership.owned().to_vec()),
                     (false, true) => None,
                     (false, false) => Some(Vec::new()),
                 };
@@ -197,8 +201,7 @@ impl DeliverStage {
                 || (self.source_done.load(Ordering::SeqCst)
                     && polled_nothing
                     && self.lag(current, &topic)? == 0);
-            let open = current.consumer.is_some();
-            if open && (stopping || current.sink.should_commit(current.last_commit.elapsed())) {
+            if stopping || current.sink.should_commit(current.last_commit.elapsed()) {
                 self.commit(current, &topic, &labels).await?;
             }
             if stopping {
@@ -285,7 +288,7 @@ impl DeliverStage {
         // does) and never commits to it (the sink keeps the offsets).
         client
             .set("bootstrap.servers", &self.bootstrap)
-            .set("group.id", format!("weir-pipeline-{name}-{}", self.label()))
+            .set("group.id", self.group())
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
             .set("isolation.level", "read_committed")

@@ -88,16 +88,16 @@ impl IngestStage {
         let mut membership = Membership::join(
             name,
             &self.bootstrap,
-            &format!("weir-pipeline-{name}-source"),
+            &self.source_id(),
             &self.config.positions_topic(),
             &self.config.client_properties(),
         )?;
         loop {
-            while !membership.owned().contains(&0) {
+            while !membership.holds_lease() {
                 if self.stop.load(Ordering::SeqCst) {
                     return Ok(());
                 }
-                if membership.poll().is_none() {
+                if !membership.poll() {
                     std::thread::sleep(POLL_SLICE);
                 }
             }
@@ -114,11 +114,16 @@ impl IngestStage {
         }
     }
 
+    /// The source's group (its lease) and transactional id: `weir-pipeline-<name>-source`.
+    fn source_id(&self) -> String {
+        format!("weir-pipeline-{}-source", self.config.name)
+    }
+
     /// Reads the source from the committed positions, one transaction per checkpoint, while
     /// this copy owns it.
     fn run_owned(&self, membership: &mut Membership) -> Result<Ownership> {
         let name = self.config.name.as_str();
-        let transactional_id = format!("weir-pipeline-{name}-source");
+        let transactional_id = self.source_id();
         let exactly_once = self.config.delivery == Delivery::ExactlyOnce;
         let properties = self.config.client_properties();
         // Fences the transactions of any copy that owned the source before.
@@ -146,7 +151,7 @@ impl IngestStage {
                 return Ok(Ownership::Finished);
             }
             membership.poll();
-            if !membership.owned().contains(&0) {
+            if !membership.holds_lease() {
                 // Between checkpoints: nothing is open to abort.
                 return Ok(Ownership::Lost);
             }

@@ -29,17 +29,12 @@ use crate::error::{PipelineError, Result};
 /// a pipeline's work moving within 10 s of a pod dying is worth the extra heartbeats).
 const SESSION_TIMEOUT_MS: &str = "10000";
 
-/// The group's answers, handed from rdkafka's rebalance callback to [`Membership::poll`].
-#[derive(Default)]
-struct Assignments {
-    /// The partitions owned after the latest rebalance, until `poll` takes them.
-    latest: Mutex<Option<Vec<i32>>>,
-    /// The partitions owned now, as the callbacks add and remove them.
-    owned: Mutex<BTreeSet<i32>>,
-}
+/// The partitions owned now, as rdkafka's rebalance callbacks add and remove them; read by
+/// [`Membership::poll`].
+type Assigned = Arc<Mutex<BTreeSet<i32>>>;
 
 struct MembershipContext {
-    assignments: Arc<Assignments>,
+    assigned: Assigned,
     topic: String,
 }
 
@@ -55,7 +50,7 @@ impl ConsumerContext for MembershipContext {
                 .map(|element| element.partition())
                 .collect()
         };
-        let Ok(mut owned) = self.assignments.owned.lock() else {
+        let Ok(mut owned) = self.assigned.lock() else {
             return;
         };
         match rebalance {
@@ -73,11 +68,7 @@ impl ConsumerContext for MembershipContext {
             }
             Rebalance::Error(error) => {
                 tracing::warn!(topic = %self.topic, %error, "group rebalance failed");
-                return;
             }
-        }
-        if let Ok(mut latest) = self.assignments.latest.lock() {
-            *latest = Some(owned.iter().copied().collect());
         }
     }
 }
@@ -85,7 +76,7 @@ impl ConsumerContext for MembershipContext {
 /// This copy's membership in the group that shares one piece of a pipeline's work.
 pub struct Membership {
     consumer: BaseConsumer<MembershipContext>,
-    assignments: Arc<Assignments>,
+    assigned: Assigned,
     owned: Vec<i32>,
 }
 
@@ -113,9 +104,9 @@ impl Membership {
         for (key, value) in properties {
             client.set(key, value);
         }
-        let assignments = Arc::new(Assignments::default());
+        let assigned = Assigned::default();
         let context = MembershipContext {
-            assignments: Arc::clone(&assignments),
+            assigned: Arc::clone(&assigned),
             topic: topic.to_string(),
         };
         let consumer: BaseConsumer<MembershipContext> = client
@@ -127,14 +118,14 @@ impl Membership {
         tracing::debug!(pipeline, group, topic, "joined the group sharing the work");
         Ok(Membership {
             consumer,
-            assignments,
+            assigned,
             owned: Vec::new(),
         })
     }
 
     /// Serves the group (rebalances happen in here; call it at least every few seconds) and
-    /// answers the partitions this copy owns now if they changed since the last call.
-    pub fn poll(&mut self) -> Option<&[i32]> {
+    /// answers whether the partitions this copy owns changed since the last call.
+    pub fn poll(&mut self) -> bool {
         // Records of a partition fetched before it was paused are dropped unread.
         while let Some(polled) = self.consumer.poll(Duration::ZERO) {
             if let Err(error) = polled {
@@ -142,16 +133,24 @@ impl Membership {
                 break;
             }
         }
-        let latest = self.assignments.latest.lock().ok()?.take()?;
-        if latest == self.owned {
-            return None;
+        let Ok(assigned) = self.assigned.lock() else {
+            return false;
+        };
+        if assigned.iter().eq(self.owned.iter()) {
+            return false;
         }
-        self.owned = latest;
-        Some(&self.owned)
+        self.owned = assigned.iter().copied().collect();
+        true
     }
 
     /// The partitions this copy owns, as of the last [`Membership::poll`].
     pub fn owned(&self) -> &[i32] {
         &self.owned
+    }
+
+    /// Whether this copy holds the lease: a group over a one-partition topic, whose owner of
+    /// partition 0 does the work.
+    pub fn holds_lease(&self) -> bool {
+        self.owned.contains(&0)
     }
 }
