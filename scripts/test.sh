@@ -12,6 +12,23 @@
 # ~/.cache/weir/target), the Python venv, node modules and Kafka's jars in ~/.cache/weir,
 # Maven's ~/.m2, Go's module and build caches.
 set -euo pipefail
+# Stage times, printed when the command ends (also when a stage fails).
+stage_names=()
+stage_seconds=()
+stage_started=$SECONDS
+stage_name=setup
+stage() {
+  stage_names+=("$stage_name")
+  stage_seconds+=($((SECONDS - stage_started)))
+  stage_name=$1
+  stage_started=$SECONDS
+}
+print_stages() {
+  stage done
+  echo "test command stage times:"
+  for i in "${!stage_names[@]}"; do printf '  %-14s %5d s\n' "${stage_names[$i]}" "${stage_seconds[$i]}"; done
+  printf '  %-14s %5d s\n' total "$SECONDS"
+}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 cache=${WEIR_CACHE:-$HOME/.cache/weir}
@@ -52,16 +69,25 @@ export WEIR_TEST_POSTGRES_URL=${WEIR_TEST_POSTGRES_URL:-$(scripts/postgres/start
 export WEIR_TEST_S3_ENDPOINT=${WEIR_TEST_S3_ENDPOINT:-$(scripts/s3/start.sh)}
 # The reference Kafka (jars from Maven) for the pipeline bridge test; compat/run.sh reuses it.
 export WEIR_TEST_KAFKA_BOOTSTRAP=${WEIR_TEST_KAFKA_BOOTSTRAP:-$(KAFKA_PORT=29192 compat/kafka/start.sh)}
-trap 'scripts/postgres/stop.sh; scripts/s3/stop.sh; KAFKA_PORT=29192 compat/kafka/stop.sh' EXIT
+trap 'scripts/postgres/stop.sh; scripts/s3/stop.sh; KAFKA_PORT=29192 compat/kafka/stop.sh; print_stages' EXIT
 
 # One build for binaries and tests: building them together unifies the dev-dependencies'
 # features, so `cargo test` reuses every artifact (DataFusion is compiled once, not twice).
-cargo build --release --workspace --all-targets
+# --timings leaves the build's per-crate report in $CARGO_TARGET_DIR/cargo-timings/.
+stage build
+cargo build --release --workspace --all-targets --timings
+stage cargo-test
 cargo test --release --workspace
 # The yardsticks compare against a fresh Kafka (no topics left by the bridge test).
 KAFKA_PORT=29192 compat/kafka/stop.sh
 status=0
+# The broker's layers: no module imports one above it (the order is in the script).
+stage layers
+scripts/layers/check.py --self-test && scripts/layers/check.py broker/src || status=1
+stage smoke
 scripts/smoke/run.sh "$CARGO_TARGET_DIR/release/weir" "$venv/bin/python" "$node_dir/node_modules" || status=1
+stage compat
 compat/run.sh "$CARGO_TARGET_DIR/release/weir" "$CARGO_TARGET_DIR/release/weir-compat-scenario" || status=1
+stage helm
 helm/check.sh "$venv/bin" "$CARGO_TARGET_DIR/release/weir" || status=1
 exit $status

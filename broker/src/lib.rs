@@ -4,33 +4,32 @@
 //! so existing Kafka clients work unchanged, and stores each partition as a durable, segmented,
 //! append-only log.
 //!
-//! ## Module map
-//! - [`server`]: the running [`Broker`] — listener, per-connection framing and in-order
-//!   responses, `/metrics`, background retention/flush tasks, clean shutdown.
-//! - [`handler`]: one file per Kafka API (`produce.rs`, `fetch.rs`, …); `handler::errors` is the
-//!   one mapping from internal errors to Kafka error codes; `SUPPORTED_APIS` is what ApiVersions
-//!   reports.
-//! - [`group`]: consumer groups — the classic protocol's state machine, the coordinator that
-//!   parks joins/syncs and applies timeouts, committed offsets in `__consumer_offsets`.
-//! - [`producer`]: idempotent producers — producer ids, per-partition sequence state (duplicate
-//!   and gap detection), its snapshots.
-//! - [`transaction`]: the transaction coordinator (`__transaction_state`, markers, timeouts);
-//!   in a cluster it follows the leadership of `__transaction_state` partitions, sends markers
-//!   to partition leaders and answers their checks of transactional writes.
-//! - [`cluster`]: cluster metadata as a log of records (KRaft's model) and the active
-//!   controller's decisions — broker registration and fencing, replica placement, leader
-//!   election from the ISR, AlterPartition checks; the openraft quorum that replicates it
-//!   (`cluster::quorum`), a broker's registration and heartbeats, its view of the image.
-//! - [`replication`]: replicas following the cluster metadata — leaders tracking their
-//!   followers (ISR, high watermark, AlterPartition to the controller), followers fetching from
-//!   their leaders with truncation by leader epoch.
-//! - [`client`]: a small Kafka protocol client (followers' fetches, the CLI's admin calls).
-//! - [`topic`]: topic registry — names, ids, partitions, config overrides, persistence.
-//! - [`partition`]: a partition's replication-facing state (role, leader epoch, high watermark)
-//!   and waiters (long-poll fetches, group-commit fsyncs, `acks=all`).
-//! - [`log`]: storage — record batches, segments, indexes, recovery, retention, compaction.
-//! - [`config`]: broker and topic configuration by Kafka's property names.
-//! - [`metrics`], [`clock`] (time behind a seam), [`error`].
+//! ## Layers
+//! The modules stack bottom-up; each uses only its own layer and those below
+//! (`scripts/layers/check.py` enforces it in the test command):
+//!
+//! 1. [`clock`] (time behind a seam), `shutdown` (the stop signal every task watches)
+//! 2. [`config`] (broker and topic properties by Kafka's names), [`client`] (a small Kafka
+//!    protocol client: followers' fetches, the CLI's admin calls)
+//! 3. [`log`] (storage: batches, segments, indexes, recovery, retention, compaction) beside
+//!    [`producer`] (idempotent producers: ids, per-partition sequence state, snapshots)
+//! 4. [`partition`]: a partition's replication-facing state (role, leader epoch, high
+//!    watermark, the leader's view of its followers) and its waiters (long polls, group-commit
+//!    fsyncs, `acks=all`)
+//! 5. [`cluster`] (metadata as a replicated log of records, KRaft's model: the controller's
+//!    decisions, the openraft quorum, registration, the image), [`topic`] (the topic
+//!    registry), [`error`] (the broker's own error, wrapping those below)
+//! 6. [`group`] (consumer groups and committed offsets), [`transaction`] (the transaction
+//!    coordinator, markers, verification of transactional writes), [`replication`] (followers
+//!    fetching from leaders, ISR changes sent to the controller). Each speaks its own errors
+//!    ([`group::GroupError`], [`transaction::TxnError`], …).
+//! 7. [`context`] (what every handler shares), [`metrics`] (the Prometheus registry and what
+//!    it reads of the layers below)
+//! 8. [`handler`]: one file per Kafka API; `handler::errors` is the one mapping from internal
+//!    errors to Kafka error codes; `SUPPORTED_APIS` is what ApiVersions reports.
+//! 9. [`server`]: the running [`Broker`] — start-up wiring, listener, per-connection framing
+//!    and in-order responses, `/metrics`, background tasks, following the cluster metadata
+//!    (`server::metadata`), clean shutdown.
 //!
 //! ## Data flow
 //! Produce: connection reads a frame → `handler::produce` validates the batch (CRC, size, record
@@ -51,6 +50,7 @@ pub mod client;
 pub mod clock;
 pub mod cluster;
 pub mod config;
+pub mod context;
 pub mod error;
 pub mod group;
 pub mod handler;
@@ -62,6 +62,7 @@ pub mod replication;
 #[cfg(test)]
 mod seeded_rng;
 pub mod server;
+mod shutdown;
 pub mod topic;
 pub mod transaction;
 

@@ -178,6 +178,14 @@ fn gauge_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> In
 }
 
 impl Metrics {
+    /// The ISR change counters, for the task that sends changes to the controller.
+    pub fn isr_change_counters(&self) -> crate::replication::isr::IsrChangeCounters {
+        crate::replication::isr::IsrChangeCounters {
+            shrinks: self.isr_shrinks_total.clone(),
+            expands: self.isr_expands_total.clone(),
+        }
+    }
+
     pub fn new() -> Self {
         let registry = Registry::new_custom(Some("weir".into()), None).expect("valid registry");
         let request_duration_seconds = HistogramVec::new(

@@ -11,6 +11,8 @@ use super::image::{BrokerState, MetadataImage, PartitionState};
 use super::placement;
 use super::record::{MetadataRecord, PartitionChange, NO_LEADER};
 
+use crate::config::BrokerConfig;
+
 /// Producer ids per block a broker gets (Kafka's controller hands out 1000 too).
 pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 
@@ -29,6 +31,26 @@ pub struct ControllerConfig {
     /// `auto.leader.rebalance.enable` with `leader.imbalance.check.interval.seconds`: how often
     /// leadership goes back to preferred replicas that are live and in sync (`None`: never).
     pub leader_rebalance_interval_ms: Option<i64>,
+}
+
+impl ControllerConfig {
+    /// What the active controller decides with.
+    pub fn from_config(config: &BrokerConfig) -> Self {
+        Self {
+            broker_session_timeout_ms: config.long_or("broker.session.timeout.ms", 9000),
+            unclean_leader_election: config.boolean("unclean.leader.election.enable"),
+            default_replication_factor: config.long_or("default.replication.factor", 1) as i32,
+            cluster_id: config.explicit("cluster.id").map(str::to_string),
+            leader_rebalance_interval_ms: config.boolean("auto.leader.rebalance.enable").then(
+                || {
+                    config
+                        .long_or("leader.imbalance.check.interval.seconds", 300)
+                        .max(1)
+                        * 1000
+                },
+            ),
+        }
+    }
 }
 
 impl Default for ControllerConfig {

@@ -14,7 +14,7 @@
 //! - [`quorum`]: the Raft side — durable log and state machine, the controller listener, the
 //!   active controller's task, and a broker's client to it.
 //! - [`lifecycle`]: a broker's registration, heartbeats and controlled shutdown.
-//! - [`producer_ids`]: a broker's supply of producer id blocks from the controller.
+//! - [`producer_id_blocks`]: a broker's supply of producer id blocks from the controller.
 //!
 //! Invariants (checked by the tests): a leader is always an unfenced replica in the ISR; each
 //! leader change bumps the partition's leader epoch and each change its partition epoch; the
@@ -27,7 +27,7 @@ pub mod image;
 pub mod lifecycle;
 pub mod member;
 pub mod placement;
-pub mod producer_ids;
+pub mod producer_id_blocks;
 pub mod quorum;
 pub mod record;
 

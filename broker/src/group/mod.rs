@@ -1,5 +1,6 @@
 //! Consumer groups (classic protocol) and committed offsets.
 //!
+//! - `error`: what the coordinator and the state machine refuse ([`GroupError`]).
 //! - `state`: one group's membership state machine (pure: requests and ticks in, replies out).
 //! - `coordinator`: the service around it — parked join/sync replies, timeout ticks, offsets.
 //! - `offsets`: the `__consumer_offsets` offset-commit records and group placement.
@@ -20,8 +21,10 @@
 //! Not yet: the KIP-848 protocol.
 
 pub mod coordinator;
+pub mod error;
 pub mod metadata;
 pub mod offsets;
 pub mod state;
 
 pub use coordinator::GroupCoordinator;
+pub use error::{GroupDeleteError, GroupError};

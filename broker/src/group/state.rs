@@ -12,9 +12,10 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 
+use crate::config::BrokerConfig;
 use crate::group::metadata::{GroupSnapshot, MemberSnapshot};
+use crate::group::GroupError;
 
 /// Identifies a parked request so its reply can be delivered later.
 pub type Waiter = u64;
@@ -49,6 +50,18 @@ pub struct GroupLimits {
     pub max_members: usize,
 }
 
+impl GroupLimits {
+    pub fn from_config(config: &BrokerConfig) -> Self {
+        Self {
+            min_session_timeout_ms: config.long_or("group.min.session.timeout.ms", 6000) as i32,
+            max_session_timeout_ms: config.long_or("group.max.session.timeout.ms", 1_800_000)
+                as i32,
+            initial_rebalance_delay_ms: config.long_or("group.initial.rebalance.delay.ms", 3000),
+            max_members: config.long_or("group.max.size", i32::MAX as i64) as usize,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct JoinRequest {
     pub member_id: String,
@@ -66,7 +79,7 @@ pub struct JoinRequest {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct JoinReply {
-    pub error: Option<ResponseError>,
+    pub error: Option<GroupError>,
     pub generation_id: i32,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
@@ -77,7 +90,7 @@ pub struct JoinReply {
 }
 
 impl JoinReply {
-    fn error(error: ResponseError, member_id: &str) -> Self {
+    fn error(error: GroupError, member_id: &str) -> Self {
         JoinReply {
             error: Some(error),
             generation_id: -1,
@@ -92,14 +105,14 @@ impl JoinReply {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SyncReply {
-    pub error: Option<ResponseError>,
+    pub error: Option<GroupError>,
     pub protocol_type: Option<String>,
     pub protocol_name: Option<String>,
     pub assignment: Bytes,
 }
 
 impl SyncReply {
-    fn error(error: ResponseError) -> Self {
+    fn error(error: GroupError) -> Self {
         SyncReply {
             error: Some(error),
             protocol_type: None,
@@ -281,10 +294,7 @@ impl Group {
         let member_id = request.member_id.clone();
         if self.state == GroupState::Dead {
             return (
-                Outcome::Now(JoinReply::error(
-                    ResponseError::CoordinatorNotAvailable,
-                    &member_id,
-                )),
+                Outcome::Now(JoinReply::error(GroupError::Unavailable, &member_id)),
                 vec![],
             );
         }
@@ -293,7 +303,11 @@ impl Group {
         {
             return (
                 Outcome::Now(JoinReply::error(
-                    ResponseError::InvalidSessionTimeout,
+                    GroupError::InvalidSessionTimeout {
+                        requested_ms: request.session_timeout_ms,
+                        min_ms: self.limits.min_session_timeout_ms,
+                        max_ms: self.limits.max_session_timeout_ms,
+                    },
                     &member_id,
                 )),
                 vec![],
@@ -302,7 +316,7 @@ impl Group {
         if !self.supports(&request.protocol_type, &request.protocols) {
             return (
                 Outcome::Now(JoinReply::error(
-                    ResponseError::InconsistentGroupProtocol,
+                    GroupError::InconsistentProtocol,
                     &member_id,
                 )),
                 vec![],
@@ -322,7 +336,7 @@ impl Group {
                 Some(current) if current != member_id => {
                     return (
                         Outcome::Now(JoinReply::error(
-                            ResponseError::FencedInstanceId,
+                            GroupError::fenced_instance(&member_id),
                             &member_id,
                         )),
                         vec![],
@@ -330,7 +344,10 @@ impl Group {
                 }
                 None if !member_id.is_empty() => {
                     return (
-                        Outcome::Now(JoinReply::error(ResponseError::UnknownMemberId, &member_id)),
+                        Outcome::Now(JoinReply::error(
+                            GroupError::unknown_member(&member_id),
+                            &member_id,
+                        )),
                         vec![],
                     );
                 }
@@ -344,14 +361,24 @@ impl Group {
         if member_id.is_empty() {
             if self.members.len() >= self.limits.max_members {
                 return (
-                    Outcome::Now(JoinReply::error(ResponseError::GroupMaxSizeReached, "")),
+                    Outcome::Now(JoinReply::error(
+                        GroupError::Full {
+                            max_members: self.limits.max_members,
+                        },
+                        "",
+                    )),
                     vec![],
                 );
             }
             if request.require_known_member_id {
                 let expiry = now_ms + request.session_timeout_ms as i64;
                 self.pending_members.insert(new_member_id.clone(), expiry);
-                let mut reply = JoinReply::error(ResponseError::MemberIdRequired, &new_member_id);
+                let mut reply = JoinReply::error(
+                    GroupError::MemberIdRequired {
+                        member_id: new_member_id.clone(),
+                    },
+                    &new_member_id,
+                );
                 reply.member_id = new_member_id;
                 return (Outcome::Now(reply), vec![]);
             }
@@ -362,7 +389,10 @@ impl Group {
         }
         let Some(member) = self.members.get_mut(&member_id) else {
             return (
-                Outcome::Now(JoinReply::error(ResponseError::UnknownMemberId, &member_id)),
+                Outcome::Now(JoinReply::error(
+                    GroupError::unknown_member(&member_id),
+                    &member_id,
+                )),
                 vec![],
             );
         };
@@ -396,7 +426,10 @@ impl Group {
                 }
             }
             GroupState::Empty | GroupState::Dead => (
-                Outcome::Now(JoinReply::error(ResponseError::UnknownMemberId, &member_id)),
+                Outcome::Now(JoinReply::error(
+                    GroupError::unknown_member(&member_id),
+                    &member_id,
+                )),
                 vec![],
             ),
         }
@@ -421,13 +454,13 @@ impl Group {
         if let Some(old) = member.awaiting_join.take() {
             released.push(Reply::Join(
                 old,
-                JoinReply::error(ResponseError::FencedInstanceId, old_member_id),
+                JoinReply::error(GroupError::fenced_instance(old_member_id), old_member_id),
             ));
         }
         if let Some(old) = member.awaiting_sync.take() {
             released.push(Reply::Sync(
                 old,
-                SyncReply::error(ResponseError::FencedInstanceId),
+                SyncReply::error(GroupError::fenced_instance(old_member_id)),
             ));
         }
         let protocols_changed = member.protocols != request.protocols;
@@ -472,12 +505,12 @@ impl Group {
         &self,
         member_id: &str,
         group_instance_id: Option<&str>,
-    ) -> Option<ResponseError> {
+    ) -> Option<GroupError> {
         let instance = group_instance_id?;
         match self.static_members.get(instance) {
-            Some(current) if current != member_id => Some(ResponseError::FencedInstanceId),
+            Some(current) if current != member_id => Some(GroupError::fenced_instance(member_id)),
             Some(_) => None,
-            None => Some(ResponseError::UnknownMemberId),
+            None => Some(GroupError::unknown_member(member_id)),
         }
     }
 
@@ -564,7 +597,7 @@ impl Group {
         {
             Some(old) => vec![Reply::Join(
                 old,
-                JoinReply::error(ResponseError::RebalanceInProgress, member_id),
+                JoinReply::error(GroupError::RebalanceInProgress, member_id),
             )],
             None => vec![],
         }
@@ -577,7 +610,7 @@ impl Group {
             if let Some(waiter) = member.awaiting_sync.take() {
                 released.push(Reply::Sync(
                     waiter,
-                    SyncReply::error(ResponseError::RebalanceInProgress),
+                    SyncReply::error(GroupError::RebalanceInProgress),
                 ));
             }
         }
@@ -725,20 +758,23 @@ impl Group {
     ) -> (Outcome<SyncReply>, Vec<Reply>) {
         let Some(member) = self.members.get_mut(member_id) else {
             return (
-                Outcome::Now(SyncReply::error(ResponseError::UnknownMemberId)),
+                Outcome::Now(SyncReply::error(GroupError::unknown_member(member_id))),
                 vec![],
             );
         };
         if generation_id != self.generation_id {
             return (
-                Outcome::Now(SyncReply::error(ResponseError::IllegalGeneration)),
+                Outcome::Now(SyncReply::error(GroupError::IllegalGeneration {
+                    requested: generation_id,
+                    current: self.generation_id,
+                })),
                 vec![],
             );
         }
         member.last_heartbeat_ms = now_ms;
         match self.state {
             GroupState::PreparingRebalance => (
-                Outcome::Now(SyncReply::error(ResponseError::RebalanceInProgress)),
+                Outcome::Now(SyncReply::error(GroupError::RebalanceInProgress)),
                 vec![],
             ),
             GroupState::Stable => (Outcome::Now(self.sync_reply_for(member_id)), vec![]),
@@ -768,7 +804,7 @@ impl Group {
                 (Outcome::Parked, released)
             }
             GroupState::Empty | GroupState::Dead => (
-                Outcome::Now(SyncReply::error(ResponseError::UnknownMemberId)),
+                Outcome::Now(SyncReply::error(GroupError::unknown_member(member_id))),
                 vec![],
             ),
         }
@@ -793,30 +829,33 @@ impl Group {
         member_id: &str,
         generation_id: i32,
         now_ms: i64,
-    ) -> Option<ResponseError> {
+    ) -> Option<GroupError> {
         let state = self.state;
         let current_generation = self.generation_id;
         let Some(member) = self.members.get_mut(member_id) else {
-            return Some(ResponseError::UnknownMemberId);
+            return Some(GroupError::unknown_member(member_id));
         };
         if generation_id != current_generation {
-            return Some(ResponseError::IllegalGeneration);
+            return Some(GroupError::IllegalGeneration {
+                requested: generation_id,
+                current: current_generation,
+            });
         }
         member.last_heartbeat_ms = now_ms;
         match state {
-            GroupState::PreparingRebalance => Some(ResponseError::RebalanceInProgress),
+            GroupState::PreparingRebalance => Some(GroupError::RebalanceInProgress),
             GroupState::CompletingRebalance | GroupState::Stable => None,
-            GroupState::Empty | GroupState::Dead => Some(ResponseError::UnknownMemberId),
+            GroupState::Empty | GroupState::Dead => Some(GroupError::unknown_member(member_id)),
         }
     }
 
     /// LeaveGroup for one member.
-    pub fn leave(&mut self, member_id: &str, now_ms: i64) -> (Option<ResponseError>, Vec<Reply>) {
+    pub fn leave(&mut self, member_id: &str, now_ms: i64) -> (Option<GroupError>, Vec<Reply>) {
         if self.pending_members.remove(member_id).is_some() {
             return (None, vec![]);
         }
         let Some(member) = self.members.remove(member_id) else {
-            return (Some(ResponseError::UnknownMemberId), vec![]);
+            return (Some(GroupError::unknown_member(member_id)), vec![]);
         };
         if let Some(instance) = &member.group_instance_id {
             self.static_members.remove(instance);
@@ -825,13 +864,13 @@ impl Group {
         if let Some(waiter) = member.awaiting_join {
             released.push(Reply::Join(
                 waiter,
-                JoinReply::error(ResponseError::UnknownMemberId, member_id),
+                JoinReply::error(GroupError::unknown_member(member_id), member_id),
             ));
         }
         if let Some(waiter) = member.awaiting_sync {
             released.push(Reply::Sync(
                 waiter,
-                SyncReply::error(ResponseError::UnknownMemberId),
+                SyncReply::error(GroupError::unknown_member(member_id)),
             ));
         }
         released.extend(self.after_member_removed(now_ms));
@@ -892,9 +931,9 @@ impl Group {
     }
 
     /// Marks a group deleted (DeleteGroups); only an empty group may be deleted.
-    pub fn delete(&mut self) -> Option<ResponseError> {
+    pub fn delete(&mut self) -> Option<GroupError> {
         if !self.members.is_empty() {
-            return Some(ResponseError::NonEmptyGroup);
+            return Some(GroupError::NotEmpty);
         }
         self.state = GroupState::Dead;
         None
@@ -902,274 +941,28 @@ impl Group {
 
     /// Validates an offset commit from `member_id` at `generation_id` (Kafka's rules; a
     /// generation of -1 with no member id is a "simple" commit, allowed on an empty group).
-    pub fn check_commit(&self, member_id: &str, generation_id: i32) -> Option<ResponseError> {
+    pub fn check_commit(&self, member_id: &str, generation_id: i32) -> Option<GroupError> {
         if self.state == GroupState::Dead {
-            return Some(ResponseError::CoordinatorNotAvailable);
+            return Some(GroupError::Unavailable);
         }
         if generation_id < 0 && self.state == GroupState::Empty {
             return None;
         }
         if self.state == GroupState::CompletingRebalance {
-            return Some(ResponseError::RebalanceInProgress);
+            return Some(GroupError::RebalanceInProgress);
         }
         if !self.members.contains_key(member_id) {
-            return Some(ResponseError::UnknownMemberId);
+            return Some(GroupError::unknown_member(member_id));
         }
         if generation_id != self.generation_id {
-            return Some(ResponseError::IllegalGeneration);
+            return Some(GroupError::IllegalGeneration {
+                requested: generation_id,
+                current: self.generation_id,
+            });
         }
         None
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn limits() -> GroupLimits {
-        GroupLimits {
-            min_session_timeout_ms: 6000,
-            max_session_timeout_ms: 1_800_000,
-            initial_rebalance_delay_ms: 0,
-            max_members: 100,
-        }
-    }
-
-    fn join(member_id: &str, protocols: &[&str]) -> JoinRequest {
-        JoinRequest {
-            member_id: member_id.into(),
-            client_id: "c".into(),
-            client_host: "/127.0.0.1".into(),
-            session_timeout_ms: 10_000,
-            rebalance_timeout_ms: 30_000,
-            protocol_type: "consumer".into(),
-            protocols: protocols
-                .iter()
-                .map(|p| (p.to_string(), Bytes::from(format!("meta-{p}"))))
-                .collect(),
-            require_known_member_id: true,
-            group_instance_id: None,
-        }
-    }
-
-    fn joined(replies: &[Reply], waiter: Waiter) -> JoinReply {
-        replies
-            .iter()
-            .find_map(|r| match r {
-                Reply::Join(w, reply) if *w == waiter => Some(reply.clone()),
-                _ => None,
-            })
-            .expect("join reply released")
-    }
-
-    #[test]
-    fn two_members_join_sync_and_rebalance_when_one_leaves() {
-        let mut group = Group::new("g", limits());
-        // KIP-394: the first join only hands out a member id.
-        let (outcome, _) = group.join(join("", &["range"]), "m1".into(), 1, 0);
-        let Outcome::Now(reply) = outcome else {
-            panic!("expected MEMBER_ID_REQUIRED")
-        };
-        assert_eq!(reply.error, Some(ResponseError::MemberIdRequired));
-        assert_eq!(reply.member_id, "m1");
-        let (outcome, released) = group.join(join("m1", &["range"]), "x".into(), 2, 0);
-        assert_eq!(outcome, Outcome::Parked);
-        let reply = joined(&released, 2);
-        assert_eq!((reply.generation_id, reply.leader.as_str()), (1, "m1"));
-        assert_eq!(reply.members.len(), 1);
-        assert_eq!(group.state, GroupState::CompletingRebalance);
-        let (_, released) = group.sync("m1", 1, vec![("m1".into(), Bytes::from("a1"))], 3, 0);
-        assert!(matches!(
-            &released[..],
-            [Reply::Sync(3, SyncReply { error: None, .. })]
-        ));
-        assert_eq!(group.state, GroupState::Stable);
-
-        // A second member: the group rebalances; the first must rejoin (heartbeat says so).
-        let (_, _) = group.join(join("", &["roundrobin", "range"]), "m2".into(), 4, 10);
-        let (outcome, released) =
-            group.join(join("m2", &["roundrobin", "range"]), "x".into(), 5, 10);
-        assert_eq!(outcome, Outcome::Parked);
-        assert!(released.is_empty(), "waits for m1 to rejoin");
-        assert_eq!(
-            group.heartbeat("m1", 1, 20),
-            Some(ResponseError::RebalanceInProgress)
-        );
-        let (_, released) = group.join(join("m1", &["range"]), "x".into(), 6, 20);
-        let leader = joined(&released, 6);
-        let follower = joined(&released, 5);
-        assert_eq!(leader.generation_id, 2);
-        assert_eq!(
-            leader.protocol_name.as_deref(),
-            Some("range"),
-            "the only protocol both support"
-        );
-        assert_eq!(leader.members.len(), 2);
-        assert!(follower.members.is_empty());
-        let (outcome, released) = group.sync("m2", 2, vec![], 7, 20);
-        assert_eq!(outcome, Outcome::Parked);
-        assert!(released.is_empty(), "followers wait for the leader");
-        let (_, released) = group.sync(
-            "m1",
-            2,
-            vec![
-                ("m1".into(), Bytes::from("p0")),
-                ("m2".into(), Bytes::from("p1")),
-            ],
-            8,
-            20,
-        );
-        assert_eq!(released.len(), 2);
-        assert!(released.contains(&Reply::Sync(
-            7,
-            SyncReply {
-                error: None,
-                protocol_type: Some("consumer".into()),
-                protocol_name: Some("range".into()),
-                assignment: Bytes::from("p1"),
-            }
-        )));
-
-        // Stale generations are fenced; leaving triggers a rebalance for the rest.
-        assert_eq!(
-            group.heartbeat("m2", 1, 30),
-            Some(ResponseError::IllegalGeneration)
-        );
-        assert_eq!(
-            group.check_commit("m2", 1),
-            Some(ResponseError::IllegalGeneration)
-        );
-        assert_eq!(group.check_commit("m2", 2), None);
-        let (error, _) = group.leave("m2", 30);
-        assert_eq!(error, None);
-        assert_eq!(group.state, GroupState::PreparingRebalance);
-        assert_eq!(
-            group.heartbeat("m2", 2, 31),
-            Some(ResponseError::UnknownMemberId)
-        );
-    }
-
-    #[test]
-    fn silent_members_expire_and_overdue_rebalances_complete() {
-        let mut group = Group::new("g", limits());
-        group.join(join("", &["range"]), "m1".into(), 1, 0);
-        group.join(join("m1", &["range"]), "x".into(), 2, 0);
-        group.sync("m1", 1, vec![], 3, 0);
-        group.join(join("", &["range"]), "m2".into(), 4, 0);
-        group.join(join("m2", &["range"]), "x".into(), 5, 0);
-        // m1 keeps heartbeating but never rejoins: after the rebalance timeout (30 s) the
-        // rebalance completes without it.
-        for at in [9_000, 18_000, 27_000] {
-            assert_eq!(
-                group.heartbeat("m1", 1, at),
-                Some(ResponseError::RebalanceInProgress)
-            );
-        }
-        assert!(group.tick(29_000).is_empty());
-        let released = group.tick(30_000);
-        let reply = joined(&released, 5);
-        assert_eq!((reply.generation_id, reply.leader.as_str()), (2, "m2"));
-        assert_eq!(group.members.len(), 1);
-        group.sync("m2", 2, vec![], 6, 30_000);
-        // m2 stops heartbeating: after its session timeout it is removed and the group is empty.
-        assert!(group.tick(40_000).is_empty());
-        assert_eq!(group.members.len(), 1);
-        group.tick(40_001);
-        assert_eq!(group.state, GroupState::Empty);
-        assert!(group.is_empty());
-        assert_eq!(
-            group.check_commit("", -1),
-            None,
-            "simple commits on an empty group"
-        );
-    }
-
-    #[test]
-    fn static_member_restart_keeps_its_assignment_without_rebalance() {
-        let mut group = Group::new("g", limits());
-        let mut first = join("", &["range"]);
-        first.group_instance_id = Some("i1".into());
-        let (outcome, released) = group.join(first.clone(), "old".into(), 1, 0);
-        assert_eq!(
-            outcome,
-            Outcome::Parked,
-            "no MEMBER_ID_REQUIRED for static members"
-        );
-        assert_eq!(joined(&released, 1).member_id, "old");
-        group.sync("old", 1, vec![("old".into(), Bytes::from("p0,p1"))], 2, 0);
-        assert_eq!(group.state, GroupState::Stable);
-
-        // Restart: same instance id, no member id. Same generation, no rebalance.
-        let (outcome, released) = group.join(first.clone(), "new".into(), 3, 1000);
-        let Outcome::Now(reply) = outcome else {
-            panic!("answered at once")
-        };
-        assert!(released.is_empty());
-        assert_eq!(
-            (
-                reply.generation_id,
-                reply.member_id.as_str(),
-                reply.leader.as_str()
-            ),
-            (1, "new", "new")
-        );
-        assert_eq!(group.state, GroupState::Stable);
-        let (outcome, _) = group.sync("new", 1, vec![], 4, 1000);
-        assert!(
-            matches!(outcome, Outcome::Now(SyncReply { error: None, ref assignment, .. }) if assignment == &Bytes::from("p0,p1"))
-        );
-
-        // The old incarnation is fenced.
-        assert_eq!(
-            group.check_instance("old", Some("i1")),
-            Some(ResponseError::FencedInstanceId)
-        );
-        assert_eq!(group.check_instance("new", Some("i1")), None);
-        let mut zombie = first.clone();
-        zombie.member_id = "old".into();
-        let (outcome, _) = group.join(zombie, "x".into(), 5, 1000);
-        assert!(matches!(
-            outcome,
-            Outcome::Now(JoinReply {
-                error: Some(ResponseError::FencedInstanceId),
-                ..
-            })
-        ));
-        assert_eq!(group.member_of_instance("i1").as_deref(), Some("new"));
-    }
-
-    #[test]
-    fn bad_joins_are_refused() {
-        let mut group = Group::new("g", limits());
-        let mut request = join("", &["range"]);
-        request.session_timeout_ms = 10;
-        let (outcome, _) = group.join(request, "m".into(), 1, 0);
-        assert!(matches!(
-            outcome,
-            Outcome::Now(JoinReply {
-                error: Some(ResponseError::InvalidSessionTimeout),
-                ..
-            })
-        ));
-        let (outcome, _) = group.join(join("ghost", &["range"]), "m".into(), 1, 0);
-        assert!(matches!(
-            outcome,
-            Outcome::Now(JoinReply {
-                error: Some(ResponseError::UnknownMemberId),
-                ..
-            })
-        ));
-        group.join(join("", &["range"]), "m1".into(), 1, 0);
-        group.join(join("m1", &["range"]), "x".into(), 2, 0);
-        let mut other = join("", &["sticky"]);
-        other.require_known_member_id = false;
-        let (outcome, _) = group.join(other, "m2".into(), 3, 0);
-        assert!(matches!(
-            outcome,
-            Outcome::Now(JoinReply {
-                error: Some(ResponseError::InconsistentGroupProtocol),
-                ..
-            })
-        ));
-    }
-}
+mod tests;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
@@ -21,5 +21,5 @@ pub async fn handle(
             request.group_id.as_str(),
         )
         .await;
-    AddOffsetsToTxnResponse::default().with_error_code(result.err().map_or(0, |e| e.code()))
+    AddOffsetsToTxnResponse::default().with_error_code(super::errors::code(result.err()))
 }

@@ -10,7 +10,7 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 use crate::transaction::state::TopicPartition;
 use crate::transaction::verify::{self, TxnWrite};
 

@@ -21,10 +21,11 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::cluster::quorum::rpc::ControllerRequest;
+use crate::config::ConfigError;
 use crate::config::{BrokerConfig, ConfigType, BROKER_PROPERTIES, TOPIC_CONFIGS};
-use crate::error::{BrokerError, ConfigError};
+use crate::context::BrokerContext;
+use crate::error::BrokerError;
 use crate::handler::errors::error_for;
-use crate::server::BrokerContext;
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;

@@ -10,9 +10,9 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::cluster::member::ClusterMember;
 use crate::cluster::quorum::rpc::ControllerRequest;
+use crate::context::BrokerContext;
 use crate::error::BrokerError;
 use crate::handler::errors::error_for;
-use crate::server::BrokerContext;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,

@@ -12,11 +12,12 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::cluster::member::ClusterMember;
 use crate::cluster::quorum::rpc::ControllerRequest;
+use crate::cluster::ControllerConfig;
+use crate::context::BrokerContext;
 use crate::error::BrokerError;
 use crate::handler::configs::{describe_topic_configs, ConfigEntry};
 use crate::handler::errors::error_for;
 use crate::handler::HandlerOutput;
-use crate::server::BrokerContext;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
@@ -172,12 +173,8 @@ async fn create_one_in_cluster(
     let replication_factor =
         (topic.replication_factor != -1).then_some(topic.replication_factor as i32);
     if validate_only {
-        let factor = replication_factor.unwrap_or(
-            context
-                .config
-                .controller_config()
-                .default_replication_factor,
-        );
+        let factor = replication_factor
+            .unwrap_or(ControllerConfig::from_config(&context.config).default_replication_factor);
         return Ok((uuid::Uuid::nil(), partitions, factor as i16));
     }
     cluster

@@ -4,24 +4,26 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
+use kafka_protocol::ResponseError;
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 pub fn handle(context: &Arc<BrokerContext>, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let results = request
         .groups_names
         .into_iter()
         .map(|group_id| {
-            let error = match context.groups.coordinator_error(&group_id) {
-                Some(error) => Some(error),
+            let error: Option<ResponseError> = match context.groups.coordinator_error(&group_id) {
+                Some(error) => Some(error.into()),
                 None => context
                     .groups
                     .delete_group(&context.topics, &group_id)
-                    .err(),
+                    .err()
+                    .map(Into::into),
             };
             DeletableGroupResult::default()
                 .with_group_id(group_id)
-                .with_error_code(error.map_or(0, |e| e.code()))
+                .with_error_code(super::errors::code(error))
         })
         .collect();
     DeleteGroupsResponse::default().with_results(results)

@@ -9,8 +9,8 @@ use kafka_protocol::messages::delete_records_response::{
 use kafka_protocol::messages::{DeleteRecordsRequest, DeleteRecordsResponse};
 use kafka_protocol::ResponseError;
 
+use crate::context::BrokerContext;
 use crate::handler::errors::log_error;
-use crate::server::BrokerContext;
 
 pub fn handle(
     context: &Arc<BrokerContext>,

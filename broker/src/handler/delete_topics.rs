@@ -9,8 +9,8 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::cluster::quorum::rpc::ControllerRequest;
+use crate::context::BrokerContext;
 use crate::handler::errors::error_for;
-use crate::server::BrokerContext;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,

@@ -6,7 +6,7 @@ use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 pub fn handle(
     context: &Arc<BrokerContext>,

@@ -7,7 +7,7 @@ use kafka_protocol::messages::describe_groups_response::{DescribedGroup, Describ
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
@@ -20,7 +20,7 @@ pub fn handle(
             if let Some(error) = context.groups.coordinator_error(&group_id) {
                 return DescribedGroup::default()
                     .with_group_id(group_id)
-                    .with_error_code(error.code());
+                    .with_error_code(super::errors::code(Some(error)));
             }
             describe(context, group_id)
         })

@@ -10,7 +10,7 @@ use kafka_protocol::messages::describe_producers_response::{
 use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersResponse, ProducerId};
 use kafka_protocol::ResponseError;
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 pub fn handle(
     context: &Arc<BrokerContext>,

@@ -14,7 +14,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::cluster::quorum::{QuorumDescription, ReplicaProgress};
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 /// The metadata log's name in Kafka (KRaft): the only partition a quorum describes.
 pub const METADATA_TOPIC: &str = "__cluster_metadata";

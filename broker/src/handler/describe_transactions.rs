@@ -12,7 +12,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 pub fn describe(
     context: &Arc<BrokerContext>,
@@ -29,7 +29,7 @@ pub fn describe(
             if let Some(error) = elsewhere {
                 return TransactionState::default()
                     .with_transactional_id(id)
-                    .with_error_code(error.code())
+                    .with_error_code(super::errors::code(Some(error)))
                     .with_transaction_state(StrBytes::from_static_str(""));
             }
             let Some(txn) = known.get(id.as_str()) else {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 /// The first EndTxn version of transaction version 2.
 const EPOCH_BUMP_VERSION: i16 = 5;
@@ -37,6 +37,6 @@ pub async fn handle(
             .with_producer_id(ProducerId(producer_id))
             .with_producer_epoch(epoch),
         Ok(_) => response,
-        Err(error) => response.with_error_code(error.code()),
+        Err(error) => response.with_error_code(super::errors::code(Some(error))),
     }
 }

@@ -3,8 +3,15 @@
 use kafka_protocol::ResponseError;
 
 use crate::cluster::ControllerError;
-use crate::error::{BatchError, BrokerError, ConfigError, LogError};
+use crate::config::ConfigError;
+use crate::error::BrokerError;
+use crate::group::{GroupDeleteError, GroupError};
+use crate::log::error::{BatchError, LogError};
+use crate::partition::role::ReplicationError;
+use crate::partition::LeaderEpochMismatch;
 use crate::producer::ProducerError;
+use crate::transaction::markers::MarkerWriteError;
+use crate::transaction::TxnError;
 
 /// The Kafka error for a broker error. Exhaustive on purpose: a new variant must be mapped here.
 pub fn error_for(error: &BrokerError) -> ResponseError {
@@ -110,7 +117,91 @@ fn producer_error(error: &ProducerError) -> ResponseError {
     }
 }
 
+impl From<LeaderEpochMismatch> for ResponseError {
+    fn from(error: LeaderEpochMismatch) -> Self {
+        match error {
+            LeaderEpochMismatch::Unknown { .. } => ResponseError::UnknownLeaderEpoch,
+            LeaderEpochMismatch::Fenced { .. } => ResponseError::FencedLeaderEpoch,
+        }
+    }
+}
+
+impl From<GroupError> for ResponseError {
+    fn from(error: GroupError) -> Self {
+        match error {
+            GroupError::Unavailable => ResponseError::CoordinatorNotAvailable,
+            GroupError::NotCoordinator { .. } => ResponseError::NotCoordinator,
+            GroupError::UnknownMember { .. } => ResponseError::UnknownMemberId,
+            GroupError::FencedInstance { .. } => ResponseError::FencedInstanceId,
+            GroupError::MemberIdRequired { .. } => ResponseError::MemberIdRequired,
+            GroupError::InvalidSessionTimeout { .. } => ResponseError::InvalidSessionTimeout,
+            GroupError::InconsistentProtocol => ResponseError::InconsistentGroupProtocol,
+            GroupError::Full { .. } => ResponseError::GroupMaxSizeReached,
+            GroupError::IllegalGeneration { .. } => ResponseError::IllegalGeneration,
+            GroupError::RebalanceInProgress => ResponseError::RebalanceInProgress,
+            GroupError::NotEmpty => ResponseError::NonEmptyGroup,
+            GroupError::NotFound { .. } => ResponseError::GroupIdNotFound,
+            GroupError::SubscribedToTopic { .. } => ResponseError::GroupSubscribedToTopic,
+        }
+    }
+}
+
+impl From<GroupDeleteError> for ResponseError {
+    fn from(error: GroupDeleteError) -> Self {
+        match error {
+            GroupDeleteError::Refused(refused) => refused.into(),
+            GroupDeleteError::Storage(storage) => error_for(&storage),
+        }
+    }
+}
+
+impl From<ReplicationError> for ResponseError {
+    fn from(error: ReplicationError) -> Self {
+        match error {
+            ReplicationError::NotLeader | ReplicationError::NotAReplica { .. } => {
+                ResponseError::NotLeaderOrFollower
+            }
+            ReplicationError::NotEnoughReplicasAfterAppend { .. } => {
+                ResponseError::NotEnoughReplicasAfterAppend
+            }
+        }
+    }
+}
+
+impl From<TxnError> for ResponseError {
+    fn from(error: TxnError) -> Self {
+        match error {
+            TxnError::InvalidRequest { .. } => ResponseError::InvalidRequest,
+            TxnError::InvalidTimeout { .. } => ResponseError::InvalidTransactionTimeout,
+            TxnError::UnknownTransactionalId | TxnError::ProducerIdMismatch { .. } => {
+                ResponseError::InvalidProducerIdMapping
+            }
+            TxnError::Fenced { .. } => ResponseError::ProducerFenced,
+            TxnError::Concurrent => ResponseError::ConcurrentTransactions,
+            TxnError::InvalidState { .. } => ResponseError::InvalidTxnState,
+            TxnError::NotCoordinator => ResponseError::NotCoordinator,
+            TxnError::CoordinatorUnavailable => ResponseError::CoordinatorNotAvailable,
+            TxnError::UnknownPartition { .. } => ResponseError::UnknownTopicOrPartition,
+            TxnError::NotAttempted => ResponseError::OperationNotAttempted,
+            TxnError::ProducerIds(ids) => producer_id_error(&ids),
+        }
+    }
+}
+
+impl From<MarkerWriteError> for ResponseError {
+    fn from(error: MarkerWriteError) -> Self {
+        match error {
+            MarkerWriteError::UnknownPartition { .. } => ResponseError::UnknownTopicOrPartition,
+            MarkerWriteError::NotLeader => ResponseError::NotLeaderOrFollower,
+            MarkerWriteError::NotEnoughReplicas(_) => ResponseError::NotEnoughReplicas,
+            MarkerWriteError::Log(log) => log_error(&log),
+            MarkerWriteError::Replication(replication) => replication.into(),
+            MarkerWriteError::TimedOut { .. } => ResponseError::RequestTimedOut,
+        }
+    }
+}
+
 /// The code of an optional error (0 for none).
-pub fn code(error: Option<ResponseError>) -> i16 {
-    error.map_or(0, |e| e.code())
+pub fn code<E: Into<ResponseError>>(error: Option<E>) -> i16 {
+    error.map_or(0, |e| e.into().code())
 }

@@ -24,10 +24,10 @@ use kafka_protocol::messages::{FetchRequest, FetchResponse, ProducerId};
 use kafka_protocol::ResponseError;
 use tokio::sync::watch;
 
+use crate::context::BrokerContext;
 use crate::handler::errors::log_error;
 use crate::log::batch::BatchIter;
 use crate::partition::Partition;
-use crate::server::BrokerContext;
 use crate::topic::Topic;
 
 /// Isolation level READ_COMMITTED.
@@ -145,11 +145,16 @@ fn read_all(
                 Some(topic) => crate::handler::led_partition(topic, requested.partition),
             };
             let result = partition.and_then(|partition| {
-                check_leader_epoch(partition, requested.current_leader_epoch)?;
+                partition.check_leader_epoch(requested.current_leader_epoch)?;
                 if let (Some(replica_id), Some(topic)) = (follower, &entry.topic) {
                     let fetch_offset = requested.fetch_offset;
                     if let Some(proposal) = partition.follower_fetched(replica_id, fetch_offset)? {
-                        crate::replication::propose_isr(context, topic, partition, proposal);
+                        crate::replication::propose_isr(
+                            context.replication.as_ref(),
+                            topic,
+                            partition,
+                            proposal,
+                        );
                     }
                 }
                 let offsets = partition.offsets();
@@ -216,24 +221,6 @@ fn read_all(
         total_bytes,
         any_error,
     )
-}
-
-/// KIP-320: a client that knows a newer epoch than ours is ahead of us; an older one is fenced.
-pub fn check_leader_epoch(
-    partition: &Partition,
-    current_leader_epoch: i32,
-) -> Result<(), ResponseError> {
-    if current_leader_epoch < 0 {
-        return Ok(());
-    }
-    let ours = partition.leader_epoch();
-    if current_leader_epoch > ours {
-        Err(ResponseError::UnknownLeaderEpoch)
-    } else if current_leader_epoch < ours {
-        Err(ResponseError::FencedLeaderEpoch)
-    } else {
-        Ok(())
-    }
 }
 
 fn record_metrics(context: &Arc<BrokerContext>, response: &FetchResponse) {

@@ -16,9 +16,9 @@ use kafka_protocol::ResponseError;
 
 use crate::cluster::member::ClusterMember;
 use crate::cluster::NO_LEADER;
+use crate::context::BrokerContext;
 use crate::group::offsets::{self, OFFSETS_TOPIC};
 use crate::handler::errors::error_for;
-use crate::server::BrokerContext;
 use crate::transaction::records::TRANSACTION_STATE_TOPIC;
 
 const GROUP_KEY_TYPE: i8 = 0;

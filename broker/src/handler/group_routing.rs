@@ -22,7 +22,7 @@ pub fn not_coordinator(
     request: &RequestKind,
 ) -> Option<ResponseKind> {
     let group_id = single_group(version, request)?;
-    let error = groups.coordinator_error(group_id)?;
+    let error = groups.coordinator_error(group_id)?.into();
     super::unsupported::top_level_error(version, request, error)
         .or_else(|| per_partition_error(request, error))
 }

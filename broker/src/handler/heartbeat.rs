@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use kafka_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 pub fn handle(context: &Arc<BrokerContext>, request: HeartbeatRequest) -> HeartbeatResponse {
     let error = context.groups.heartbeat(
@@ -13,5 +13,5 @@ pub fn handle(context: &Arc<BrokerContext>, request: HeartbeatRequest) -> Heartb
         request.group_instance_id.as_deref(),
         request.generation_id,
     );
-    HeartbeatResponse::default().with_error_code(error.map_or(0, |e| e.code()))
+    HeartbeatResponse::default().with_error_code(super::errors::code(error))
 }

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 use kafka_protocol::ResponseError;
 
+use crate::context::BrokerContext;
 use crate::handler::errors::producer_id_error;
-use crate::server::BrokerContext;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
@@ -38,7 +38,7 @@ pub async fn handle(
             Ok((producer_id, epoch)) => InitProducerIdResponse::default()
                 .with_producer_id(ProducerId(producer_id))
                 .with_producer_epoch(epoch),
-            Err(error) => failed(error),
+            Err(error) => failed(error.into()),
         };
     }
     match context.producer_ids.next_id() {

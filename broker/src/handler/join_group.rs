@@ -8,9 +8,9 @@ use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::context::BrokerContext;
 use crate::group::state::JoinRequest;
 use crate::handler::{HandlerOutput, RequestOrigin};
-use crate::server::BrokerContext;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
@@ -53,7 +53,7 @@ pub fn handle(
                 })
                 .collect();
             let mut response = JoinGroupResponse::default()
-                .with_error_code(reply.error.map_or(0, |e| e.code()))
+                .with_error_code(super::errors::code(reply.error))
                 .with_generation_id(reply.generation_id)
                 .with_leader(StrBytes::from_string(reply.leader))
                 .with_member_id(StrBytes::from_string(reply.member_id))

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
@@ -17,7 +17,7 @@ pub fn handle(
             context
                 .groups
                 .leave(&context.topics, &request.group_id, &request.member_id, None);
-        return LeaveGroupResponse::default().with_error_code(error.map_or(0, |e| e.code()));
+        return LeaveGroupResponse::default().with_error_code(super::errors::code(error));
     }
     let members = request
         .members
@@ -32,7 +32,7 @@ pub fn handle(
             MemberResponse::default()
                 .with_member_id(member.member_id)
                 .with_group_instance_id(member.group_instance_id)
-                .with_error_code(error.map_or(0, |e| e.code()))
+                .with_error_code(super::errors::code(error))
         })
         .collect();
     LeaveGroupResponse::default().with_members(members)

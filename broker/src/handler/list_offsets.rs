@@ -9,10 +9,9 @@ use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kafka_protocol::ResponseError;
 
 use crate::config::MAX_DECOMPRESSED_BATCH_BYTES;
+use crate::context::BrokerContext;
 use crate::handler::errors::log_error;
-use crate::handler::fetch::check_leader_epoch;
 use crate::partition::Partition;
-use crate::server::BrokerContext;
 
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -41,7 +40,7 @@ pub fn handle(
                         .ok_or(ResponseError::UnknownTopicOrPartition)
                         .and_then(|t| crate::handler::led_partition(t, requested.partition_index));
                     let result = partition.and_then(|partition| {
-                        check_leader_epoch(partition, requested.current_leader_epoch)?;
+                        partition.check_leader_epoch(requested.current_leader_epoch)?;
                         lookup(partition, requested.timestamp, version, read_committed)
                     });
                     match result {

@@ -12,8 +12,8 @@ use kafka_protocol::ResponseError;
 
 use crate::cluster::member::ClusterMember;
 use crate::cluster::{MetadataImage, TopicState, NO_LEADER};
+use crate::context::BrokerContext;
 use crate::handler::errors::{code, error_for};
-use crate::server::BrokerContext;
 use crate::topic::Topic;
 
 pub fn handle(

@@ -47,7 +47,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 /// Kafka APIs this broker implements, with the version ranges it implements.
 pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[

@@ -10,20 +10,23 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, ResponseKind};
 use kafka_protocol::ResponseError;
 
+use crate::context::BrokerContext;
 use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::CommittedOffset;
 use crate::handler::errors::{error_for, log_error};
 use crate::handler::HandlerOutput;
-use crate::server::BrokerContext;
 
 pub fn handle(context: &Arc<BrokerContext>, request: OffsetCommitRequest) -> HandlerOutput {
     let group_id = request.group_id.to_string();
-    let group_error = context.groups.check_commit(
-        &group_id,
-        &request.member_id,
-        request.group_instance_id.as_deref(),
-        request.generation_id_or_member_epoch,
-    );
+    let group_error: Option<ResponseError> = context
+        .groups
+        .check_commit(
+            &group_id,
+            &request.member_id,
+            request.group_instance_id.as_deref(),
+            request.generation_id_or_member_epoch,
+        )
+        .map(Into::into);
     let now_ms = context.clock.now_ms();
     let mut commits = Vec::new();
     // (topic index, partition index, error) for each requested partition.

@@ -9,7 +9,7 @@ use kafka_protocol::messages::offset_delete_response::{
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 pub fn handle(context: &Arc<BrokerContext>, request: OffsetDeleteRequest) -> OffsetDeleteResponse {
     let partitions: Vec<(String, i32)> = request
@@ -25,13 +25,15 @@ pub fn handle(context: &Arc<BrokerContext>, request: OffsetDeleteRequest) -> Off
         .groups
         .delete_offsets(&context.topics, &request.group_id, partitions)
     {
-        Err(error) => OffsetDeleteResponse::default().with_error_code(error.code()),
+        Err(error) => {
+            OffsetDeleteResponse::default().with_error_code(super::errors::code(Some(error)))
+        }
         Ok(results) => {
             let mut topics: Vec<OffsetDeleteResponseTopic> = Vec::new();
             for (topic, partition, error) in results {
                 let entry = OffsetDeleteResponsePartition::default()
                     .with_partition_index(partition)
-                    .with_error_code(error.map_or(0, |e| e.code()));
+                    .with_error_code(super::errors::code(error));
                 match topics.iter_mut().find(|t| t.name.as_str() == topic) {
                     Some(existing) => existing.partitions.push(entry),
                     None => topics.push(

@@ -12,8 +12,8 @@ use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicNam
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use crate::context::BrokerContext;
 use crate::group::offsets::CommittedOffset;
-use crate::server::BrokerContext;
 
 type Found = Vec<(String, i32, Option<CommittedOffset>)>;
 /// (partition index, committed offset if any)
@@ -59,7 +59,7 @@ pub fn handle(
                 if let Some(error) = context.groups.coordinator_error(&group.group_id) {
                     return OffsetFetchResponseGroup::default()
                         .with_group_id(group.group_id)
-                        .with_error_code(error.code());
+                        .with_error_code(super::errors::code(Some(error)));
                 }
                 let wanted = group.topics.map(|topics| {
                     topics

@@ -12,8 +12,7 @@ use kafka_protocol::messages::offset_for_leader_epoch_response::{
 use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
 use kafka_protocol::ResponseError;
 
-use crate::handler::fetch::check_leader_epoch;
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
@@ -37,7 +36,7 @@ pub fn handle(
                         None => Err(ResponseError::UnknownTopicOrPartition),
                     };
                     let checked = partition.and_then(|partition| {
-                        check_leader_epoch(partition, requested.current_leader_epoch)?;
+                        partition.check_leader_epoch(requested.current_leader_epoch)?;
                         Ok(partition)
                     });
                     match checked {

@@ -19,9 +19,9 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::cluster::quorum::rpc::ControllerRequest;
+use crate::context::BrokerContext;
 use crate::error::BrokerError;
 use crate::handler::errors::error_for;
-use crate::server::BrokerContext;
 
 pub async fn alter(
     context: &Arc<BrokerContext>,

@@ -22,13 +22,14 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::config::MAX_DECOMPRESSED_BATCH_BYTES;
-use crate::error::{BatchError, BrokerError, LogError};
+use crate::context::BrokerContext;
+use crate::error::BrokerError;
 use crate::handler::errors::{batch_error, error_for, log_error};
 use crate::handler::produce_txn::{self, TxnChecks};
 use crate::handler::HandlerOutput;
 use crate::log::batch::{validate_producer_batch, ValidationLimits};
+use crate::log::error::{BatchError, LogError};
 use crate::partition::Partition;
-use crate::server::BrokerContext;
 use crate::topic::Topic;
 
 /// The transactional side of a produce request, and its acks.
@@ -137,7 +138,7 @@ async fn wait_for_acks(
     match tokio::time::timeout_at(deadline, replicated).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => Err((
-            error,
+            error.into(),
             format!(
                 "{}-{}: offset {} was not replicated: {error}",
                 partition.topic, partition.index, wait.last_offset,

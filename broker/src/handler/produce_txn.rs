@@ -12,8 +12,8 @@ use std::sync::Arc;
 use kafka_protocol::messages::ProduceRequest;
 use kafka_protocol::ResponseError;
 
+use crate::context::BrokerContext;
 use crate::log::batch::BatchHeader;
-use crate::server::BrokerContext;
 use crate::transaction::state::TopicPartition;
 use crate::transaction::verify::{self, TxnWrite};
 

@@ -6,8 +6,8 @@ use futures::FutureExt;
 use kafka_protocol::messages::{ResponseKind, SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::context::BrokerContext;
 use crate::handler::HandlerOutput;
-use crate::server::BrokerContext;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
@@ -34,7 +34,7 @@ pub fn handle(
                 )
                 .await;
             let mut response = SyncGroupResponse::default()
-                .with_error_code(reply.error.map_or(0, |e| e.code()))
+                .with_error_code(super::errors::code(reply.error))
                 .with_assignment(reply.assignment);
             if version >= 5 {
                 response.protocol_type = reply.protocol_type.map(StrBytes::from_string);

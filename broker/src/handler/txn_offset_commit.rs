@@ -12,11 +12,11 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
+use crate::context::BrokerContext;
 use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::{CommittedOffset, OFFSETS_TOPIC};
 use crate::handler::errors::error_for;
 use crate::handler::offset_commit::wait_for_commit;
-use crate::server::BrokerContext;
 use crate::transaction::verify::{self, TxnWrite};
 
 /// The first TxnOffsetCommit version of transaction version 2.
@@ -123,10 +123,13 @@ async fn check(
     if request.generation_id < 0 && request.member_id.is_empty() {
         return None;
     }
-    context.groups.check_commit(
-        group_id,
-        &request.member_id,
-        request.group_instance_id.as_deref(),
-        request.generation_id,
-    )
+    context
+        .groups
+        .check_commit(
+            group_id,
+            &request.member_id,
+            request.group_instance_id.as_deref(),
+            request.generation_id,
+        )
+        .map(Into::into)
 }

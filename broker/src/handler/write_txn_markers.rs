@@ -10,7 +10,7 @@ use kafka_protocol::messages::write_txn_markers_response::{
 };
 use kafka_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
 use crate::transaction::markers::{write_local, TxnMarker};
 
 pub async fn handle(
@@ -37,7 +37,7 @@ pub async fn handle(
                     write_local(&context.topics, &context.groups, marker, &tp, replicated).await;
                 WritableTxnMarkerPartitionResult::default()
                     .with_partition_index(index)
-                    .with_error_code(written.err().map_or(0, |e| e.code()))
+                    .with_error_code(super::errors::code(written.err()))
             });
             let partitions = futures::future::join_all(writes).await;
             topics.push(

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, BufMut};
 
-use crate::error::LogError;
+use crate::log::error::LogError;
 
 const FILE_NAME: &str = "aborted-transactions";
 const ENTRY_BYTES: usize = 34;

@@ -14,8 +14,8 @@
 
 use bytes::{Buf, BytesMut};
 
-use crate::error::BatchError;
 use crate::log::compression::{decompress_bounded, CompressionCodec};
+use crate::log::error::BatchError;
 use crate::log::record::RecordIter;
 
 /// Size of the fixed v2 batch header.

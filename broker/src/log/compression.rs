@@ -6,7 +6,7 @@
 
 use std::io::Read;
 
-use crate::error::BatchError;
+use crate::log::error::BatchError;
 
 /// The codec in bits 0–2 of a batch's attributes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

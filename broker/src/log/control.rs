@@ -7,9 +7,9 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::error::BatchError;
 use crate::log::batch::{self, BatchHeader, BATCH_HEADER_BYTES};
 use crate::log::compression::CompressionCodec;
+use crate::log::error::BatchError;
 use crate::log::record::RecordIter;
 
 const TRANSACTIONAL_AND_CONTROL: i16 = (1 << 4) | (1 << 5);

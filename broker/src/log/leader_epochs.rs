@@ -12,7 +12,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::LogError;
+use crate::log::error::LogError;
 use crate::log::index::write_file_synced;
 
 pub const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";

@@ -1,5 +1,6 @@
 //! Storage: the durable, segmented log of each partition.
 //!
+//! - `error`: what can go wrong with a batch or a log ([`BatchError`], [`LogError`]).
 //! - `aborted_index`: aborted transactions per partition, for read_committed fetches.
 //! - `control`: transaction markers (control batches).
 //! - `batch`: the v2 record batch format, validation, offset assignment.
@@ -17,12 +18,14 @@ pub mod batch;
 pub mod compaction;
 pub mod compression;
 pub mod control;
+pub mod error;
 pub mod index;
 pub mod leader_epochs;
 pub mod partition_log;
 pub mod record;
 pub mod segment;
 
+pub use error::{BatchError, LogError};
 pub use partition_log::{AppendInfo, FlushPlan, PartitionLog, ReadResult};
 
 #[cfg(test)]

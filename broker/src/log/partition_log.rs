@@ -6,6 +6,16 @@
 //! Durability: appends go to the OS page cache. `flush_plan`/`mark_flushed` let a caller fsync
 //! outside the lock (group commit); `recovery_point` is the offset below which everything is
 //! known flushed, persisted so that recovery after a crash rescans only what may be torn.
+//!
+//! Here: opening, appends (as leader, from a coordinator, as a follower, markers), reads and
+//! timestamp lookups, rolling, flush planning, checkpoints and the cleaner's view of the
+//! segments; `recovery` (segments, leader epochs, producer state on open) and `retention`
+//! (log start, retention, truncation, reset) are beside it.
+
+mod recovery;
+mod retention;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -15,16 +25,17 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 
 use crate::config::LogConfig;
-use crate::error::LogError;
 use crate::log::aborted_index::{AbortedIndex, AbortedTxn};
 use crate::log::batch::{self, BatchHeader, BatchIter};
 use crate::log::compression::decompress_bounded;
 use crate::log::control::{self, MarkerKind};
+use crate::log::error::LogError;
 use crate::log::index::write_file_synced;
 use crate::log::leader_epochs::LeaderEpochCache;
 use crate::log::segment::{read_file_at, sync_dir, Segment};
 use crate::producer::snapshot;
 use crate::producer::state::{ProducerStateManager, SequenceCheck};
+use recovery::read_offset_file;
 
 const LOG_START_OFFSET_FILE: &str = "log-start-offset";
 const RECOVERY_POINT_FILE: &str = "recovery-point";
@@ -147,40 +158,6 @@ impl PartitionLog {
         Ok(log)
     }
 
-    /// The saved leader epoch cache, fitted to the recovered log; rebuilt from the batches when
-    /// missing (a log from before clusters) or unreadable.
-    fn load_leader_epochs(&mut self) -> Result<(), LogError> {
-        let loaded = match LeaderEpochCache::load(&self.dir) {
-            Ok(loaded) => loaded,
-            Err(error) => {
-                tracing::warn!(%error, "rebuilding the leader epoch cache from the log");
-                None
-            }
-        };
-        let (mut epochs, mut changed) = match loaded {
-            Some(epochs) => (epochs, false),
-            None => (self.scan_leader_epochs()?, true),
-        };
-        changed |= epochs.truncate_from_end(self.log_end_offset());
-        changed |= epochs.truncate_from_start(self.log_start_offset);
-        if changed {
-            epochs.persist()?;
-        }
-        self.epochs = epochs;
-        Ok(())
-    }
-
-    fn scan_leader_epochs(&self) -> Result<LeaderEpochCache, LogError> {
-        let mut epochs = LeaderEpochCache::empty(&self.dir);
-        for segment in self.segments.values() {
-            segment.scan(0, segment.size(), false, |_, header, _| {
-                epochs.assign(header.partition_leader_epoch, header.base_offset);
-                std::ops::ControlFlow::Continue(())
-            })?;
-        }
-        Ok(epochs)
-    }
-
     /// Records that data of `epoch` begins at `start_offset`, persisting the cache if it changed.
     fn assign_epoch(&mut self, epoch: i32, start_offset: i64) -> Result<(), LogError> {
         if self.epochs.assign(epoch, start_offset) {
@@ -203,52 +180,6 @@ impl PartitionLog {
 
     pub fn latest_epoch(&self) -> Option<i32> {
         self.epochs.latest_epoch()
-    }
-
-    fn load_segments(
-        &mut self,
-        bases: &[i64],
-        clean_shutdown: bool,
-        now_ms: i64,
-    ) -> Result<(), LogError> {
-        let interval = self.config.index_interval_bytes;
-        let mut index = 0;
-        while index < bases.len() {
-            let base = bases[index];
-            let next_base = bases.get(index + 1).copied();
-            let is_last = next_base.is_none();
-            let must_scan =
-                !clean_shutdown && next_base.is_none_or(|next| next > self.recovery_point);
-            if must_scan || is_last {
-                let (mut segment, cut) = Segment::recover(&self.dir, base, interval, now_ms)?;
-                if cut > 0 {
-                    tracing::warn!(
-                        dir = %self.dir.display(),
-                        segment = base,
-                        cut_bytes = cut,
-                        "recovered segment ends early; removing later segments"
-                    );
-                    self.segments.insert(base, segment);
-                    for &later in &bases[index + 1..] {
-                        let (later_segment, _) =
-                            Segment::recover(&self.dir, later, interval, now_ms)?;
-                        later_segment.delete_files()?;
-                    }
-                    return Ok(());
-                }
-                // Compaction may have removed the last records of a sealed segment.
-                if let Some(next) = next_base {
-                    segment.extend_next_offset(next);
-                }
-                self.segments.insert(base, segment);
-            } else {
-                let next = next_base.unwrap_or(base);
-                self.segments
-                    .insert(base, Segment::open_sealed(&self.dir, base, next, interval)?);
-            }
-            index += 1;
-        }
-        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
@@ -302,9 +233,11 @@ impl PartitionLog {
     ) -> Result<AppendInfo, LogError> {
         let header = BatchHeader::parse(&batch)?;
         if header.is_control() {
-            return Err(LogError::Batch(crate::error::BatchError::InvalidRecords(
-                "control batches are written by the transaction coordinator only".into(),
-            )));
+            return Err(LogError::Batch(
+                crate::log::error::BatchError::InvalidRecords(
+                    "control batches are written by the transaction coordinator only".into(),
+                ),
+            ));
         }
         if let SequenceCheck::Duplicate(original) = self.producers.check(&header)? {
             return Ok(AppendInfo {
@@ -607,176 +540,6 @@ impl PartitionLog {
             .find(|(_, record_timestamp)| *record_timestamp == header.max_timestamp))
     }
 
-    /// Moves the log start offset forward (DeleteRecords); whole segments below it are removed.
-    pub fn advance_log_start_offset(&mut self, offset: i64, now_ms: i64) -> Result<i64, LogError> {
-        let log_end = self.log_end_offset();
-        if offset > log_end {
-            return Err(LogError::OffsetOutOfRange {
-                requested: offset,
-                log_start_offset: self.log_start_offset,
-                log_end_offset: log_end,
-            });
-        }
-        if offset > self.log_start_offset {
-            self.log_start_offset = offset;
-            self.write_log_start_offset()?;
-            self.delete_segments_below_log_start(now_ms)?;
-        }
-        Ok(self.log_start_offset)
-    }
-
-    fn delete_segments_below_log_start(&mut self, now_ms: i64) -> Result<(), LogError> {
-        let doomed: Vec<i64> = self
-            .segments
-            .values()
-            .filter(|s| {
-                s.next_offset() <= self.log_start_offset
-                    && s.base_offset != self.active().base_offset
-            })
-            .map(|s| s.base_offset)
-            .collect();
-        let whole_log =
-            self.active().next_offset() <= self.log_start_offset && !self.active().is_empty();
-        if whole_log {
-            self.roll(now_ms)?;
-            return self.delete_segments_below_log_start(now_ms);
-        }
-        self.delete_segments(&doomed)
-    }
-
-    fn delete_segments(&mut self, bases: &[i64]) -> Result<(), LogError> {
-        for base in bases {
-            if let Some(segment) = self.segments.remove(base) {
-                let path = segment.path().to_path_buf();
-                self.unflushed_sealed.retain(|(_, p)| *p != path);
-                segment.delete_files()?;
-            }
-        }
-        if let Some(first) = self.segments.keys().next() {
-            if *first > self.log_start_offset {
-                self.log_start_offset = *first;
-                self.write_log_start_offset()?;
-            }
-        }
-        self.aborted.trim_below(self.log_start_offset)
-    }
-
-    /// Applies `retention.ms` and `retention.bytes`; returns the number of segments deleted.
-    pub fn apply_retention(&mut self, now_ms: i64) -> Result<usize, LogError> {
-        if !self.config.delete {
-            return Ok(0);
-        }
-        let mut doomed = Vec::new();
-        let retention_ms = self.config.retention_ms;
-        let retention_bytes = self.config.retention_bytes;
-        let mut total = self.size_bytes() as i64;
-        for segment in self.segments.values() {
-            if segment.is_empty() {
-                break;
-            }
-            let expired = retention_ms >= 0
-                && segment.max_timestamp() >= 0
-                && now_ms - segment.max_timestamp() > retention_ms;
-            let oversized =
-                retention_bytes >= 0 && total - segment.size() as i64 >= retention_bytes;
-            if !(expired || oversized) {
-                break;
-            }
-            total -= segment.size() as i64;
-            doomed.push(segment.base_offset);
-        }
-        if doomed.is_empty() {
-            return Ok(0);
-        }
-        if doomed.last() == Some(&self.active().base_offset) {
-            self.roll(now_ms)?;
-        }
-        let count = doomed.len();
-        let new_start = self
-            .segments
-            .range(doomed[count - 1] + 1..)
-            .next()
-            .map_or(self.log_end_offset(), |(base, _)| *base);
-        self.delete_segments(&doomed)?;
-        if new_start > self.log_start_offset {
-            self.log_start_offset = new_start;
-            self.write_log_start_offset()?;
-        }
-        Ok(count)
-    }
-
-    /// Removes every batch at or after `offset` (recovery, followers, tests).
-    pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
-        if offset >= self.log_end_offset() {
-            // No data goes, but epochs begun at or after `offset` with nothing written do.
-            if self.epochs.truncate_from_end(offset) {
-                self.epochs.persist()?;
-            }
-            return Ok(());
-        }
-        let offset = offset.max(self.log_start_offset);
-        let doomed: Vec<i64> = self.segments.range(offset + 1..).map(|(b, _)| *b).collect();
-        let keep_one = doomed.len() == self.segments.len();
-        let doomed: Vec<i64> = if keep_one {
-            doomed[1..].to_vec()
-        } else {
-            doomed
-        };
-        for base in &doomed {
-            if let Some(segment) = self.segments.remove(base) {
-                let path = segment.path().to_path_buf();
-                self.unflushed_sealed.retain(|(_, p)| *p != path);
-                segment.delete_files()?;
-            }
-        }
-        let interval = self.config.index_interval_bytes;
-        self.active_mut().truncate_to(offset, interval)?;
-        // Whole batches go: the log may now end before `offset`, even before the log start.
-        let log_end = self.log_end_offset();
-        self.recovery_point = self.recovery_point.min(log_end);
-        if self.first_dirty_offset > log_end {
-            self.set_first_dirty_offset(log_end)?;
-        }
-        self.aborted.truncate_to(log_end)?;
-        if self.epochs.truncate_from_end(log_end) {
-            self.epochs.persist()?;
-        }
-        self.rebuild_producer_state(self.last_flush_ms)?;
-        if self.log_start_offset > log_end {
-            self.log_start_offset = log_end;
-            self.write_log_start_offset()?;
-        }
-        Ok(())
-    }
-
-    /// Drops every batch and starts the log empty at `offset`: a follower whose leader's log
-    /// now starts past this log's end (retention ran while it was away) cannot continue it.
-    pub fn reset_to(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
-        let bases: Vec<i64> = self.segments.keys().copied().collect();
-        for base in bases {
-            if let Some(segment) = self.segments.remove(&base) {
-                segment.delete_files()?;
-            }
-        }
-        self.unflushed_sealed.clear();
-        for snapshot_offset in snapshot::list(&self.dir)? {
-            snapshot::remove(&self.dir, snapshot_offset)?;
-        }
-        self.segments
-            .insert(offset, Segment::create(&self.dir, offset, now_ms)?);
-        self.epochs = LeaderEpochCache::empty(&self.dir);
-        self.epochs.persist()?;
-        self.log_start_offset = offset;
-        self.write_log_start_offset()?;
-        self.recovery_point = offset;
-        self.checkpoint_recovery_point()?;
-        self.set_first_dirty_offset(offset)?;
-        self.aborted.trim_below(offset)?;
-        self.producers = ProducerStateManager::default();
-        self.unflushed_messages = 0;
-        Ok(())
-    }
-
     /// Idempotent producers' state (for DescribeProducers and tests).
     pub fn producer_state(&self) -> &ProducerStateManager {
         &self.producers
@@ -785,53 +548,6 @@ impl PartitionLog {
     /// Forgets producers idle for `expiration_ms` (`producer.id.expiration.ms`).
     pub fn expire_producers(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
         self.producers.expire(now_ms, expiration_ms)
-    }
-
-    /// Producer state = the newest snapshot not beyond the log end + the batches after it.
-    fn rebuild_producer_state(&mut self, now_ms: i64) -> Result<(), LogError> {
-        let log_end = self.log_end_offset();
-        let (from, producers) = snapshot::load_latest(&self.dir, log_end)?.unwrap_or_default();
-        let mut state = ProducerStateManager::new(producers);
-        let aborted = &mut self.aborted;
-        for segment in self.segments.values() {
-            if segment.next_offset() <= from {
-                continue;
-            }
-            let mut failure = None;
-            let stop = segment.scan(0, segment.size(), false, |position, header, _| {
-                if header.base_offset < from {
-                    return std::ops::ControlFlow::Continue(());
-                }
-                if !header.is_control() {
-                    state.record(header, now_ms);
-                    return std::ops::ControlFlow::Continue(());
-                }
-                let replayed = segment
-                    .read_at(position, header.total_bytes())
-                    .and_then(|bytes| Ok(control::parse_marker(&bytes, header)?))
-                    .and_then(|marker| {
-                        let Some((kind, coordinator_epoch)) = marker else {
-                            return Ok(());
-                        };
-                        apply_marker(&mut state, aborted, header, kind, coordinator_epoch, now_ms)
-                    });
-                match replayed {
-                    Ok(()) => std::ops::ControlFlow::Continue(()),
-                    Err(error) => {
-                        failure = Some(error);
-                        std::ops::ControlFlow::Break(crate::error::BatchError::InvalidLength(0))
-                    }
-                }
-            })?;
-            if let Some(error) = failure {
-                return Err(error);
-            }
-            if let Some(stop) = stop {
-                return Err(LogError::Batch(stop.error));
-            }
-        }
-        self.producers = state;
-        Ok(())
     }
 
     /// Compaction: the offset below which the log was cleaned.
@@ -1035,202 +751,4 @@ fn decode_records(
         }
     };
     Ok(batch::record_offsets_and_timestamps(records, header)?)
-}
-
-fn read_offset_file(path: &Path) -> Option<i64> {
-    fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::log::test_support::encode_batch;
-    use kafka_protocol::records::Compression;
-
-    fn open(dir: &Path, config: LogConfig) -> PartitionLog {
-        PartitionLog::open(dir, config, false, 0).unwrap()
-    }
-
-    #[test]
-    fn leader_epochs_follow_appends_truncation_and_a_lost_checkpoint() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = open(dir.path(), LogConfig::default());
-        let batch = || encode_batch(&[b"a", b"b"], Compression::None);
-        log.append(batch(), 0, 0).unwrap();
-        log.append(batch(), 0, 0).unwrap();
-        log.begin_leader_epoch(3).unwrap();
-        log.append(batch(), 3, 0).unwrap();
-        assert_eq!(log.end_offset_for_epoch(0), (0, 4));
-        assert_eq!(log.end_offset_for_epoch(2), (0, 4));
-        assert_eq!(log.end_offset_for_epoch(3), (3, 6));
-        log.close(0).unwrap();
-        drop(log);
-        // A log written before the cache existed: rebuilt from the batches' epochs.
-        fs::remove_file(
-            dir.path()
-                .join(crate::log::leader_epochs::LEADER_EPOCH_FILE),
-        )
-        .unwrap();
-        let mut log = open(dir.path(), LogConfig::default());
-        assert_eq!(log.end_offset_for_epoch(0), (0, 4));
-        assert_eq!(log.latest_epoch(), Some(3));
-        log.truncate_to(4).unwrap();
-        assert_eq!(log.latest_epoch(), Some(0));
-        assert_eq!(log.end_offset_for_epoch(0), (0, 4));
-        log.advance_log_start_offset(2, 0).unwrap();
-        drop(log);
-        let log = open(dir.path(), LogConfig::default());
-        assert_eq!(log.latest_epoch(), Some(0));
-        assert_eq!(log.end_offset_for_epoch(3), (-1, -1));
-    }
-
-    #[test]
-    fn reset_starts_an_empty_log_at_the_given_offset() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut log = open(dir.path(), LogConfig::default());
-        log.append(encode_batch(&[b"a", b"b"], Compression::None), 1, 0)
-            .unwrap();
-        log.reset_to(100, 0).unwrap();
-        assert_eq!((log.log_start_offset(), log.log_end_offset()), (100, 100));
-        assert_eq!(log.latest_epoch(), None);
-        log.append(encode_batch(&[b"c"], Compression::None), 2, 0)
-            .unwrap();
-        drop(log);
-        let log = open(dir.path(), LogConfig::default());
-        assert_eq!((log.log_start_offset(), log.log_end_offset()), (100, 101));
-        assert_eq!(log.end_offset_for_epoch(2), (2, 101));
-        assert_eq!(log.read(100, 1 << 20, 101, true).unwrap().next_offset, 101);
-    }
-
-    #[test]
-    fn segment_ms_rolls_on_the_next_append() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = LogConfig {
-            segment_ms: 1000,
-            ..LogConfig::default()
-        };
-        let mut log = open(dir.path(), config);
-        log.append(encode_batch(&[b"a"], Compression::None), 0, 0)
-            .unwrap();
-        log.append(encode_batch(&[b"b"], Compression::None), 0, 999)
-            .unwrap();
-        assert_eq!(log.segment_count(), 1);
-        log.append(encode_batch(&[b"c"], Compression::None), 0, 1000)
-            .unwrap();
-        assert_eq!(log.segment_count(), 2);
-        assert_eq!(log.log_end_offset(), 3);
-    }
-
-    #[test]
-    fn flush_messages_and_flush_ms_make_a_flush_due() {
-        let dir = tempfile::tempdir().unwrap();
-        let by_count = LogConfig {
-            flush_messages: 3,
-            ..LogConfig::default()
-        };
-        let mut log = open(dir.path(), by_count);
-        log.append(encode_batch(&[b"a", b"b"], Compression::None), 0, 0)
-            .unwrap();
-        assert!(!log.flush_due(0));
-        log.append(encode_batch(&[b"c"], Compression::None), 0, 0)
-            .unwrap();
-        assert!(log.flush_due(0));
-        let plan = log.flush_plan();
-        log.mark_flushed(&plan, 0);
-        assert!(!log.flush_due(0));
-
-        let dir = tempfile::tempdir().unwrap();
-        let by_time = LogConfig {
-            flush_ms: 1000,
-            ..LogConfig::default()
-        };
-        let mut log = open(dir.path(), by_time);
-        log.append(encode_batch(&[b"a"], Compression::None), 0, 0)
-            .unwrap();
-        assert!(!log.flush_due(999));
-        assert!(log.flush_due(1000));
-        let plan = log.flush_plan();
-        log.mark_flushed(&plan, 1000);
-        assert!(!log.flush_due(5000), "nothing new to flush");
-    }
-
-    #[test]
-    fn log_append_time_restamps_and_keeps_the_crc_valid() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = LogConfig {
-            log_append_time: true,
-            ..LogConfig::default()
-        };
-        let mut log = open(dir.path(), config);
-        let info = log
-            .append(encode_batch(&[b"a", b"b"], Compression::Zstd), 7, 123_456)
-            .unwrap();
-        assert_eq!(info.log_append_time_ms, 123_456);
-        let (header, bytes) = log.read_all_batches().unwrap().remove(0);
-        assert_eq!(header.max_timestamp, 123_456);
-        assert_eq!(header.partition_leader_epoch, 7);
-        assert!(header.is_log_append_time());
-        batch::verify_crc(&bytes, &header).unwrap();
-    }
-
-    #[test]
-    fn idempotent_retries_are_answered_with_the_original_offsets_across_restarts() {
-        use crate::log::test_support::encode_idempotent_batch;
-        use crate::producer::ProducerError;
-        let dir = tempfile::tempdir().unwrap();
-        let config = LogConfig {
-            segment_bytes: 200,
-            ..LogConfig::default()
-        };
-        let mut log = open(dir.path(), config.clone());
-        let batch =
-            |first: i32| encode_idempotent_batch(&[b"aaaaaaaaaa", b"bbbbbbbbbb"], 77, 0, first);
-        let mut firsts = Vec::new();
-        for i in 0..6 {
-            let info = log.append(batch(i * 2), 0, 0).unwrap();
-            assert!(!info.duplicate);
-            firsts.push(info.base_offset);
-        }
-        assert!(log.segment_count() > 2, "rolled: snapshots were written");
-        let retry = log.append(batch(8), 0, 0).unwrap();
-        assert!(retry.duplicate);
-        assert_eq!(
-            (retry.base_offset, retry.last_offset),
-            (firsts[4], firsts[4] + 1)
-        );
-        assert_eq!(log.log_end_offset(), 12, "nothing appended for the retry");
-        let gap = log.append(batch(20), 0, 0).unwrap_err();
-        assert!(
-            matches!(
-                gap,
-                LogError::Producer(ProducerError::OutOfOrderSequence { expected: 12, .. })
-            ),
-            "{gap}"
-        );
-
-        // A crash (no close): the newest roll snapshot plus the replayed tail give the same state.
-        let before = log.producer_state().clone();
-        drop(log);
-        let mut log = open(dir.path(), config.clone());
-        assert_eq!(log.producer_state(), &before);
-        assert!(log.append(batch(10), 0, 0).unwrap().duplicate);
-        // A clean shutdown: the state comes from the snapshot at the log end.
-        log.close(0).unwrap();
-        drop(log);
-        let mut log = PartitionLog::open(dir.path(), config.clone(), true, 0).unwrap();
-        assert_eq!(log.producer_state(), &before);
-        assert_eq!(log.append(batch(12), 0, 0).unwrap().base_offset, 12);
-        // Without any snapshot the whole log is replayed.
-        for offset in snapshot::list(dir.path()).unwrap() {
-            snapshot::remove(dir.path(), offset).unwrap();
-        }
-        drop(log);
-        let mut log = open(dir.path(), config);
-        assert!(log.append(batch(12), 0, 0).unwrap().duplicate);
-        // Truncation forgets what it removed: the producer may write those sequences again.
-        log.truncate_to(12).unwrap();
-        let again = log.append(batch(12), 0, 0).unwrap();
-        assert!(!again.duplicate);
-        assert_eq!(again.base_offset, 12);
-    }
 }

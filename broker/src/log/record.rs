@@ -6,7 +6,7 @@
 //! to search by timestamp and to compact; it never re-encodes a record it keeps: the raw bytes
 //! (length prefix included) are copied as they are.
 
-use crate::error::BatchError;
+use crate::log::error::BatchError;
 
 /// One record, borrowed from a records section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

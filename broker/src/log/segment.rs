@@ -10,8 +10,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::{BatchError, LogError};
 use crate::log::batch::{self, BatchHeader, BATCH_HEADER_BYTES};
+use crate::log::error::{BatchError, LogError};
 use crate::log::index::{OffsetIndex, TimeIndex};
 
 /// Bytes read at a time while walking batches.

@@ -2,15 +2,16 @@
 //! log start offset, high watermark and log end offset — and the waiters on them.
 //!
 //! Alone (no cluster), the high watermark follows the log end offset on every append; in a
-//! cluster, the role in [`replication`] decides it (the ISR's smallest log end on a leader, the
-//! leader's on a follower).
+//! cluster, the role in [`role`] decides it: the ISR's smallest log end on a leader (whose view
+//! of its followers is [`leader_replicas`]), the leader's on a follower.
 //!
 //! Waiting is never a sleep loop: consumers' fetches wait on the `high_watermark` watch channel,
 //! followers' fetches on `log_end`; producers that need durability wait on `durable_offset`,
 //! advanced by group commits (one fsync covering every append made before it started), and
 //! with `acks=all` on the high watermark.
 
-pub mod replication;
+pub mod leader_replicas;
+pub mod role;
 
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -20,12 +21,21 @@ use tokio::sync::watch;
 
 use crate::clock::Clock;
 use crate::config::LogConfig;
-use crate::error::LogError;
 use crate::log::aborted_index::AbortedTxn;
 use crate::log::compaction::{self, CleaningStats};
 use crate::log::control::MarkerKind;
+use crate::log::error::LogError;
 use crate::log::{AppendInfo, PartitionLog, ReadResult};
-use replication::Role;
+use role::Role;
+
+/// A request's `current_leader_epoch` that is not this replica's (KIP-320).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LeaderEpochMismatch {
+    #[error("leader epoch {requested} is newer than this replica's {current}")]
+    Unknown { requested: i32, current: i32 },
+    #[error("leader epoch {requested} is older than this replica's {current}")]
+    Fenced { requested: i32, current: i32 },
+}
 
 /// Offsets a fetch or list-offsets answer reports alongside data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,6 +127,19 @@ impl Partition {
 
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch.load(Ordering::Acquire)
+    }
+
+    /// KIP-320: a client that knows a newer epoch than ours is ahead of us; an older one is
+    /// fenced. A negative epoch (the client knows none) always passes.
+    pub fn check_leader_epoch(&self, requested: i32) -> Result<(), LeaderEpochMismatch> {
+        let current = self.leader_epoch();
+        if requested < 0 || requested == current {
+            Ok(())
+        } else if requested > current {
+            Err(LeaderEpochMismatch::Unknown { requested, current })
+        } else {
+            Err(LeaderEpochMismatch::Fenced { requested, current })
+        }
     }
 
     /// Whether this replica leads (takes produce, answers consumers).

@@ -3,15 +3,16 @@
 //! Alone, ids are handed out from blocks whose end is persisted (fsynced) before any id of the
 //! block is used, so after a crash the next block starts past every id that may have been given
 //! out. In a cluster the active controller hands each broker its blocks through the metadata log
-//! (`ProducerIdBlock` records, as KRaft's AllocateProducerIds): a task keeps one spare block
-//! ready, so `next_id` never waits; with none at hand it fails retriably.
+//! (`ProducerIdBlock` records, as KRaft's AllocateProducerIds): a task
+//! (`cluster::producer_id_blocks`) keeps one spare block ready, so `next_id` never waits; with
+//! none at hand it fails retriably.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use tokio::sync::Notify;
 
-use crate::error::LogError;
+use crate::log::error::LogError;
 use crate::log::index::write_file_synced;
 
 /// Ids reserved per write of the block file (Kafka's controller hands out blocks of 1000 too).

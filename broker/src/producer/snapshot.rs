@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use bytes::{Buf, BufMut};
 
-use crate::error::LogError;
+use crate::log::error::LogError;
 use crate::log::segment::segment_file_name;
 use crate::producer::state::{BatchMetadata, ProducerEntry, BATCHES_REMEMBERED};
 

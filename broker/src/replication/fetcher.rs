@@ -34,9 +34,42 @@ use tokio::time::Instant;
 
 use crate::client::{ClientError, ProtocolClient};
 use crate::cluster::member::ClusterMember;
-use crate::config::ReplicaSettings;
+use crate::config::BrokerConfig;
 use crate::log::leader_epochs::UNDEFINED_OFFSET;
 use crate::partition::Partition;
+
+/// Kafka's `replica.*` settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaSettings {
+    /// An ISR member not caught up for this long is removed.
+    pub lag_time_max_ms: i64,
+    /// How long a follower's fetch waits at the leader for new data.
+    pub fetch_wait_max_ms: i32,
+    /// Bytes a follower asks for per partition.
+    pub fetch_max_bytes: i32,
+    /// Bytes a follower asks for per fetch.
+    pub fetch_response_max_bytes: i32,
+    /// Pause after a failed fetch before trying the leader again.
+    pub fetch_backoff_ms: u64,
+    /// Time allowed for connecting to a leader and for each fetch round trip beyond its wait.
+    pub socket_timeout_ms: u64,
+}
+
+impl ReplicaSettings {
+    /// How followers fetch and how long a leader waits for them.
+    pub fn from_config(config: &BrokerConfig) -> Self {
+        Self {
+            lag_time_max_ms: config.long_or("replica.lag.time.max.ms", 30_000).max(1),
+            fetch_wait_max_ms: config.long_or("replica.fetch.wait.max.ms", 500).max(0) as i32,
+            fetch_max_bytes: config.long_or("replica.fetch.max.bytes", 1 << 20).max(0) as i32,
+            fetch_response_max_bytes: config
+                .long_or("replica.fetch.response.max.bytes", 10 << 20)
+                .max(0) as i32,
+            fetch_backoff_ms: config.long_or("replica.fetch.backoff.ms", 1000).max(0) as u64,
+            socket_timeout_ms: config.long_or("replica.socket.timeout.ms", 30_000).max(1) as u64,
+        }
+    }
+}
 
 const FETCH_VERSION: i16 = 12;
 const OFFSET_FOR_LEADER_EPOCH_VERSION: i16 = 4;
@@ -93,14 +126,14 @@ pub async fn run(
         if states.is_empty() {
             tokio::select! {
                 changed = assigned.changed() => if changed.is_err() { return },
-                _ = crate::server::stopped(&mut shutdown) => return,
+                _ = crate::shutdown::stopped(&mut shutdown) => return,
             }
             continue;
         }
         let outcome = match client.as_mut() {
             Some(connection) => tokio::select! {
                 outcome = fetch_round(connection, &setup, &mut states) => outcome,
-                _ = crate::server::stopped(&mut shutdown) => return,
+                _ = crate::shutdown::stopped(&mut shutdown) => return,
             },
             None => match connect(leader_id, &setup).await {
                 Ok(connection) => {
@@ -136,7 +169,7 @@ pub async fn run(
                     Ok(()) => refresh(&mut states, &assigned.borrow_and_update()),
                     Err(_) => return,
                 },
-                _ = crate::server::stopped(&mut shutdown) => return,
+                _ = crate::shutdown::stopped(&mut shutdown) => return,
             }
         }
     }

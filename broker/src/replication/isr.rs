@@ -1,6 +1,6 @@
 //! A leader's ISR changes on their way to the active controller (AlterPartition, KIP-497).
 //!
-//! Leaders decide (in [`super::leader`]) when a follower joins or leaves the ISR; the change is
+//! Leaders decide (in [`crate::partition::leader_replicas`]) when a follower joins or leaves the ISR; the change is
 //! queued here and sent by one task, one at a time. An accepted change comes back through the
 //! metadata image (the partition's new ISR and partition epoch); a refused one clears the
 //! leader's pending proposal so it can propose again. Lagging members are looked for every
@@ -11,12 +11,14 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use prometheus::IntCounter;
+
 use crate::cluster::member::ClusterMember;
 use crate::cluster::quorum::rpc::ControllerRequest;
+use crate::partition::leader_replicas::IsrProposal;
 use crate::partition::Partition;
-use crate::replication::leader::IsrProposal;
-use crate::server::BrokerContext;
-use crate::topic::Topic;
+use crate::replication::Replication;
+use crate::topic::{Topic, TopicRegistry};
 
 /// ISR changes waiting to be sent; more are refused (and proposed again later).
 pub const MAX_QUEUED_ISR_CHANGES: usize = 4096;
@@ -27,14 +29,22 @@ pub struct IsrChange {
     pub proposal: IsrProposal,
 }
 
-/// Queues `proposal` for `partition` of `topic`.
+/// Counted as accepted ISR changes go through.
+#[derive(Clone)]
+pub struct IsrChangeCounters {
+    pub shrinks: IntCounter,
+    pub expands: IntCounter,
+}
+
+/// Queues `proposal` for `partition` of `topic` (refused without replication machinery, or
+/// when the queue is full: the partition may propose again).
 pub fn propose_isr(
-    context: &BrokerContext,
+    replication: Option<&Replication>,
     topic: &Topic,
     partition: &Arc<Partition>,
     proposal: IsrProposal,
 ) {
-    let queued = context.replication.as_ref().is_some_and(|replication| {
+    let queued = replication.is_some_and(|replication| {
         let change = IsrChange {
             topic_id: topic.id,
             partition: Arc::clone(partition),
@@ -49,8 +59,8 @@ pub fn propose_isr(
 
 /// Sends queued ISR changes to the controller until shutdown.
 pub async fn send_isr_changes(
-    context: Arc<BrokerContext>,
     cluster: Arc<ClusterMember>,
+    counters: IsrChangeCounters,
     mut changes: mpsc::Receiver<IsrChange>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -60,7 +70,7 @@ pub async fn send_isr_changes(
                 Some(change) => change,
                 None => return,
             },
-            _ = crate::server::stopped(&mut shutdown) => return,
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
         };
         let partition = &change.partition;
         let Some(broker_epoch) = cluster.membership().borrow().broker_epoch else {
@@ -80,8 +90,8 @@ pub async fn send_isr_changes(
             Ok(_) => {
                 tracing::info!(topic = %partition.topic, partition = partition.index, isr = ?change.proposal.isr, "ISR changed");
                 let counter = match shrinks {
-                    true => &context.metrics.isr_shrinks_total,
-                    false => &context.metrics.isr_expands_total,
+                    true => &counters.shrinks,
+                    false => &counters.expands,
                 };
                 counter.inc();
             }
@@ -93,26 +103,18 @@ pub async fn send_isr_changes(
     }
 }
 
-/// Proposes removing lagging followers from the ISRs this broker leads, until shutdown.
-pub async fn check_lagging_followers(
-    context: Arc<BrokerContext>,
-    lag_time_max_ms: i64,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let period = Duration::from_millis((lag_time_max_ms / 2).max(10) as u64);
-    let mut ticks = tokio::time::interval(period);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticks.tick() => {}
-            _ = crate::server::stopped(&mut shutdown) => return,
-        }
-        for topic in context.topics.all() {
-            for partition in topic.hosted() {
-                if let Some(shrink) = partition.check_lagging() {
-                    tracing::info!(topic = %topic.name, partition = partition.index, isr = ?shrink.isr, "followers fell behind: shrinking the ISR");
-                    propose_isr(&context, &topic, partition, shrink);
-                }
+/// How often [`propose_lagging_shrinks`] runs: every half `replica.lag.time.max.ms`.
+pub fn lagging_check_period(lag_time_max_ms: i64) -> Duration {
+    Duration::from_millis((lag_time_max_ms / 2).max(10) as u64)
+}
+
+/// Proposes removing lagging followers from the ISRs this broker leads.
+pub fn propose_lagging_shrinks(topics: &TopicRegistry, replication: Option<&Replication>) {
+    for topic in topics.all() {
+        for partition in topic.hosted() {
+            if let Some(shrink) = partition.check_lagging() {
+                tracing::info!(topic = %topic.name, partition = partition.index, isr = ?shrink.isr, "followers fell behind: shrinking the ISR");
+                propose_isr(replication, &topic, partition, shrink);
             }
         }
     }

@@ -1,22 +1,18 @@
 //! Replicas on this broker, as the cluster's metadata places them (cluster mode).
 //!
-//! `follow_metadata` waits until this broker's image has caught up with the metadata log (to
-//! the index its registration was answered at), then, on every image change, opens the
-//! replicas assigned here, makes each leader (with the ISR and partition epoch the image holds)
-//! or follower, and hands the followed partitions to one fetcher task per leader broker.
+//! The server's metadata follower (`server::metadata`) calls [`take_role`] for every replica the
+//! image assigns here — leader (with the ISR and partition epoch the image holds) or follower —
+//! and hands the followed partitions to [`Replication`], which runs one fetcher task per leader
+//! broker.
 //!
-//! - [`leader`]: the leader's view of its followers as a deterministic state machine — log end
-//!   offsets, the high watermark over the maximal ISR, ISR shrink/expand proposals. Fed by
-//!   followers' Fetch requests (`handler::fetch`) through `Partition::follower_fetched`.
-//! - [`isr`]: ISR changes sent to the active controller (AlterPartition); the periodic check
-//!   for lagging followers.
+//! - [`isr`]: ISR changes sent to the active controller (AlterPartition); the sweep for
+//!   lagging followers. The leader's decisions are `partition::leader_replicas`.
 //! - [`fetcher`]: followers copying their leaders — truncation by leader epoch, then Fetch.
 //! - `simulation` (tests): the controller, leaders and followers of one partition on three
 //!   brokers under a seeded faulty schedule, with the replication invariants checked.
 
 pub mod fetcher;
 pub mod isr;
-pub mod leader;
 #[cfg(test)]
 mod simulation;
 
@@ -28,184 +24,11 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
 use crate::cluster::image::PartitionState;
-use crate::cluster::member::ClusterMember;
-use crate::cluster::{MetadataImage, NO_LEADER};
-use crate::error::BrokerError;
-use crate::group::offsets::OFFSETS_TOPIC;
-use crate::partition::replication::Leadership;
+use crate::cluster::NO_LEADER;
+use crate::partition::role::Leadership;
 use crate::partition::Partition;
-use crate::server::BrokerContext;
-use crate::transaction::records::TRANSACTION_STATE_TOPIC;
 use fetcher::{FetcherSetup, Followed};
 use isr::IsrChange;
-
-/// Follows `cluster`'s image until shutdown.
-pub async fn follow_metadata(
-    context: Arc<BrokerContext>,
-    cluster: Arc<ClusterMember>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut membership = cluster.membership();
-    let mut images = cluster.watch_images();
-    // Caught up: registered, and the image holds everything up to the registration's answer.
-    let caught_up = async {
-        let index = match membership.wait_for(|m| m.broker_epoch.is_some()).await {
-            Ok(registered) => registered.applied_index,
-            Err(_) => return false,
-        };
-        images
-            .wait_for(|image| image.applied_index >= index)
-            .await
-            .is_ok()
-    };
-    tokio::select! {
-        ready = caught_up => if !ready { return },
-        _ = crate::server::stopped(&mut shutdown) => return,
-    }
-    tracing::info!(
-        applied_index = cluster.image().applied_index,
-        "metadata caught up"
-    );
-    loop {
-        let applied = images.borrow_and_update().clone();
-        if let Err(error) = apply_image(&context, &applied.image, cluster.node_id()) {
-            tracing::error!(%error, applied_index = applied.applied_index, "applying metadata failed");
-        }
-        tokio::select! {
-            changed = images.changed() => if changed.is_err() { return },
-            _ = crate::server::stopped(&mut shutdown) => return,
-        }
-    }
-}
-
-/// Opens the replicas `image` assigns to broker `node_id`, sets each one's role, and gives the
-/// followed ones to the fetchers.
-pub fn apply_image(
-    context: &BrokerContext,
-    image: &MetadataImage,
-    node_id: i32,
-) -> Result<(), BrokerError> {
-    let lag_time_max_ms = context.config.replica_settings().lag_time_max_ms;
-    let mut followed: BTreeMap<i32, Vec<Followed>> = BTreeMap::new();
-    let mut first_error = None;
-    for topic in image.topics.values() {
-        let hosted: Vec<i32> = topic
-            .partitions
-            .iter()
-            .enumerate()
-            .filter(|(_, state)| state.replicas.contains(&node_id))
-            .map(|(index, _)| index as i32)
-            .collect();
-        drop_moved_replicas(context, &topic.name, &hosted);
-        if hosted.is_empty() {
-            continue;
-        }
-        let local = context.topics.adopt(
-            &topic.name,
-            topic.topic_id,
-            topic.partitions.len() as i32,
-            &hosted,
-            &topic.configs,
-        )?;
-        for index in hosted {
-            let (Some(state), Some(partition)) =
-                (topic.partitions.get(index as usize), local.partition(index))
-            else {
-                continue;
-            };
-            match take_role(partition, state, node_id, lag_time_max_ms) {
-                Ok(TakenRole::Leader) => {
-                    coordinate(context, &topic.name, index, Some(state.leader_epoch))
-                }
-                Ok(TakenRole::Follower { leader }) => {
-                    coordinate(context, &topic.name, index, None);
-                    if let Some(leader) = leader {
-                        followed.entry(leader).or_default().push(Followed {
-                            partition: Arc::clone(partition),
-                            leader_epoch: state.leader_epoch,
-                        });
-                    }
-                }
-                Err(error) => {
-                    tracing::error!(%error, topic = %topic.name, partition = index, "cannot lead");
-                    first_error.get_or_insert(error);
-                }
-            }
-        }
-    }
-    drop_deleted_topics(context, image);
-    if let Some(replication) = &context.replication {
-        replication.assign_fetchers(followed);
-    }
-    match first_error {
-        Some(error) => Err(error.into()),
-        None => Ok(()),
-    }
-}
-
-/// Replicas held here of partitions the cluster placed elsewhere (a completed reassignment)
-/// stop being followed and go, with their data.
-fn drop_moved_replicas(context: &BrokerContext, topic: &str, hosted: &[i32]) {
-    let Some(local) = context.topics.get(topic) else {
-        return;
-    };
-    let moved: Vec<i32> = local
-        .hosted()
-        .map(|partition| partition.index)
-        .filter(|index| !hosted.contains(index))
-        .collect();
-    if moved.is_empty() {
-        return;
-    }
-    for &index in &moved {
-        if let Some(partition) = local.partition(index) {
-            partition.become_follower(NO_LEADER, partition.leader_epoch());
-        }
-        coordinate(context, topic, index, None);
-    }
-    if let Err(error) = context.topics.drop_replicas(topic, &moved) {
-        tracing::warn!(topic, partitions = ?moved, %error, "cannot remove moved replicas");
-    }
-}
-
-/// Topics held here that the cluster no longer has (deleted through the controller, also
-/// while this broker was down) go, with their data.
-fn drop_deleted_topics(context: &BrokerContext, image: &MetadataImage) {
-    for topic in context.topics.all() {
-        if image.topic_by_name(&topic.name).is_some() {
-            continue;
-        }
-        for partition in topic.hosted() {
-            coordinate(context, &topic.name, partition.index, None);
-        }
-        match context.topics.delete(&topic.name) {
-            Ok(_) => tracing::info!(topic = %topic.name, "replicas of a deleted topic removed"),
-            Err(error) => {
-                tracing::warn!(topic = %topic.name, %error, "cannot remove a deleted topic's replicas")
-            }
-        }
-    }
-}
-
-/// Coordinators follow the leadership of their internal topic's partitions: the group
-/// coordinator serves the groups of the `__consumer_offsets` partitions led here, the
-/// transaction coordinator the transactional ids of the `__transaction_state` ones.
-fn coordinate(context: &BrokerContext, topic: &str, index: i32, leader_epoch: Option<i32>) {
-    let changed = match topic {
-        OFFSETS_TOPIC => context
-            .groups
-            .leadership_changed(&context.topics, index, leader_epoch),
-        TRANSACTION_STATE_TOPIC => {
-            context
-                .transactions
-                .leadership_changed(&context.topics, index, leader_epoch)
-        }
-        _ => return,
-    };
-    if let Err(error) = changed {
-        tracing::error!(%error, topic, partition = index, "cannot load a coordinator's state partition");
-    }
-}
 
 /// What a replica became as the metadata said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +48,7 @@ pub fn take_role(
     state: &PartitionState,
     node_id: i32,
     lag_time_max_ms: i64,
-) -> Result<TakenRole, crate::error::LogError> {
+) -> Result<TakenRole, crate::log::error::LogError> {
     if state.leader != node_id {
         follow(partition, state);
         let leader = (state.leader != NO_LEADER).then_some(state.leader);

@@ -1,5 +1,6 @@
-//! Background work: retention, log compaction, transaction timeouts, producer expiry, periodic flushes (`flush.ms`, `flush.messages`) and
-//! recovery-point checkpoints. Each loop stops when shutdown is signalled.
+//! Background work: retention, log compaction, transaction timeouts, producer expiry, periodic
+//! flushes (`flush.ms`, `flush.messages`), recovery-point and high watermark checkpoints, group
+//! ticks and (cluster mode) the sweep for followers that fell out of the ISR. Each loop stops when shutdown is signalled.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,7 +8,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::server::BrokerContext;
+use crate::context::BrokerContext;
+use crate::log::compaction::CleanerSettings;
+use crate::replication::fetcher::ReplicaSettings;
+use crate::transaction::TxnError;
 
 /// How often partitions are checked for a due flush.
 const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -46,7 +50,7 @@ pub fn spawn(
             move || expire_producers(&context, producer_expiration_ms)
         },
     ));
-    if context.config.cleaner_settings().enabled {
+    if CleanerSettings::from_config(&context.config).enabled {
         tasks.spawn(cleaner_loop(Arc::clone(&context), shutdown.clone()));
     }
     tasks.spawn(every(
@@ -57,6 +61,20 @@ pub fn spawn(
             move || context.groups.tick(&context.topics)
         },
     ));
+    if context.replication.is_some() {
+        let lag_time_max_ms = ReplicaSettings::from_config(&context.config).lag_time_max_ms;
+        tasks.spawn(every(
+            crate::replication::isr::lagging_check_period(lag_time_max_ms),
+            shutdown.clone(),
+            {
+                let context = Arc::clone(&context);
+                move || {
+                    let replication = context.replication.as_ref();
+                    crate::replication::isr::propose_lagging_shrinks(&context.topics, replication)
+                }
+            },
+        ));
+    }
     if context.cluster.is_some() {
         tasks.spawn(every(
             HIGH_WATERMARK_CHECKPOINT_INTERVAL,
@@ -91,7 +109,7 @@ async fn every(
     loop {
         tokio::select! {
             _ = ticker.tick() => work(),
-            _ = super::stopped(&mut shutdown) => return,
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
         }
     }
 }
@@ -106,7 +124,7 @@ async fn settle_transactions(context: Arc<BrokerContext>, mut shutdown: watch::R
         let queued = tokio::select! {
             queued = context.transactions.next_to_settle() => queued,
             Some(_) = running.join_next(), if !running.is_empty() => continue,
-            _ = super::stopped(&mut shutdown) => return,
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
         };
         for transactional_id in queued {
             let context = Arc::clone(&context);
@@ -116,9 +134,9 @@ async fn settle_transactions(context: Arc<BrokerContext>, mut shutdown: watch::R
                     .settle(&context.txn_services(), &transactional_id)
                     .await;
                 match settled {
-                    Ok(()) | Err(kafka_protocol::ResponseError::NotCoordinator) => {}
+                    Ok(()) | Err(TxnError::NotCoordinator) => {}
                     // Being finished elsewhere (an EndTxn): the next tick looks again.
-                    Err(kafka_protocol::ResponseError::ConcurrentTransactions) => {}
+                    Err(TxnError::Concurrent) => {}
                     Err(error) => {
                         tracing::debug!(%transactional_id, %error, "transaction not settled; retrying");
                         tokio::time::sleep(RETRY_PAUSE).await;
@@ -167,7 +185,7 @@ pub fn enforce_retention(context: &BrokerContext) {
 /// The log cleaner: cleans the dirtiest compacted log that is due, again at once while any is,
 /// else sleeps `log.cleaner.backoff.ms`. One pass at a time, on a blocking thread.
 async fn cleaner_loop(context: Arc<BrokerContext>, mut shutdown: watch::Receiver<bool>) {
-    let settings = context.config.cleaner_settings();
+    let settings = CleanerSettings::from_config(&context.config);
     let backoff = Duration::from_millis(settings.backoff_ms.max(1));
     loop {
         let work = {
@@ -178,14 +196,14 @@ async fn cleaner_loop(context: Arc<BrokerContext>, mut shutdown: watch::Receiver
         };
         let cleaned = tokio::select! {
             result = work => result.unwrap_or(false),
-            _ = super::stopped(&mut shutdown) => return,
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
         };
         if cleaned {
             continue;
         }
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}
-            _ = super::stopped(&mut shutdown) => return,
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
         }
     }
 }
@@ -262,7 +280,7 @@ async fn flush_loop(context: Arc<BrokerContext>, mut shutdown: watch::Receiver<b
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            _ = super::stopped(&mut shutdown) => return,
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
         }
         for partition in context.topics.all_partitions() {
             let due = partition.log().flush_due(partition.now_ms());

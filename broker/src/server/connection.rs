@@ -25,8 +25,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use crate::context::BrokerContext;
 use crate::handler::{self, api_versions, HandlerOutput};
-use crate::server::BrokerContext;
 
 /// Responses queued per connection before the reader stops taking requests.
 const MAX_QUEUED_RESPONSES: usize = 64;
@@ -53,7 +53,7 @@ pub async fn accept_loop(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
-            _ = super::stopped(&mut shutdown) => break,
+            _ = crate::shutdown::stopped(&mut shutdown) => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
@@ -107,7 +107,7 @@ async fn serve(
     loop {
         let frame = tokio::select! {
             frame = tokio::time::timeout(idle, read_frame(&mut reader, max_frame)) => frame,
-            _ = super::stopped(&mut shutdown) => break,
+            _ = crate::shutdown::stopped(&mut shutdown) => break,
         };
         let frame = match frame {
             Err(_) => {

@@ -15,8 +15,8 @@ use axum::Router;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use crate::context::BrokerContext;
 use crate::error::BrokerError;
-use crate::server::BrokerContext;
 
 pub async fn spawn(
     tasks: &mut JoinSet<()>,
@@ -37,7 +37,7 @@ pub async fn spawn(
         .with_state(context);
     tasks.spawn(async move {
         let stop = async move {
-            super::stopped(&mut shutdown).await;
+            crate::shutdown::stopped(&mut shutdown).await;
         };
         if let Err(error) = axum::serve(listener, app)
             .with_graceful_shutdown(stop)

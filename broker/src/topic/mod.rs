@@ -19,7 +19,8 @@ use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::config::{validate_topic_config, BrokerConfig, LogConfig};
-use crate::error::{BrokerError, LogError};
+use crate::error::BrokerError;
+use crate::log::error::LogError;
 use crate::log::index::write_file_synced;
 use crate::log::PartitionLog;
 use crate::partition::Partition;

@@ -29,10 +29,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use kafka_protocol::ResponseError;
 use tokio::sync::{watch, Notify};
 
 use crate::clock::Clock;
+use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::group::offsets::{self, OFFSETS_TOPIC};
 use crate::group::GroupCoordinator;
@@ -42,6 +42,7 @@ use crate::transaction::channel::BrokerChannel;
 use crate::transaction::markers::MarkerWriter;
 use crate::transaction::records::{self, TRANSACTION_STATE_TOPIC};
 use crate::transaction::state::{TopicPartition, TxnMetadata, TxnState};
+use crate::transaction::TxnError;
 
 /// How long EndTxn (and InitProducerId ending a previous transaction) waits for the markers
 /// before answering; the settling task carries on after that.
@@ -65,6 +66,20 @@ pub struct TransactionSettings {
     pub state_replication_factor: i32,
     /// `transaction.state.log.min.isr` (cluster mode; at most the replication factor)
     pub state_min_isr: i32,
+}
+
+impl TransactionSettings {
+    pub fn from_config(config: &BrokerConfig) -> Self {
+        Self {
+            state_partitions: config.long_or("transaction.state.log.num.partitions", 50) as i32,
+            state_segment_bytes: config.long_or("transaction.state.log.segment.bytes", 104_857_600),
+            max_timeout_ms: config.long_or("transaction.max.timeout.ms", 900_000) as i32,
+            id_expiration_ms: config.long_or("transactional.id.expiration.ms", 604_800_000),
+            state_replication_factor: config.long_or("transaction.state.log.replication.factor", 3)
+                as i32,
+            state_min_isr: config.long_or("transaction.state.log.min.isr", 2) as i32,
+        }
+    }
 }
 
 /// What the coordinator acts on.
@@ -199,11 +214,7 @@ impl TransactionCoordinator {
     }
 
     /// The coordinator epoch for `transactional_id`'s partition, or NOT_COORDINATOR.
-    fn coordinator_epoch(
-        &self,
-        state: &CoordinatorState,
-        partition: i32,
-    ) -> Result<i32, ResponseError> {
+    fn coordinator_epoch(&self, state: &CoordinatorState, partition: i32) -> Result<i32, TxnError> {
         if !self.in_cluster() {
             return Ok(0);
         }
@@ -211,7 +222,7 @@ impl TransactionCoordinator {
             .owned
             .get(&partition)
             .copied()
-            .ok_or(ResponseError::NotCoordinator)
+            .ok_or(TxnError::NotCoordinator)
     }
 
     /// NOT_COORDINATOR for an id this broker does not coordinate (DescribeTransactions).
@@ -219,7 +230,7 @@ impl TransactionCoordinator {
         &self,
         topics: &TopicRegistry,
         transactional_id: &str,
-    ) -> Option<ResponseError> {
+    ) -> Option<TxnError> {
         let partition = self.partition_of(topics, transactional_id);
         self.coordinator_epoch(&self.lock(), partition).err()
     }
@@ -289,12 +300,17 @@ impl TransactionCoordinator {
         transactional_id: &str,
         timeout_ms: i32,
         current: Option<(i64, i16)>,
-    ) -> Result<(i64, i16), ResponseError> {
+    ) -> Result<(i64, i16), TxnError> {
         if transactional_id.is_empty() {
-            return Err(ResponseError::InvalidRequest);
+            return Err(TxnError::InvalidRequest {
+                reason: "the transactional id is empty",
+            });
         }
         if timeout_ms <= 0 || timeout_ms > self.settings.max_timeout_ms {
-            return Err(ResponseError::InvalidTransactionTimeout);
+            return Err(TxnError::InvalidTimeout {
+                timeout_ms,
+                max_timeout_ms: self.settings.max_timeout_ms,
+            });
         }
         // At most: abort the open transaction, finish it, start the new incarnation.
         for _ in 0..3 {
@@ -308,7 +324,7 @@ impl TransactionCoordinator {
                 None => self.finish_in_time(services, transactional_id).await?,
             }
         }
-        Err(ResponseError::ConcurrentTransactions)
+        Err(TxnError::Concurrent)
     }
 
     /// AddPartitionsToTxn. Unknown partitions fail the whole request, as in Kafka: those get
@@ -320,7 +336,7 @@ impl TransactionCoordinator {
         producer_id: i64,
         epoch: i16,
         partitions: Vec<TopicPartition>,
-    ) -> Result<Vec<(TopicPartition, Option<ResponseError>)>, ResponseError> {
+    ) -> Result<Vec<(TopicPartition, Option<TxnError>)>, TxnError> {
         let unknown: Vec<bool> = partitions
             .iter()
             .map(|tp| !partition_exists(services, tp))
@@ -331,9 +347,12 @@ impl TransactionCoordinator {
                 .zip(unknown)
                 .map(|(tp, unknown)| {
                     let error = if unknown {
-                        ResponseError::UnknownTopicOrPartition
+                        TxnError::UnknownPartition {
+                            topic: tp.0.clone(),
+                            partition: tp.1,
+                        }
                     } else {
-                        ResponseError::OperationNotAttempted
+                        TxnError::NotAttempted
                     };
                     (tp, Some(error))
                 })
@@ -359,7 +378,7 @@ impl TransactionCoordinator {
         producer_id: i64,
         epoch: i16,
         group_id: &str,
-    ) -> Result<(), ResponseError> {
+    ) -> Result<(), TxnError> {
         let partition = services
             .groups
             .offsets_partition_index(services.topics, group_id);
@@ -393,7 +412,7 @@ impl TransactionCoordinator {
         producer_id: i64,
         epoch: i16,
         partition: TopicPartition,
-    ) -> Result<(), ResponseError> {
+    ) -> Result<(), TxnError> {
         let added = self
             .add_partitions(
                 services,
@@ -421,12 +440,10 @@ impl TransactionCoordinator {
         epoch: i16,
         commit: bool,
         bump_epoch: bool,
-    ) -> Result<(i64, i16), ResponseError> {
+    ) -> Result<(i64, i16), TxnError> {
         let (decided, continues_as) = self
             .transition(services, transactional_id, |existing, now_ms| {
-                let mut txn = existing
-                    .cloned()
-                    .ok_or(ResponseError::InvalidProducerIdMapping)?;
+                let mut txn = existing.cloned().ok_or(TxnError::UnknownTransactionalId)?;
                 let decided = if bump_epoch {
                     let new_producer_id = || next_producer_id(services);
                     txn.end_bumping_epoch(producer_id, epoch, commit, now_ms, new_producer_id)?
@@ -496,12 +513,10 @@ impl TransactionCoordinator {
         transactional_id: &str,
         producer_id: i64,
         epoch: i16,
-        change: impl FnOnce(&mut TxnMetadata, i64) -> Result<(), ResponseError>,
-    ) -> Result<(), ResponseError> {
+        change: impl FnOnce(&mut TxnMetadata, i64) -> Result<(), TxnError>,
+    ) -> Result<(), TxnError> {
         self.transition(services, transactional_id, |existing, now_ms| {
-            let mut txn = existing
-                .cloned()
-                .ok_or(ResponseError::InvalidProducerIdMapping)?;
+            let mut txn = existing.cloned().ok_or(TxnError::UnknownTransactionalId)?;
             txn.check_producer(producer_id, epoch)?;
             let before = txn.clone();
             change(&mut txn, now_ms)?;
@@ -534,11 +549,8 @@ fn partition_exists(services: &TxnServices<'_>, (topic, index): &TopicPartition)
     crate::topic::partition_exists(services.topics, image.as_deref(), topic, *index)
 }
 
-fn next_producer_id(services: &TxnServices<'_>) -> Result<i64, ResponseError> {
-    services
-        .producer_ids
-        .next_id()
-        .map_err(|e| crate::handler::errors::producer_id_error(&e))
+fn next_producer_id(services: &TxnServices<'_>) -> Result<i64, TxnError> {
+    Ok(services.producer_ids.next_id()?)
 }
 
 /// InitProducerId's decision on the id's current state: a new id, the next epoch — or first the
@@ -549,7 +561,7 @@ fn init_step(
     timeout_ms: i32,
     current: Option<(i64, i16)>,
     now_ms: i64,
-) -> Result<Step<Option<(i64, i16)>>, ResponseError> {
+) -> Result<Step<Option<(i64, i16)>>, TxnError> {
     let Some(existing) = existing else {
         let txn = TxnMetadata::new(next_producer_id(services)?, timeout_ms, now_ms);
         let answer = (txn.producer_id, txn.producer_epoch);
@@ -558,7 +570,10 @@ fn init_step(
     // KIP-360: a producer naming its id and epoch must be the current incarnation.
     if let Some((producer_id, epoch)) = current.filter(|(id, _)| *id >= 0) {
         if producer_id != existing.producer_id || epoch != existing.producer_epoch {
-            return Err(ResponseError::ProducerFenced);
+            return Err(TxnError::Fenced {
+                requested: epoch,
+                current: existing.producer_epoch,
+            });
         }
     }
     let mut txn = existing.clone();

@@ -24,8 +24,11 @@ use kafka_protocol::ResponseError;
 use crate::cluster::NO_LEADER;
 use crate::group::offsets::OFFSETS_TOPIC;
 use crate::group::GroupCoordinator;
-use crate::handler::errors::log_error;
 use crate::log::control::MarkerKind;
+use crate::log::LogError;
+use crate::partition::leader_replicas::NotEnoughReplicas;
+use crate::partition::role::ReplicationError;
+use crate::producer::ProducerError;
 use crate::topic::TopicRegistry;
 use crate::transaction::channel::BrokerChannel;
 use crate::transaction::state::TopicPartition;
@@ -55,29 +58,62 @@ impl TxnMarker {
     }
 }
 
+/// Why a marker could not be written into a partition this broker leads.
+#[derive(Debug, thiserror::Error)]
+pub enum MarkerWriteError {
+    #[error("partition {topic}-{partition} is not hosted here")]
+    UnknownPartition { topic: String, partition: i32 },
+    #[error("this broker does not lead the partition")]
+    NotLeader,
+    #[error(transparent)]
+    NotEnoughReplicas(#[from] NotEnoughReplicas),
+    #[error("marker refused: {0}")]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Replication(#[from] ReplicationError),
+    #[error("the in-sync replicas did not copy the marker within {timeout_ms} ms")]
+    TimedOut { timeout_ms: u128 },
+}
+
 /// What became of a partition's marker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MarkerOutcome {
     Written,
     /// The partition no longer exists: nothing to end there.
     Gone,
-    /// Not now (no leader, too few replicas, a lost connection): try again.
-    Later(ResponseError),
+    /// Not now (no leader, too few replicas, a lost connection): try again. Says why.
+    Later(String),
     /// A newer coordinator (or producer epoch) wrote there: this coordinator must stop.
-    Fenced(ResponseError),
+    Fenced(String),
 }
 
 impl MarkerOutcome {
-    fn from_error(error: ResponseError) -> Self {
+    /// The outcome of a local write that failed.
+    fn from_local(error: MarkerWriteError) -> Self {
+        match error {
+            MarkerWriteError::UnknownPartition { .. } => MarkerOutcome::Gone,
+            MarkerWriteError::Log(LogError::Producer(ProducerError::CoordinatorFenced {
+                ..
+            })) => MarkerOutcome::Fenced(error.to_string()),
+            // A later epoch of the producer already wrote here (see `from_remote`).
+            MarkerWriteError::Log(LogError::Producer(ProducerError::InvalidEpoch { .. })) => {
+                MarkerOutcome::Written
+            }
+            other => MarkerOutcome::Later(other.to_string()),
+        }
+    }
+
+    /// The outcome of a remote leader's answer.
+    fn from_remote(error: ResponseError) -> Self {
         match error {
             ResponseError::UnknownTopicOrPartition => MarkerOutcome::Gone,
-            ResponseError::TransactionCoordinatorFenced => MarkerOutcome::Fenced(error),
+            ResponseError::TransactionCoordinatorFenced => MarkerOutcome::Fenced(error.to_string()),
             // A later epoch of the producer already wrote here, so this transaction ended on
             // this partition (Kafka's marker handler gives up on the partition too).
             ResponseError::InvalidProducerEpoch | ResponseError::ProducerFenced => {
                 MarkerOutcome::Written
             }
-            other => MarkerOutcome::Later(other),
+            other => MarkerOutcome::Later(other.to_string()),
         }
     }
 
@@ -115,7 +151,7 @@ impl MarkerWriter<'_> {
         let local_writes = local.into_iter().map(|tp| async move {
             let written = write_local(self.topics, self.groups, marker, tp, replicated).await;
             let outcome =
-                written.map_or_else(MarkerOutcome::from_error, |()| MarkerOutcome::Written);
+                written.map_or_else(MarkerOutcome::from_local, |()| MarkerOutcome::Written);
             vec![(tp.clone(), outcome)]
         });
         let remote_writes = remote
@@ -142,7 +178,9 @@ impl MarkerWriter<'_> {
             return Leader::Unknown(MarkerOutcome::Gone);
         };
         match state.leader {
-            NO_LEADER => Leader::Unknown(MarkerOutcome::Later(ResponseError::LeaderNotAvailable)),
+            NO_LEADER => {
+                Leader::Unknown(MarkerOutcome::Later("the partition has no leader".into()))
+            }
             leader if leader == self.channel.node_id() => Leader::Local,
             leader => Leader::Remote(leader),
         }
@@ -170,7 +208,7 @@ impl MarkerWriter<'_> {
             Err(error) => {
                 return partitions
                     .into_iter()
-                    .map(|tp| (tp, MarkerOutcome::Later(error)))
+                    .map(|tp| (tp, MarkerOutcome::Later(error.to_string())))
                     .collect();
             }
         };
@@ -179,7 +217,7 @@ impl MarkerWriter<'_> {
             for partition in &topic.partitions {
                 let outcome = match ResponseError::try_from_code(partition.error_code) {
                     None => MarkerOutcome::Written,
-                    Some(error) => MarkerOutcome::from_error(error),
+                    Some(error) => MarkerOutcome::from_remote(error),
                 };
                 let tp = (topic.name.to_string(), partition.partition_index);
                 answered.insert(tp, outcome);
@@ -188,9 +226,9 @@ impl MarkerWriter<'_> {
         partitions
             .into_iter()
             .map(|tp| {
-                let outcome = answered
-                    .remove(&tp)
-                    .unwrap_or(MarkerOutcome::Later(ResponseError::UnknownServerError));
+                let outcome = answered.remove(&tp).unwrap_or_else(|| {
+                    MarkerOutcome::Later("the leader did not answer for it".into())
+                });
                 (tp, outcome)
             })
             .collect()
@@ -234,19 +272,19 @@ pub async fn write_local(
     marker: TxnMarker,
     (topic_name, index): &TopicPartition,
     replicated: bool,
-) -> Result<(), ResponseError> {
-    let topic = topics
-        .get(topic_name)
-        .ok_or(ResponseError::UnknownTopicOrPartition)?;
-    let partition = topic
-        .partition(*index)
-        .ok_or(ResponseError::UnknownTopicOrPartition)?;
+) -> Result<(), MarkerWriteError> {
+    let unknown = || MarkerWriteError::UnknownPartition {
+        topic: topic_name.clone(),
+        partition: *index,
+    };
+    let topic = topics.get(topic_name).ok_or_else(unknown)?;
+    let partition = topic.partition(*index).ok_or_else(unknown)?;
     if !partition.is_leader() {
-        return Err(ResponseError::NotLeaderOrFollower);
+        return Err(MarkerWriteError::NotLeader);
     }
     let min_insync_replicas = topic.config.min_insync_replicas;
-    if replicated && partition.check_min_insync(min_insync_replicas).is_err() {
-        return Err(ResponseError::NotEnoughReplicas);
+    if replicated {
+        partition.check_min_insync(min_insync_replicas)?;
     }
     let info = partition
         .append_marker(
@@ -255,15 +293,18 @@ pub async fn write_local(
             marker.kind(),
             marker.coordinator_epoch,
         )
-        .map_err(|error| {
+        .inspect_err(|error| {
             tracing::debug!(topic = %topic_name, partition = index, %error, "marker refused");
-            log_error(&error)
         })?;
     if replicated {
         let wait = partition.wait_replicated(info.last_offset, min_insync_replicas);
         match tokio::time::timeout(MARKER_WRITE_TIMEOUT, wait).await {
             Ok(result) => result?,
-            Err(_) => return Err(ResponseError::RequestTimedOut),
+            Err(_) => {
+                return Err(MarkerWriteError::TimedOut {
+                    timeout_ms: MARKER_WRITE_TIMEOUT.as_millis(),
+                })
+            }
         }
     }
     if topic_name == OFFSETS_TOPIC {

@@ -1,5 +1,6 @@
 //! Transactions (KIP-98, KIP-447, KIP-890): the transaction coordinator.
 //!
+//! - `error`: what the coordinator and the state machine refuse ([`TxnError`]).
 //! - `state`: one transactional id as a pure state machine (Empty → Ongoing → Prepare* →
 //!   Complete*), fencing by epoch, timeouts.
 //! - `records`: its `__transaction_state` records (Kafka's format).
@@ -19,6 +20,7 @@
 
 pub mod channel;
 pub mod coordinator;
+pub mod error;
 pub mod markers;
 pub mod records;
 pub mod state;
@@ -26,3 +28,4 @@ pub mod verify;
 
 pub use channel::BrokerChannel;
 pub use coordinator::{TransactionCoordinator, TransactionSettings, TxnServices};
+pub use error::TxnError;

@@ -14,7 +14,7 @@
 
 use std::collections::BTreeSet;
 
-use kafka_protocol::ResponseError;
+use crate::transaction::TxnError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxnState {
@@ -114,12 +114,18 @@ impl TxnMetadata {
     }
 
     /// The requester must be the current incarnation of the producer.
-    pub fn check_producer(&self, producer_id: i64, epoch: i16) -> Result<(), ResponseError> {
+    pub fn check_producer(&self, producer_id: i64, epoch: i16) -> Result<(), TxnError> {
         if producer_id != self.producer_id {
-            return Err(ResponseError::InvalidProducerIdMapping);
+            return Err(TxnError::ProducerIdMismatch {
+                requested: producer_id,
+                current: self.producer_id,
+            });
         }
         if epoch != self.producer_epoch {
-            return Err(ResponseError::ProducerFenced);
+            return Err(TxnError::Fenced {
+                requested: epoch,
+                current: self.producer_epoch,
+            });
         }
         Ok(())
     }
@@ -129,9 +135,9 @@ impl TxnMetadata {
         &mut self,
         partitions: impl IntoIterator<Item = TopicPartition>,
         now_ms: i64,
-    ) -> Result<(), ResponseError> {
+    ) -> Result<(), TxnError> {
         if self.state.is_preparing() {
-            return Err(ResponseError::ConcurrentTransactions);
+            return Err(TxnError::Concurrent);
         }
         if self.state != TxnState::Ongoing {
             self.partitions.clear();
@@ -154,7 +160,7 @@ impl TxnMetadata {
 
     /// EndTxn: decides the open transaction. Returns whether markers must be written (false for
     /// a retry of an EndTxn already carried out).
-    pub fn end(&mut self, commit: bool, now_ms: i64) -> Result<bool, ResponseError> {
+    pub fn end(&mut self, commit: bool, now_ms: i64) -> Result<bool, TxnError> {
         match (self.state, commit) {
             (TxnState::Ongoing, _) => {
                 self.decide(commit, now_ms);
@@ -162,11 +168,11 @@ impl TxnMetadata {
             }
             (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => Ok(false),
             (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
-                Err(ResponseError::ConcurrentTransactions)
+                Err(TxnError::Concurrent)
             }
             // Aborting with nothing open is allowed (the client may abort after an error).
             (TxnState::Empty, false) => Ok(false),
-            _ => Err(ResponseError::InvalidTxnState),
+            _ => Err(TxnError::InvalidState { state: self.state }),
         }
     }
 
@@ -179,8 +185,8 @@ impl TxnMetadata {
         epoch: i16,
         commit: bool,
         now_ms: i64,
-        new_producer_id: impl FnOnce() -> Result<i64, ResponseError>,
-    ) -> Result<bool, ResponseError> {
+        new_producer_id: impl FnOnce() -> Result<i64, TxnError>,
+    ) -> Result<bool, TxnError> {
         // A retry only while that transaction's end stands; once the next one began, the old
         // epoch is a zombie's (fenced below).
         let ended = !matches!(self.state, TxnState::Ongoing | TxnState::Empty);
@@ -188,9 +194,9 @@ impl TxnMetadata {
             return match (self.state, commit) {
                 (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => Ok(false),
                 (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
-                    Err(ResponseError::ConcurrentTransactions)
+                    Err(TxnError::Concurrent)
                 }
-                _ => Err(ResponseError::InvalidTxnState),
+                _ => Err(TxnError::InvalidState { state: self.state }),
             };
         }
         self.check_producer(producer_id, epoch)?;
@@ -201,9 +207,9 @@ impl TxnMetadata {
                 self.partitions.clear();
             }
             (TxnState::PrepareCommit | TxnState::PrepareAbort, _) => {
-                return Err(ResponseError::ConcurrentTransactions)
+                return Err(TxnError::Concurrent)
             }
-            _ => return Err(ResponseError::InvalidTxnState),
+            _ => return Err(TxnError::InvalidState { state: self.state }),
         }
         // An epoch is at most i16::MAX - 1 between transactions (see `complete`), so this fits.
         if epoch + 1 == i16::MAX {
@@ -286,6 +292,12 @@ impl TxnMetadata {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kafka_protocol::ResponseError;
+
+    /// The Kafka error a client is answered with.
+    fn kafka<T>(result: Result<T, TxnError>) -> Result<T, ResponseError> {
+        result.map_err(Into::into)
+    }
 
     fn tp(topic: &str, partition: i32) -> TopicPartition {
         (topic.to_string(), partition)
@@ -295,26 +307,33 @@ mod tests {
     fn a_transaction_goes_ongoing_prepared_complete_and_again() {
         let mut txn = TxnMetadata::new(7, 60_000, 0);
         assert_eq!(
-            txn.end(true, 1),
+            kafka(txn.end(true, 1)),
             Err(ResponseError::InvalidTxnState),
             "nothing to commit"
         );
-        assert_eq!(txn.end(false, 1), Ok(false), "aborting nothing is fine");
+        assert_eq!(
+            kafka(txn.end(false, 1)),
+            Ok(false),
+            "aborting nothing is fine"
+        );
         txn.add_partitions([tp("a", 0)], 10).unwrap();
         txn.add_partitions([tp("b", 1)], 20).unwrap();
         assert_eq!(txn.start_ms, 10);
         assert!(txn.covers(7, 0, &tp("b", 1)));
         assert!(!txn.covers(7, 0, &tp("c", 0)) && !txn.covers(7, 1, &tp("a", 0)));
-        assert_eq!(txn.end(true, 30), Ok(true));
+        assert_eq!(kafka(txn.end(true, 30)), Ok(true));
         assert_eq!(txn.state, TxnState::PrepareCommit);
         assert_eq!(
-            txn.add_partitions([tp("a", 0)], 31),
+            kafka(txn.add_partitions([tp("a", 0)], 31)),
             Err(ResponseError::ConcurrentTransactions)
         );
         txn.complete(40);
         assert_eq!(txn.state, TxnState::CompleteCommit);
-        assert_eq!(txn.end(true, 41), Ok(false), "a retried commit");
-        assert_eq!(txn.end(false, 41), Err(ResponseError::InvalidTxnState));
+        assert_eq!(kafka(txn.end(true, 41)), Ok(false), "a retried commit");
+        assert_eq!(
+            kafka(txn.end(false, 41)),
+            Err(ResponseError::InvalidTxnState)
+        );
         txn.add_partitions([tp("c", 2)], 50).unwrap();
         assert_eq!(txn.partitions.len(), 1, "a new transaction starts empty");
         assert_eq!(txn.start_ms, 50);
@@ -322,10 +341,13 @@ mod tests {
 
     #[test]
     fn with_transaction_version_2_every_end_bumps_the_epoch_and_fences_the_old_one() {
-        let no_new_id = || -> Result<i64, ResponseError> { panic!("not exhausted") };
+        let no_new_id = || -> Result<i64, TxnError> { panic!("not exhausted") };
         let mut txn = TxnMetadata::new(7, 60_000, 0);
         txn.add_partitions([tp("a", 0)], 10).unwrap();
-        assert_eq!(txn.end_bumping_epoch(7, 0, true, 20, no_new_id), Ok(true));
+        assert_eq!(
+            kafka(txn.end_bumping_epoch(7, 0, true, 20, no_new_id)),
+            Ok(true)
+        );
         assert_eq!(
             (txn.state, txn.producer_epoch),
             (TxnState::PrepareCommit, 1)
@@ -333,21 +355,30 @@ mod tests {
         assert!(!txn.covers(7, 0, &tp("a", 0)), "nothing more with epoch 0");
         txn.complete(30);
         // The client's retry of that EndTxn (epoch 0) is answered as before…
-        assert_eq!(txn.end_bumping_epoch(7, 0, true, 31, no_new_id), Ok(false));
         assert_eq!(
-            txn.end_bumping_epoch(7, 0, false, 31, no_new_id),
+            kafka(txn.end_bumping_epoch(7, 0, true, 31, no_new_id)),
+            Ok(false)
+        );
+        assert_eq!(
+            kafka(txn.end_bumping_epoch(7, 0, false, 31, no_new_id)),
             Err(ResponseError::InvalidTxnState),
             "…but cannot change the outcome"
         );
         // The next transaction runs with epoch 1; epoch 0 can no longer add to it or end it.
-        assert_eq!(txn.check_producer(7, 0), Err(ResponseError::ProducerFenced));
+        assert_eq!(
+            kafka(txn.check_producer(7, 0)),
+            Err(ResponseError::ProducerFenced)
+        );
         txn.add_partitions([tp("b", 0)], 40).unwrap();
         assert_eq!(
-            txn.end_bumping_epoch(7, 0, true, 41, no_new_id),
+            kafka(txn.end_bumping_epoch(7, 0, true, 41, no_new_id)),
             Err(ResponseError::ProducerFenced),
             "a late EndTxn of the earlier transaction does not end this one"
         );
-        assert_eq!(txn.end_bumping_epoch(7, 1, false, 42, no_new_id), Ok(true));
+        assert_eq!(
+            kafka(txn.end_bumping_epoch(7, 1, false, 42, no_new_id)),
+            Ok(true)
+        );
         txn.complete(43);
         assert_eq!(
             (txn.state, txn.producer_epoch),
@@ -355,10 +386,13 @@ mod tests {
         );
         // An abort with nothing open bumps too; a commit of nothing is refused.
         assert_eq!(
-            txn.end_bumping_epoch(7, 2, true, 44, no_new_id),
+            kafka(txn.end_bumping_epoch(7, 2, true, 44, no_new_id)),
             Err(ResponseError::InvalidTxnState)
         );
-        assert_eq!(txn.end_bumping_epoch(7, 2, false, 45, no_new_id), Ok(true));
+        assert_eq!(
+            kafka(txn.end_bumping_epoch(7, 2, false, 45, no_new_id)),
+            Ok(true)
+        );
         txn.complete(46);
         assert_eq!(txn.producer_epoch, 3);
     }
@@ -369,19 +403,19 @@ mod tests {
         txn.producer_epoch = i16::MAX - 1;
         txn.add_partitions([tp("a", 0)], 10).unwrap();
         assert_eq!(
-            txn.end_bumping_epoch(7, i16::MAX - 1, true, 20, || Ok(99)),
+            kafka(txn.end_bumping_epoch(7, i16::MAX - 1, true, 20, || Ok(99))),
             Ok(true)
         );
         assert_eq!(txn.producer_epoch, i16::MAX, "markers carry the last epoch");
         txn.complete(30);
         assert_eq!((txn.producer_id, txn.producer_epoch), (99, 0));
         assert_eq!(
-            txn.end_bumping_epoch(7, i16::MAX - 1, true, 31, || panic!("a retry")),
+            kafka(txn.end_bumping_epoch(7, i16::MAX - 1, true, 31, || panic!("a retry"))),
             Ok(false),
             "a retry from the old id is recognised"
         );
         assert_eq!(
-            txn.check_producer(7, i16::MAX),
+            kafka(txn.check_producer(7, i16::MAX)),
             Err(ResponseError::InvalidProducerIdMapping)
         );
     }
@@ -392,11 +426,14 @@ mod tests {
         txn.add_partitions([tp("a", 0)], 100).unwrap();
         assert!(!txn.is_expired(1_100));
         assert!(txn.is_expired(1_101));
-        assert_eq!(txn.check_producer(7, 0), Ok(()));
+        assert_eq!(kafka(txn.check_producer(7, 0)), Ok(()));
         assert_eq!(txn.bump_epoch(5), Some(1));
-        assert_eq!(txn.check_producer(7, 0), Err(ResponseError::ProducerFenced));
         assert_eq!(
-            txn.check_producer(8, 1),
+            kafka(txn.check_producer(7, 0)),
+            Err(ResponseError::ProducerFenced)
+        );
+        assert_eq!(
+            kafka(txn.check_producer(8, 1)),
             Err(ResponseError::InvalidProducerIdMapping)
         );
         txn.producer_epoch = i16::MAX - 1;

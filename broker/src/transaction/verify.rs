@@ -5,6 +5,10 @@
 //! The coordinator of a transactional id leads the id's `__transaction_state` partition. Here,
 //! it is asked directly; on another broker, with AddPartitionsToTxn v5 (one transaction,
 //! `verify_only` unless adding), as Kafka's brokers do.
+//!
+//! Answers are Kafka error codes per partition, since a remote coordinator answers in codes;
+//! a local refusal ([`crate::transaction::TxnError`]) is put in the same terms through its one mapping
+//! (`handler::errors`).
 
 use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
@@ -89,12 +93,15 @@ pub async fn check_here(
             )
             .await;
         return match added {
-            Ok(outcome) => outcome,
-            Err(error) => partitions.into_iter().map(|tp| (tp, Some(error))).collect(),
+            Ok(outcome) => outcome
+                .into_iter()
+                .map(|(tp, error)| (tp, error.map(ResponseError::from)))
+                .collect(),
+            Err(error) => all_refused(partitions, error.into()),
         };
     }
     if let Some(error) = coordinator.coordinator_error(services.topics, write.transactional_id) {
-        return partitions.into_iter().map(|tp| (tp, Some(error))).collect();
+        return all_refused(partitions, error.into());
     }
     partitions
         .into_iter()
@@ -107,6 +114,13 @@ pub async fn check_here(
             )
         })
         .collect()
+}
+
+fn all_refused(
+    partitions: Vec<TopicPartition>,
+    error: ResponseError,
+) -> Vec<(TopicPartition, Option<ResponseError>)> {
+    partitions.into_iter().map(|tp| (tp, Some(error))).collect()
 }
 
 async fn check_remotely(

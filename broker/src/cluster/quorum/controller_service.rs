@@ -94,7 +94,7 @@ impl ControllerService {
                     let _ = reply.send(response);
                 }
                 _ = tick.tick() => self.tick().await,
-                _ = crate::server::stopped(&mut shutdown) => return,
+                _ = crate::shutdown::stopped(&mut shutdown) => return,
             }
         }
     }

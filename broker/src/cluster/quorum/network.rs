@@ -160,7 +160,7 @@ pub async fn serve(
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
-            _ = crate::server::stopped(&mut shutdown) => return,
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
         }
     }
 }
@@ -174,7 +174,7 @@ async fn serve_connection(
     loop {
         let request = tokio::select! {
             read = read_frame::<QuorumRequest>(&mut stream) => read,
-            _ = crate::server::stopped(&mut shutdown) => return,
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
         };
         let request = match request {
             Ok(Some(request)) => request,

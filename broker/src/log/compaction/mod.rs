@@ -37,9 +37,9 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::{LogConfig, MAX_DECOMPRESSED_BATCH_BYTES};
-use crate::error::{BatchError, LogError};
+use crate::config::{BrokerConfig, LogConfig, MAX_DECOMPRESSED_BATCH_BYTES};
 use crate::log::batch::BatchHeader;
+use crate::log::error::{BatchError, LogError};
 use crate::log::record::RecordIter;
 use crate::log::segment::{scan_file, Segment};
 use crate::log::PartitionLog;
@@ -57,6 +57,20 @@ pub struct CleanerSettings {
     pub backoff_ms: u64,
     /// Memory for the offset map (`log.cleaner.dedupe.buffer.size`).
     pub dedupe_buffer_bytes: usize,
+}
+
+impl CleanerSettings {
+    /// The log cleaner: whether it runs, how long it sleeps when nothing is dirty enough and the
+    /// memory its offset map may use.
+    pub fn from_config(config: &BrokerConfig) -> Self {
+        Self {
+            enabled: config.boolean("log.cleaner.enable"),
+            backoff_ms: config.long_or("log.cleaner.backoff.ms", 15_000).max(0) as u64,
+            dedupe_buffer_bytes: config
+                .long_or("log.cleaner.dedupe.buffer.size", 134_217_728)
+                .max(1024) as usize,
+        }
+    }
 }
 
 /// Write buffer of a cleaned segment.

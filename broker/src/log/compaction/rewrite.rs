@@ -6,9 +6,9 @@
 //! count, the length, the max timestamp (CreateTime) and the CRC change; a compressed batch is
 //! compressed again with its own codec.
 
-use crate::error::BatchError;
 use crate::log::batch::{self, BatchHeader, BATCH_HEADER_BYTES};
 use crate::log::compression::{compress, decompress_bounded, CompressionCodec};
+use crate::log::error::BatchError;
 use crate::log::record::{RecordIter, RecordView};
 
 const BATCH_LENGTH_OFFSET: usize = 8;

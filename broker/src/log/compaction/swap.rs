@@ -14,7 +14,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::LogError;
+use crate::log::error::LogError;
 pub use crate::log::segment::sync_dir;
 use crate::log::segment::{delete_segment_files, segment_file_name};
 

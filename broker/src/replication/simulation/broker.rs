@@ -11,9 +11,8 @@ use kafka_protocol::ResponseError;
 use super::network::{Message, CONTROLLER};
 use super::*;
 use crate::cluster::controller::Registration;
-use crate::handler::fetch::check_leader_epoch;
+use crate::partition::leader_replicas::IsrProposal;
 use crate::replication::fetcher::truncation_step;
-use crate::replication::leader::IsrProposal;
 use crate::replication::{take_role, TakenRole};
 
 impl Simulation {
@@ -255,7 +254,7 @@ impl Simulation {
         epoch: i32,
     ) -> Result<(i32, i64), ResponseError> {
         let partition = self.led_partition(id)?;
-        check_leader_epoch(partition, current_leader_epoch)?;
+        partition.check_leader_epoch(current_leader_epoch)?;
         Ok(partition.end_offset_for_epoch(epoch))
     }
 
@@ -268,7 +267,7 @@ impl Simulation {
         fetch_offset: i64,
     ) -> Result<(Bytes, i64), ResponseError> {
         let partition = Arc::clone(self.led_partition(id)?);
-        check_leader_epoch(&partition, current_leader_epoch)?;
+        partition.check_leader_epoch(current_leader_epoch)?;
         if let Some(expansion) = partition.follower_fetched(follower, fetch_offset)? {
             let (to, message) = self.alter_partition(id, expansion);
             self.send(id, to, message);

@@ -4,15 +4,17 @@
 
 use std::sync::Arc;
 
-use kafka_protocol::ResponseError;
-
 use super::{CoordinatorState, Step, TransactionCoordinator, TxnServices};
+use crate::cluster::ControllerError;
 use crate::error::BrokerError;
+use crate::log::LogError;
+use crate::partition::role::ReplicationError;
 use crate::partition::Partition;
 use crate::topic::{internal, TopicRegistry};
 use crate::transaction::markers::MARKER_WRITE_TIMEOUT;
 use crate::transaction::records::{self, TRANSACTION_STATE_TOPIC};
 use crate::transaction::state::TxnMetadata;
+use crate::transaction::TxnError;
 
 /// Where a state record went, to wait for its replicas.
 pub(super) struct StateWrite {
@@ -34,13 +36,13 @@ pub(super) struct PendingChange<'a> {
 impl PendingChange<'_> {
     /// Takes `txn` as the id's state (`None`: forgets the id) — if this broker still
     /// coordinates it at the same epoch.
-    pub(super) fn install(mut self, txn: Option<TxnMetadata>) -> Result<(), ResponseError> {
+    pub(super) fn install(mut self, txn: Option<TxnMetadata>) -> Result<(), TxnError> {
         let coordinator = self.coordinator;
         let mut state = coordinator.lock();
         self.done = true;
         state.pending.remove(&self.id);
         if !coordinator.still_owns(&state, self.partition, self.coordinator_epoch) {
-            return Err(ResponseError::NotCoordinator);
+            return Err(TxnError::NotCoordinator);
         }
         match txn {
             Some(txn) => state.transactions.insert(self.id.clone(), txn),
@@ -66,13 +68,22 @@ impl Drop for PendingChange<'_> {
 
 /// Kafka's answers when the coordinator cannot write its state: NOT_COORDINATOR once another
 /// broker leads the partition, COORDINATOR_NOT_AVAILABLE for the passing troubles.
-fn state_write_error(error: ResponseError) -> ResponseError {
+fn state_write_error(error: &BrokerError) -> TxnError {
     match error {
-        ResponseError::NotLeaderOrFollower | ResponseError::NotCoordinator => {
-            ResponseError::NotCoordinator
+        BrokerError::ShuttingDown
+        | BrokerError::Log(LogError::Closed | LogError::NotLeader { .. } | LogError::NotFollower)
+        | BrokerError::Controller(ControllerError::NotLeader { .. }) => TxnError::NotCoordinator,
+        _ => TxnError::CoordinatorUnavailable,
+    }
+}
+
+/// The same for a state record that did not reach the ISR.
+fn state_replication_error(error: ReplicationError) -> TxnError {
+    match error {
+        ReplicationError::NotLeader | ReplicationError::NotAReplica { .. } => {
+            TxnError::NotCoordinator
         }
-        ResponseError::CoordinatorLoadInProgress => error,
-        _ => ResponseError::CoordinatorNotAvailable,
+        ReplicationError::NotEnoughReplicasAfterAppend { .. } => TxnError::CoordinatorUnavailable,
     }
 }
 
@@ -83,14 +94,14 @@ impl TransactionCoordinator {
         &self,
         services: &TxnServices<'_>,
         transactional_id: &str,
-        decide: impl FnOnce(Option<&TxnMetadata>, i64) -> Result<Step<T>, ResponseError>,
-    ) -> Result<T, ResponseError> {
+        decide: impl FnOnce(Option<&TxnMetadata>, i64) -> Result<Step<T>, TxnError>,
+    ) -> Result<T, TxnError> {
         let partition = self.partition_of(services.topics, transactional_id);
         let (pending, write, txn, answer) = {
             let mut state = self.lock();
             let coordinator_epoch = self.coordinator_epoch(&state, partition)?;
             if state.pending.contains(transactional_id) {
-                return Err(ResponseError::ConcurrentTransactions);
+                return Err(TxnError::Concurrent);
             }
             let now_ms = self.clock.now_ms();
             let (txn, answer) = match decide(state.transactions.get(transactional_id), now_ms)? {
@@ -131,10 +142,10 @@ impl TransactionCoordinator {
         topics: &TopicRegistry,
         transactional_id: &str,
         txn: Option<&TxnMetadata>,
-    ) -> Result<StateWrite, ResponseError> {
+    ) -> Result<StateWrite, TxnError> {
         let failed = |error: BrokerError| {
             tracing::warn!(transactional_id, %error, "cannot persist transaction state");
-            state_write_error(crate::handler::errors::error_for(&error))
+            state_write_error(&error)
         };
         let topic = self.state_topic(topics).map_err(failed)?;
         let index = self.partition_of(topics, transactional_id);
@@ -145,7 +156,7 @@ impl TransactionCoordinator {
         if self.in_cluster() {
             if let Err(error) = partition.check_min_insync(min_insync_replicas) {
                 tracing::warn!(transactional_id, %error, "cannot persist transaction state");
-                return Err(ResponseError::CoordinatorNotAvailable);
+                return Err(TxnError::CoordinatorUnavailable);
             }
         }
         let record = (
@@ -165,7 +176,7 @@ impl TransactionCoordinator {
     }
 
     /// Waits until the state partition's in-sync replicas hold a record (cluster mode).
-    pub(super) async fn replicated(&self, write: &StateWrite) -> Result<(), ResponseError> {
+    pub(super) async fn replicated(&self, write: &StateWrite) -> Result<(), TxnError> {
         if !self.in_cluster() {
             return Ok(());
         }
@@ -173,8 +184,8 @@ impl TransactionCoordinator {
             .partition
             .wait_replicated(write.last_offset, write.min_insync_replicas);
         match tokio::time::timeout(MARKER_WRITE_TIMEOUT, wait).await {
-            Ok(result) => result.map_err(state_write_error),
-            Err(_) => Err(ResponseError::CoordinatorNotAvailable),
+            Ok(result) => result.map_err(state_replication_error),
+            Err(_) => Err(TxnError::CoordinatorUnavailable),
         }
     }
 }

@@ -4,14 +4,13 @@
 
 use std::collections::BTreeSet;
 
-use kafka_protocol::ResponseError;
-
 use super::{
     CoordinatorState, Step, TransactionCoordinator, TxnServices, FINISH_WAIT, MARKER_RETRY_BACKOFF,
     MAX_MARKER_RETRY_BACKOFF,
 };
 use crate::transaction::markers::{MarkerOutcome, TxnMarker};
 use crate::transaction::state::TxnState;
+use crate::transaction::TxnError;
 
 impl TransactionCoordinator {
     /// Queues every decided transaction for the settling task.
@@ -70,7 +69,7 @@ impl TransactionCoordinator {
         &self,
         services: &TxnServices<'_>,
         transactional_id: &str,
-    ) -> Result<(), ResponseError> {
+    ) -> Result<(), TxnError> {
         let expired = self
             .transition(services, transactional_id, |existing, now_ms| {
                 let Some(txn) = existing.filter(|txn| txn.is_expired(now_ms)) else {
@@ -105,16 +104,16 @@ impl TransactionCoordinator {
         &self,
         services: &TxnServices<'_>,
         transactional_id: &str,
-    ) -> Result<(), ResponseError> {
+    ) -> Result<(), TxnError> {
         let mut completions = self.completions.subscribe();
         let deadline = tokio::time::Instant::now() + FINISH_WAIT;
         let finished = tokio::time::timeout_at(deadline, self.finish(services, transactional_id));
         match finished.await {
-            Ok(Err(ResponseError::ConcurrentTransactions)) => {}
+            Ok(Err(TxnError::Concurrent)) => {}
             Ok(result) => return result,
             Err(_) => {
                 self.queue_settle(transactional_id);
-                return Err(ResponseError::ConcurrentTransactions);
+                return Err(TxnError::Concurrent);
             }
         }
         // Someone else (the settling task) is finishing it: wait for that.
@@ -128,7 +127,7 @@ impl TransactionCoordinator {
         while decided(self) {
             match tokio::time::timeout_at(deadline, completions.changed()).await {
                 Ok(Ok(())) => {}
-                _ => return Err(ResponseError::ConcurrentTransactions),
+                _ => return Err(TxnError::Concurrent),
             }
         }
         Ok(())
@@ -140,13 +139,13 @@ impl TransactionCoordinator {
         &self,
         services: &TxnServices<'_>,
         transactional_id: &str,
-    ) -> Result<(), ResponseError> {
+    ) -> Result<(), TxnError> {
         let partition = self.partition_of(services.topics, transactional_id);
         let (pending, txn, marker) = {
             let mut state = self.lock();
             let coordinator_epoch = self.coordinator_epoch(&state, partition)?;
             if state.pending.contains(transactional_id) {
-                return Err(ResponseError::ConcurrentTransactions);
+                return Err(TxnError::Concurrent);
             }
             let Some(txn) = state.transactions.get(transactional_id).cloned() else {
                 return Ok(());
@@ -173,7 +172,7 @@ impl TransactionCoordinator {
                 match outcome {
                     MarkerOutcome::Fenced(error) => {
                         tracing::info!(transactional_id, topic = %tp.0, partition = tp.1, %error, "a newer coordinator ends this transaction");
-                        return Err(ResponseError::NotCoordinator);
+                        return Err(TxnError::NotCoordinator);
                     }
                     outcome if outcome.is_done() => {
                         remaining.remove(&tp);
@@ -187,7 +186,7 @@ impl TransactionCoordinator {
                 break;
             }
             if !pending.still_owned() {
-                return Err(ResponseError::NotCoordinator);
+                return Err(TxnError::NotCoordinator);
             }
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_MARKER_RETRY_BACKOFF);

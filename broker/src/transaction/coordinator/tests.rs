@@ -2,6 +2,16 @@ use super::persist::PendingChange;
 use super::*;
 use crate::clock::ManualClock;
 use crate::config::BrokerConfig;
+use kafka_protocol::ResponseError;
+
+/// The Kafka error a client is answered with.
+fn kafka<T>(result: Result<T, TxnError>) -> Result<T, ResponseError> {
+    result.map_err(Into::into)
+}
+
+fn kafka_error(error: Option<TxnError>) -> Option<ResponseError> {
+    error.map(Into::into)
+}
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -19,7 +29,11 @@ impl Fixture {
         let clock = Arc::new(ManualClock::new(1_000_000));
         let config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().into());
         let topics = TopicRegistry::open(config.clone(), clock.clone(), false).unwrap();
-        let groups = GroupCoordinator::new(config.group_limits(), 3, clock.clone());
+        let groups = GroupCoordinator::new(
+            crate::group::state::GroupLimits::from_config(&config),
+            3,
+            clock.clone(),
+        );
         std::fs::create_dir_all(dir.path().join("meta")).unwrap();
         let producer_ids = ProducerIdManager::open(&dir.path().join("meta")).unwrap();
         let settings = TransactionSettings {
@@ -106,7 +120,10 @@ async fn a_change_being_persisted_makes_other_requests_for_the_id_wait() {
     let added = coordinator
         .add_partitions(&services, "app", id, epoch, vec![("t".into(), 0)])
         .await;
-    assert_eq!(added, Err(ResponseError::ConcurrentTransactions));
+    assert_eq!(
+        kafka(added.map(|_| ())),
+        Err(ResponseError::ConcurrentTransactions)
+    );
     coordinator.lock().pending.remove("app");
     let added = coordinator
         .add_partitions(&services, "app", id, epoch, vec![("t".into(), 0)])
@@ -146,9 +163,9 @@ async fn in_a_cluster_only_ids_of_led_state_partitions_are_served() {
     let refused = coordinator
         .init_producer_id(&services, "app", 30_000, None)
         .await;
-    assert_eq!(refused, Err(ResponseError::NotCoordinator));
+    assert_eq!(kafka(refused), Err(ResponseError::NotCoordinator));
     assert_eq!(
-        coordinator.coordinator_error(&f.topics, "app"),
+        kafka_error(coordinator.coordinator_error(&f.topics, "app")),
         Some(ResponseError::NotCoordinator)
     );
 }
@@ -178,7 +195,7 @@ async fn an_open_transaction_past_its_timeout_is_aborted_with_the_producer_fence
     let late = coordinator
         .end_txn(&services, "slow", id, epoch, true, false)
         .await;
-    assert_eq!(late, Err(ResponseError::ProducerFenced));
+    assert_eq!(kafka(late), Err(ResponseError::ProducerFenced));
     let partition = f.topics.partition("t", 0).unwrap();
     assert_eq!(partition.offsets().log_end_offset, 1, "one abort marker");
 }
@@ -208,9 +225,11 @@ async fn a_new_leader_of_a_state_partition_loads_its_ids_and_finishes_the_decide
     successor.follow_partition_leadership();
     let index = successor.partition_of(&f.topics, "decided");
     assert_eq!(
-        successor
-            .init_producer_id(&services, "decided", 30_000, None)
-            .await,
+        kafka(
+            successor
+                .init_producer_id(&services, "decided", 30_000, None)
+                .await
+        ),
         Err(ResponseError::NotCoordinator),
         "not before it leads the partition"
     );
@@ -245,7 +264,7 @@ async fn a_new_leader_of_a_state_partition_loads_its_ids_and_finishes_the_decide
         .unwrap();
     assert!(successor.snapshot().is_empty(), "its ids are dropped");
     assert_eq!(
-        successor.coordinator_error(&f.topics, "decided"),
+        kafka_error(successor.coordinator_error(&f.topics, "decided")),
         Some(ResponseError::NotCoordinator)
     );
 }

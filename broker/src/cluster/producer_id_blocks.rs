@@ -24,7 +24,7 @@ pub async fn keep_blocks(
         if !producer_ids.wants_block() {
             tokio::select! {
                 _ = producer_ids.block_wanted() => continue,
-                _ = crate::server::stopped(&mut shutdown) => return,
+                _ = crate::shutdown::stopped(&mut shutdown) => return,
             }
         }
         let broker_epoch = tokio::select! {
@@ -32,7 +32,7 @@ pub async fn keep_blocks(
                 Ok(membership) => membership.broker_epoch.unwrap_or_default(),
                 Err(_) => return,
             },
-            _ = crate::server::stopped(&mut shutdown) => return,
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
         };
         let request = ControllerRequest::AllocateProducerIds {
             broker_id: cluster.node_id(),
@@ -40,7 +40,7 @@ pub async fn keep_blocks(
         };
         let answer = tokio::select! {
             answer = cluster.request(request) => answer,
-            _ = crate::server::stopped(&mut shutdown) => return,
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
         };
         let block = answer.ok().and_then(|_| {
             let image = cluster.image().image;
@@ -55,7 +55,7 @@ pub async fn keep_blocks(
                 tracing::warn!("no producer id block from the controller; retrying");
                 tokio::select! {
                     _ = tokio::time::sleep(RETRY_BACKOFF) => {}
-                    _ = crate::server::stopped(&mut shutdown) => return,
+                    _ = crate::shutdown::stopped(&mut shutdown) => return,
                 }
             }
         }

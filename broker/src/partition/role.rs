@@ -13,12 +13,25 @@
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use kafka_protocol::ResponseError;
 
-use crate::error::LogError;
 use crate::log::batch::BatchIter;
+use crate::log::error::LogError;
+use crate::partition::leader_replicas::{IsrProposal, LeaderReplicas, NotEnoughReplicas};
 use crate::partition::{Partition, LEADER_IS_LOCAL};
-use crate::replication::leader::{IsrProposal, LeaderReplicas, NotEnoughReplicas};
+
+/// Why a leader-side replication step was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ReplicationError {
+    #[error("this replica does not lead the partition")]
+    NotLeader,
+    #[error("broker {replica_id} is not a replica of the partition")]
+    NotAReplica { replica_id: i32 },
+    #[error("the ISR shrank to {isr_size}, below min.insync.replicas {min_insync_replicas}, before the write was replicated")]
+    NotEnoughReplicasAfterAppend {
+        isr_size: usize,
+        min_insync_replicas: usize,
+    },
+}
 
 pub enum Role {
     Alone,
@@ -153,13 +166,13 @@ impl Partition {
         &self,
         replica_id: i32,
         fetch_offset: i64,
-    ) -> Result<Option<IsrProposal>, ResponseError> {
+    ) -> Result<Option<IsrProposal>, ReplicationError> {
         let mut role = self.role();
         let Role::Leader(replicas) = &mut *role else {
-            return Err(ResponseError::NotLeaderOrFollower);
+            return Err(ReplicationError::NotLeader);
         };
         if !replicas.is_replica(replica_id) {
-            return Err(ResponseError::NotLeaderOrFollower);
+            return Err(ReplicationError::NotAReplica { replica_id });
         }
         let log_end = self.log().log_end_offset();
         let now_ms = self.clock.now_ms();
@@ -223,20 +236,24 @@ impl Partition {
         &self,
         last_offset: i64,
         min_insync_replicas: usize,
-    ) -> Result<(), ResponseError> {
+    ) -> Result<(), ReplicationError> {
         let mut high_watermark = self.watch_high_watermark();
         loop {
             if !self.is_leader() {
-                return Err(ResponseError::NotLeaderOrFollower);
+                return Err(ReplicationError::NotLeader);
             }
             if *high_watermark.borrow_and_update() > last_offset {
-                return match self.role().isr_size() < min_insync_replicas {
-                    true => Err(ResponseError::NotEnoughReplicasAfterAppend),
+                let isr_size = self.role().isr_size();
+                return match isr_size < min_insync_replicas {
+                    true => Err(ReplicationError::NotEnoughReplicasAfterAppend {
+                        isr_size,
+                        min_insync_replicas,
+                    }),
                     false => Ok(()),
                 };
             }
             if high_watermark.changed().await.is_err() {
-                return Err(ResponseError::NotLeaderOrFollower);
+                return Err(ReplicationError::NotLeader);
             }
         }
     }
@@ -426,10 +443,7 @@ mod tests {
             };
             tokio::task::yield_now().await;
             partition.become_follower(2, 4);
-            assert_eq!(
-                waiting.await.unwrap(),
-                Err(ResponseError::NotLeaderOrFollower)
-            );
+            assert_eq!(waiting.await.unwrap(), Err(ReplicationError::NotLeader));
         });
     }
 }

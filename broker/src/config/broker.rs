@@ -1,0 +1,348 @@
+//! The broker's configuration: where it listens and stores data, the properties set, and typed
+//! accessors over them (defaults from [`super::BROKER_PROPERTIES`]).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use super::properties::{broker_property_def, topic_config_def, validate_value};
+use super::{ConfigError, LogConfig, TopicConfigDef};
+
+/// Parses `controller.quorum.voters`: `id@host:port` separated by commas.
+pub fn parse_quorum_voters(list: &str) -> Result<BTreeMap<u64, String>, ConfigError> {
+    let mut voters = BTreeMap::new();
+    for voter in list.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+        let bad = |reason: &str| ConfigError::InvalidValue {
+            name: "controller.quorum.voters".into(),
+            value: list.to_string(),
+            reason: format!("'{voter}': {reason}"),
+        };
+        let (id, address) = voter
+            .split_once('@')
+            .ok_or_else(|| bad("expected id@host:port"))?;
+        let id: u64 = id.parse().map_err(|_| bad("the id is not a number"))?;
+        let valid_address = address
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !valid_address {
+            return Err(bad("expected host:port after '@'"));
+        }
+        if voters.insert(id, address.to_string()).is_some() {
+            return Err(bad("the id is listed twice"));
+        }
+    }
+    Ok(voters)
+}
+
+/// A cluster node's part in the metadata quorum (Kafka's `process.roles`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuorumRole {
+    /// `broker,controller`: votes in the metadata quorum (Kafka's combined mode).
+    Voter,
+    /// `broker`: receives the metadata log without voting (a Raft learner).
+    Observer,
+}
+
+/// Parses `process.roles`: `broker` or `broker,controller` (in either order).
+pub fn parse_process_roles(list: &str) -> Result<QuorumRole, ConfigError> {
+    let mut roles: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .collect();
+    roles.sort_unstable();
+    roles.dedup();
+    let bad = |reason: &str| ConfigError::InvalidValue {
+        name: "process.roles".into(),
+        value: list.to_string(),
+        reason: reason.to_string(),
+    };
+    match roles.as_slice() {
+        ["broker"] => Ok(QuorumRole::Observer),
+        ["broker", "controller"] => Ok(QuorumRole::Voter),
+        ["controller"] => Err(bad(
+            "controller-only nodes are not supported: every node serves clients \
+             (use broker,controller)",
+        )),
+        _ => Err(bad("expected broker or broker,controller")),
+    }
+}
+
+/// The broker's configuration: where it listens and stores data, and its properties.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub listen: SocketAddr,
+    /// host:port given to clients in Metadata; defaults to the bound listen address.
+    pub advertised_listener: Option<(String, u16)>,
+    pub data_dir: PathBuf,
+    /// Where `/metrics` is served; `None` turns the endpoint off (tests).
+    pub metrics_listen: Option<SocketAddr>,
+    /// The controller listener of a quorum voter (`--controller-listen`); cluster mode only.
+    pub controller_listen: Option<SocketAddr>,
+    /// Properties explicitly set (by file or `--set`); defaults come from the tables.
+    properties: BTreeMap<String, String>,
+}
+
+impl BrokerConfig {
+    pub fn new(listen: SocketAddr, data_dir: PathBuf) -> Self {
+        BrokerConfig {
+            listen,
+            advertised_listener: None,
+            data_dir,
+            metrics_listen: None,
+            controller_listen: None,
+            properties: BTreeMap::new(),
+        }
+    }
+
+    /// Sets a broker property by its Kafka name, validating name and value.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let def = broker_property_def(name).ok_or_else(|| ConfigError::Unknown {
+            name: name.to_string(),
+        })?;
+        validate_value(name, value, def.kind, def.min, def.choices)?;
+        if name == "controller.quorum.voters" {
+            parse_quorum_voters(value)?;
+        }
+        if name == "process.roles" {
+            parse_process_roles(value)?;
+        }
+        self.properties.insert(name.to_string(), value.to_string());
+        Ok(())
+    }
+
+    /// The explicitly set value of a property, if any.
+    pub fn explicit(&self, name: &str) -> Option<&str> {
+        self.properties.get(name).map(String::as_str)
+    }
+
+    fn value(&self, name: &str) -> Option<&str> {
+        self.explicit(name)
+            .or_else(|| broker_property_def(name).and_then(|def| def.default))
+    }
+
+    /// A whole-number property: set, else the table's default (`None` if neither parses).
+    pub fn long(&self, name: &str) -> Option<i64> {
+        self.value(name).and_then(|value| value.trim().parse().ok())
+    }
+
+    /// A whole-number property, `fallback` when unset and without a default.
+    pub fn long_or(&self, name: &str, fallback: i64) -> i64 {
+        self.long(name).unwrap_or(fallback)
+    }
+
+    /// A boolean property: set or defaulted to `true`.
+    pub fn boolean(&self, name: &str) -> bool {
+        self.value(name) == Some("true")
+    }
+
+    pub fn node_id(&self) -> i32 {
+        self.explicit("broker.id")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| self.long_or("node.id", 1) as i32)
+    }
+
+    /// `controller.quorum.voters` (`id@host:port,…`): empty when the broker runs alone.
+    pub fn quorum_voters(&self) -> BTreeMap<u64, String> {
+        self.explicit("controller.quorum.voters")
+            .and_then(|list| parse_quorum_voters(list).ok())
+            .unwrap_or_default()
+    }
+
+    /// This node's part in the metadata quorum: `process.roles` when set (it must agree with
+    /// whether `node.id` is among `controller.quorum.voters`), else a voter exactly when listed.
+    pub fn quorum_role(&self) -> Result<QuorumRole, ConfigError> {
+        let node_id = self.node_id() as u64;
+        let voters = self.quorum_voters();
+        let listed = voters.contains_key(&node_id);
+        let Some(roles) = self.explicit("process.roles") else {
+            return Ok(if listed {
+                QuorumRole::Voter
+            } else {
+                QuorumRole::Observer
+            });
+        };
+        let role = parse_process_roles(roles)?;
+        let contradiction = match role {
+            QuorumRole::Voter if !listed => Some(format!(
+                "node {node_id} has the controller role but is not in controller.quorum.voters"
+            )),
+            QuorumRole::Observer if listed => Some(format!(
+                "node {node_id} is in controller.quorum.voters, so it votes: its roles must \
+                 include controller"
+            )),
+            _ => None,
+        };
+        match contradiction {
+            Some(reason) => Err(ConfigError::InvalidValue {
+                name: "process.roles".into(),
+                value: roles.to_string(),
+                reason,
+            }),
+            None => Ok(role),
+        }
+    }
+
+    pub fn election_timeout_ms(&self) -> u64 {
+        self.long_or("controller.quorum.election.timeout.ms", 1000)
+            .max(10) as u64
+    }
+
+    pub fn broker_heartbeat_interval_ms(&self) -> u64 {
+        self.long_or("broker.heartbeat.interval.ms", 2000).max(1) as u64
+    }
+
+    pub fn num_partitions(&self) -> i32 {
+        self.long_or("num.partitions", 1) as i32
+    }
+
+    pub fn auto_create_topics_enable(&self) -> bool {
+        self.boolean("auto.create.topics.enable")
+    }
+
+    pub fn delete_topic_enable(&self) -> bool {
+        self.boolean("delete.topic.enable")
+    }
+
+    pub fn retention_check_interval_ms(&self) -> u64 {
+        self.long_or("log.retention.check.interval.ms", 300_000)
+            .max(1) as u64
+    }
+
+    pub fn socket_request_max_bytes(&self) -> usize {
+        self.long_or("socket.request.max.bytes", 104_857_600).max(1) as usize
+    }
+
+    pub fn queued_max_requests(&self) -> usize {
+        self.long_or("queued.max.requests", 500).max(1) as usize
+    }
+
+    pub fn fetch_max_bytes(&self) -> i32 {
+        self.long_or("fetch.max.bytes", 57_671_680) as i32
+    }
+
+    pub fn offsets_retention_ms(&self) -> i64 {
+        self.long_or("offsets.retention.minutes", 10_080)
+            .saturating_mul(60_000)
+    }
+
+    pub fn offsets_retention_check_interval_ms(&self) -> u64 {
+        self.long_or("offsets.retention.check.interval.ms", 600_000)
+            .max(1) as u64
+    }
+
+    /// Replicas of `__consumer_offsets` in a cluster (created once that many brokers are live).
+    pub fn offsets_topic_replication_factor(&self) -> i32 {
+        self.long_or("offsets.topic.replication.factor", 3) as i32
+    }
+
+    pub fn offsets_topic_partitions(&self) -> i32 {
+        self.long_or("offsets.topic.num.partitions", 50) as i32
+    }
+
+    /// How often open transactions are checked against their timeout.
+    pub fn transaction_abort_check_interval_ms(&self) -> u64 {
+        self.long_or(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            10_000,
+        )
+        .max(1) as u64
+    }
+
+    /// (`producer.id.expiration.ms`, `producer.id.expiration.check.interval.ms`)
+    pub fn producer_expiration(&self) -> (i64, u64) {
+        (
+            self.long_or("producer.id.expiration.ms", 86_400_000),
+            self.long_or("producer.id.expiration.check.interval.ms", 600_000)
+                .max(1) as u64,
+        )
+    }
+
+    pub fn offsets_topic_segment_bytes(&self) -> i64 {
+        self.long_or("offsets.topic.segment.bytes", 104_857_600)
+    }
+
+    pub fn flush_scheduler_interval_ms(&self) -> i64 {
+        self.long_or("log.flush.scheduler.interval.ms", i64::MAX)
+    }
+
+    /// The broker-level default of a topic config and whether it was set explicitly.
+    pub fn topic_default(&self, def: &TopicConfigDef) -> (String, bool) {
+        match def.name {
+            "retention.ms" => {
+                if let Some(ms) = self.explicit("log.retention.ms") {
+                    return (ms.to_string(), true);
+                }
+                if let Some(minutes) = self.explicit("log.retention.minutes") {
+                    let ms = minutes.parse::<i64>().unwrap_or(0).saturating_mul(60_000);
+                    return (ms.to_string(), true);
+                }
+                let hours = self.long_or("log.retention.hours", 168);
+                let explicit = self.explicit("log.retention.hours").is_some();
+                return (hours.saturating_mul(3_600_000).to_string(), explicit);
+            }
+            "segment.ms" => {
+                if let Some(ms) = self.explicit("log.roll.ms") {
+                    return (ms.to_string(), true);
+                }
+                let hours = self.long_or("log.roll.hours", 168);
+                let explicit = self.explicit("log.roll.hours").is_some();
+                return (hours.saturating_mul(3_600_000).to_string(), explicit);
+            }
+            "flush.ms" => {
+                if let Some(ms) = self.explicit("log.flush.interval.ms") {
+                    return (ms.to_string(), true);
+                }
+                return (self.flush_scheduler_interval_ms().to_string(), false);
+            }
+            _ => {}
+        }
+        match def.broker_synonym {
+            Some(synonym) => match self.explicit(synonym) {
+                Some(value) => (value.to_string(), true),
+                None => (
+                    self.value(synonym).unwrap_or(def.default).to_string(),
+                    false,
+                ),
+            },
+            None => (def.default.to_string(), false),
+        }
+    }
+
+    /// The effective configuration of a topic with these overrides.
+    pub fn log_config(&self, overrides: &BTreeMap<String, String>) -> LogConfig {
+        let get = |name: &str| -> String {
+            overrides.get(name).cloned().unwrap_or_else(|| {
+                topic_config_def(name)
+                    .map(|def| self.topic_default(def).0)
+                    .unwrap_or_default()
+            })
+        };
+        let long = |name: &str, fallback: i64| get(name).trim().parse().unwrap_or(fallback);
+        let cleanup_policy = get("cleanup.policy");
+        let policies: Vec<&str> = cleanup_policy.split(',').map(str::trim).collect();
+        LogConfig {
+            retention_ms: long("retention.ms", 604_800_000),
+            retention_bytes: long("retention.bytes", -1),
+            segment_bytes: long("segment.bytes", 1 << 30).max(14) as u64,
+            segment_ms: long("segment.ms", 604_800_000).max(1),
+            max_message_bytes: long("max.message.bytes", 1_048_588).max(0) as usize,
+            log_append_time: get("message.timestamp.type") == "LogAppendTime",
+            flush_messages: long("flush.messages", i64::MAX).max(1),
+            flush_ms: long("flush.ms", i64::MAX).max(0),
+            flush_on_ack: get("flush.on.ack") == "true",
+            index_interval_bytes: long("index.interval.bytes", 4096).max(0) as u64,
+            file_delete_delay_ms: long("file.delete.delay.ms", 60_000).max(0) as u64,
+            compact: policies.contains(&"compact"),
+            delete: policies.contains(&"delete"),
+            delete_retention_ms: long("delete.retention.ms", 86_400_000).max(0),
+            min_cleanable_dirty_ratio: get("min.cleanable.dirty.ratio")
+                .trim()
+                .parse()
+                .unwrap_or(0.5),
+            min_compaction_lag_ms: long("min.compaction.lag.ms", 0).max(0),
+            max_compaction_lag_ms: long("max.compaction.lag.ms", i64::MAX).max(1),
+            min_insync_replicas: long("min.insync.replicas", 1).max(1) as usize,
+        }
+    }
+}

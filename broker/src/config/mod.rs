@@ -1,0 +1,41 @@
+//! Broker and topic configuration, by Kafka's property names.
+//!
+//! Broker properties come from `--config FILE` (YAML map) and `--set name=value`; a name that is
+//! not in [`BROKER_PROPERTIES`] is an error at start-up. Topic configs ([`TOPIC_CONFIGS`]) take
+//! their defaults from the broker property that Kafka names as their synonym
+//! (`retention.ms` ← `log.retention.ms` ← `log.retention.hours`), and per-topic overrides.
+
+//!
+//! - `properties`: the tables — every broker property and topic config Weir accepts, with
+//!   Kafka's defaults — and value validation.
+//! - `broker`: [`BrokerConfig`], the broker's configuration with typed accessors; subsystems
+//!   build their own settings from it (`GroupLimits::from_config`, …).
+//! - `topic`: [`LogConfig`], the effective configuration of one topic's logs.
+
+mod broker;
+mod properties;
+#[cfg(test)]
+mod tests;
+mod topic;
+
+pub use broker::{parse_process_roles, parse_quorum_voters, BrokerConfig, QuorumRole};
+pub use properties::{
+    topic_config_def, validate_topic_config, ConfigType, PropertyDef, TopicConfigDef,
+    BROKER_PROPERTIES, MAX_DECOMPRESSED_BATCH_BYTES, TOPIC_CONFIGS,
+};
+pub use topic::LogConfig;
+
+/// A configuration property that is unknown or has a bad value.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("unknown configuration property '{name}'")]
+    Unknown { name: String },
+    #[error("invalid value '{value}' for '{name}': {reason}")]
+    InvalidValue {
+        name: String,
+        value: String,
+        reason: String,
+    },
+    #[error("configuration '{name}' is not supported yet: {reason}")]
+    Unsupported { name: String, reason: String },
+}

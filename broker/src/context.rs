@@ -1,0 +1,66 @@
+//! What every request handler shares: the broker's configuration, its topics and
+//! coordinators, the cluster membership and replication machinery, metrics and clock. Built by
+//! `server` at start-up; handlers receive it as `&Arc<BrokerContext>`.
+
+use std::sync::Arc;
+
+use crate::clock::Clock;
+use crate::cluster::member::ClusterMember;
+use crate::config::BrokerConfig;
+use crate::group::GroupCoordinator;
+use crate::metrics::Metrics;
+use crate::producer::ProducerIdManager;
+use crate::replication::Replication;
+use crate::topic::TopicRegistry;
+use crate::transaction::{BrokerChannel, TransactionCoordinator, TxnServices};
+
+/// Everything request handlers share.
+pub struct BrokerContext {
+    pub config: BrokerConfig,
+    pub topics: TopicRegistry,
+    pub groups: GroupCoordinator,
+    pub producer_ids: Arc<ProducerIdManager>,
+    pub transactions: TransactionCoordinator,
+    /// Requests to the other brokers of the cluster (transaction markers and verification).
+    pub brokers: BrokerChannel,
+    pub clock: Arc<dyn Clock>,
+    pub metrics: Metrics,
+    pub cluster_id: String,
+    pub node_id: i32,
+    /// host and port given to clients in Metadata.
+    pub advertised_host: String,
+    pub advertised_port: u16,
+    /// Cluster mode (`controller.quorum.voters` set): the metadata image and the way to the
+    /// active controller. `None` when the broker runs alone.
+    pub cluster: Option<Arc<ClusterMember>>,
+    /// Cluster mode: the fetchers of the partitions this broker follows, and the way ISR
+    /// changes reach the controller.
+    pub replication: Option<Replication>,
+}
+
+impl BrokerContext {
+    /// The cluster id clients see: the metadata log's in cluster mode (this broker's own until
+    /// the first controller wrote one), else the one stored in the data directory.
+    pub fn cluster_id(&self) -> String {
+        self.cluster
+            .as_ref()
+            .and_then(|cluster| cluster.cluster_id())
+            .unwrap_or_else(|| self.cluster_id.clone())
+    }
+
+    /// Whether a topic partition exists in the cluster (or, alone, here).
+    pub fn partition_exists(&self, topic: &str, index: i32) -> bool {
+        let image = self.cluster.as_ref().map(|cluster| cluster.image().image);
+        crate::topic::partition_exists(&self.topics, image.as_deref(), topic, index)
+    }
+
+    /// What the transaction coordinator acts on.
+    pub fn txn_services(&self) -> TxnServices<'_> {
+        TxnServices {
+            topics: &self.topics,
+            groups: &self.groups,
+            producer_ids: &self.producer_ids,
+            channel: &self.brokers,
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! The steps of starting a broker: recover the data directory and load the topics and the
+//! coordinators' state ([`open_storage`]), bind the client listener ([`Listener::bind`]), join
+//! the cluster when `controller.quorum.voters` is set ([`join_cluster`]) and start the tasks
+//! that follow it ([`spawn_cluster_tasks`]).
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use super::metadata;
+use crate::clock::Clock;
+use crate::cluster::lifecycle::BrokerLifecycle;
+use crate::cluster::member::ClusterMember;
+use crate::cluster::quorum::node::QuorumNode;
+use crate::config::BrokerConfig;
+use crate::context::BrokerContext;
+use crate::error::BrokerError;
+use crate::group::state::GroupLimits;
+use crate::group::GroupCoordinator;
+use crate::log::error::LogError;
+use crate::producer::ProducerIdManager;
+use crate::replication::fetcher::{FetcherSetup, ReplicaSettings};
+use crate::replication::isr::IsrChange;
+use crate::replication::Replication;
+use crate::topic::TopicRegistry;
+use crate::transaction::{TransactionCoordinator, TransactionSettings};
+
+/// Left in the data directory by a clean shutdown; its absence means recovery.
+pub(super) const CLEAN_SHUTDOWN_FILE: &str = ".clean-shutdown";
+const CLUSTER_ID_FILE: &str = "meta/cluster-id";
+
+/// What the data directory holds, loaded.
+pub(super) struct Storage {
+    pub cluster_id: String,
+    pub topics: TopicRegistry,
+    pub groups: GroupCoordinator,
+    pub producer_ids: Arc<ProducerIdManager>,
+    pub transactions: TransactionCoordinator,
+}
+
+/// Recovers the logs and loads the coordinators. Alone, groups and transactional ids load now;
+/// in a cluster, as this broker comes to lead their internal partitions.
+pub(super) fn open_storage(
+    config: &BrokerConfig,
+    clock: &Arc<dyn Clock>,
+) -> Result<Storage, BrokerError> {
+    let data_dir = &config.data_dir;
+    std::fs::create_dir_all(data_dir).map_err(|e| LogError::io(data_dir, e))?;
+    let clean_shutdown = take_clean_shutdown_marker(data_dir)?;
+    if !clean_shutdown {
+        tracing::info!(data_dir = %data_dir.display(), "no clean-shutdown marker: recovering logs");
+    }
+    let cluster_id = load_or_create_cluster_id(data_dir, config.explicit("cluster.id"))?;
+    let started = std::time::Instant::now();
+    let topics = TopicRegistry::open(config.clone(), Arc::clone(clock), clean_shutdown)?;
+    tracing::info!(
+        topics = topics.all().len(),
+        partitions = topics.all_partitions().len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "logs loaded"
+    );
+    let alone = config.quorum_voters().is_empty();
+    let groups = GroupCoordinator::new(
+        GroupLimits::from_config(config),
+        config.offsets_topic_partitions(),
+        Arc::clone(clock),
+    );
+    let transactions =
+        TransactionCoordinator::new(TransactionSettings::from_config(config), Arc::clone(clock));
+    if alone {
+        let offsets_loaded = groups.load(&topics)?;
+        if offsets_loaded > 0 {
+            tracing::info!(records = offsets_loaded, "committed offsets loaded");
+        }
+        let transactions_loaded = transactions.load(&topics)?;
+        if transactions_loaded > 0 {
+            tracing::info!(
+                transactional_ids = transactions_loaded,
+                "transaction state loaded"
+            );
+        }
+    } else {
+        groups.follow_partition_leadership();
+        transactions.follow_partition_leadership();
+    }
+    let meta_dir = data_dir.join("meta");
+    std::fs::create_dir_all(&meta_dir).map_err(|e| LogError::io(&meta_dir, e))?;
+    // In a cluster, producer ids come from the controller so no two brokers share one.
+    let producer_ids = Arc::new(match alone {
+        true => ProducerIdManager::open(&meta_dir)?,
+        false => ProducerIdManager::from_controller(),
+    });
+    Ok(Storage {
+        cluster_id,
+        topics,
+        groups,
+        producer_ids,
+        transactions,
+    })
+}
+
+/// The bound client listener and the address clients are told.
+pub(super) struct Listener {
+    pub socket: TcpListener,
+    pub local_addr: SocketAddr,
+    pub advertised_host: String,
+    pub advertised_port: u16,
+}
+
+impl Listener {
+    pub(super) async fn bind(config: &BrokerConfig) -> Result<Listener, BrokerError> {
+        let socket = TcpListener::bind(config.listen).await.map_err(|e| {
+            BrokerError::InvalidRequest(format!("cannot listen on {}: {e}", config.listen))
+        })?;
+        let local_addr = socket
+            .local_addr()
+            .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
+        let (advertised_host, advertised_port) = match &config.advertised_listener {
+            Some((host, port)) => (host.clone(), *port),
+            None => (local_addr.ip().to_string(), local_addr.port()),
+        };
+        Ok(Listener {
+            socket,
+            local_addr,
+            advertised_host,
+            advertised_port,
+        })
+    }
+}
+
+/// Cluster mode's parts (all `None` when the broker runs alone).
+pub(super) struct ClusterParts {
+    pub member: Option<Arc<ClusterMember>>,
+    /// The quorum member and this broker's registration, stopped last.
+    pub quorum: Option<(QuorumNode, BrokerLifecycle)>,
+    pub replication: Option<Replication>,
+    pub isr_changes: Option<mpsc::Receiver<IsrChange>>,
+}
+
+/// Starts the quorum member and this broker's registration, and the replication machinery.
+pub(super) async fn join_cluster(
+    config: &BrokerConfig,
+    listener: &Listener,
+    clock: &Arc<dyn Clock>,
+    shutdown: &watch::Receiver<bool>,
+) -> Result<ClusterParts, BrokerError> {
+    if config.quorum_voters().is_empty() {
+        return Ok(ClusterParts {
+            member: None,
+            quorum: None,
+            replication: None,
+            isr_changes: None,
+        });
+    }
+    let parts = ClusterMember::start(
+        config,
+        listener.advertised_host.clone(),
+        listener.advertised_port,
+        Arc::clone(clock),
+        shutdown.clone(),
+    )
+    .await?;
+    let setup = FetcherSetup {
+        node_id: config.node_id(),
+        settings: ReplicaSettings::from_config(config),
+        cluster: Arc::clone(&parts.member),
+    };
+    let (replication, isr_changes) = Replication::new(setup, shutdown.clone());
+    Ok(ClusterParts {
+        member: Some(parts.member),
+        quorum: Some((parts.quorum, parts.lifecycle)),
+        replication: Some(replication),
+        isr_changes: Some(isr_changes),
+    })
+}
+
+/// The tasks of cluster mode: following the metadata, sending ISR changes to the controller,
+/// keeping a block of producer ids.
+pub(super) fn spawn_cluster_tasks(
+    tasks: &mut JoinSet<()>,
+    context: &Arc<BrokerContext>,
+    isr_changes: mpsc::Receiver<IsrChange>,
+    shutdown: &watch::Receiver<bool>,
+) {
+    let Some(cluster) = &context.cluster else {
+        return;
+    };
+    tasks.spawn(metadata::follow_metadata(
+        Arc::clone(context),
+        Arc::clone(cluster),
+        shutdown.clone(),
+    ));
+    tasks.spawn(crate::replication::isr::send_isr_changes(
+        Arc::clone(cluster),
+        context.metrics.isr_change_counters(),
+        isr_changes,
+        shutdown.clone(),
+    ));
+    tasks.spawn(crate::cluster::producer_id_blocks::keep_blocks(
+        Arc::clone(cluster),
+        Arc::clone(&context.producer_ids),
+        shutdown.clone(),
+    ));
+}
+
+fn take_clean_shutdown_marker(data_dir: &Path) -> Result<bool, BrokerError> {
+    let marker = data_dir.join(CLEAN_SHUTDOWN_FILE);
+    match std::fs::remove_file(&marker) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(LogError::io(&marker, e).into()),
+    }
+}
+
+fn load_or_create_cluster_id(
+    data_dir: &Path,
+    configured: Option<&str>,
+) -> Result<String, BrokerError> {
+    let path = data_dir.join(CLUSTER_ID_FILE);
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let existing = existing.trim().to_string();
+        if let Some(configured) = configured {
+            if configured != existing {
+                return Err(BrokerError::InvalidRequest(format!(
+                    "cluster.id {configured} does not match {existing} stored in {}",
+                    path.display()
+                )));
+            }
+        }
+        return Ok(existing);
+    }
+    let id = configured.map(str::to_string).unwrap_or_else(|| {
+        let uuid = uuid::Uuid::new_v4();
+        // Kafka's cluster ids are URL-safe base64 of 16 bytes; any string works for clients.
+        uuid.simple().to_string()
+    });
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| LogError::io(parent, e))?;
+    }
+    crate::log::index::write_file_synced(&path, id.as_bytes())
+        .map_err(|e| LogError::io(&path, e))?;
+    Ok(id)
+}
