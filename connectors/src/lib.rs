@@ -14,8 +14,12 @@
 //!   files), [`postgres`] (COPY + `weir_offsets` in one transaction), [`stdout`].
 //!   [`kafka`] bridges to other Kafka clusters both ways (source and sink).
 //!
+//! - [`registry`]: every `kind:` a pipeline may name, its config type, and what a pipeline asks
+//!   of it (problems, the source's format, the source or sink itself, reachability).
+//!
 //! Every connector folder has the same shape: `config.rs` (serde, unknown fields refused,
-//! `problems()` listing what is wrong), the source or sink, tests beside them.
+//! `problems()` listing what is wrong, the registry's trait implemented), the source or sink,
+//! tests beside them. Adding a connector is a folder and one line in the registry.
 //!
 //! Invariant: a sink's commit publishes rows and offsets together or not at all, and a
 //! replay of rows it already holds (same offsets) never adds them twice.
@@ -27,6 +31,7 @@ pub mod http;
 pub mod kafka;
 pub mod parquet;
 pub mod postgres;
+pub mod registry;
 pub mod sink;
 pub mod source;
 pub mod stdout;

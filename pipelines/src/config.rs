@@ -15,13 +15,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use weir_connectors::file::FileSourceConfig;
-use weir_connectors::generator::GeneratorSourceConfig;
-use weir_connectors::http::HttpSourceConfig;
-use weir_connectors::kafka::{KafkaSinkConfig, KafkaSourceConfig};
-use weir_connectors::parquet::ParquetSinkConfig;
-use weir_connectors::postgres::PostgresSinkConfig;
-use weir_connectors::stdout::StdoutSinkConfig;
+/// The source and sink configs, by `kind:`, come from the connectors' registry.
+pub use weir_connectors::registry::{SinkConfig, SourceConfig};
 
 /// A file holds one pipeline, or several under `pipelines:`.
 #[derive(Debug, Clone, Deserialize)]
@@ -110,24 +105,6 @@ pub struct TransformConfig {
     pub max_state_entries: usize,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SourceConfig {
-    File(FileSourceConfig),
-    Generator(GeneratorSourceConfig),
-    Http(HttpSourceConfig),
-    Kafka(KafkaSourceConfig),
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SinkConfig {
-    Parquet(ParquetSinkConfig),
-    Postgres(PostgresSinkConfig),
-    Kafka(KafkaSinkConfig),
-    Stdout(StdoutSinkConfig),
-}
-
 fn default_checkpoint_interval_ms() -> u64 {
     1000
 }
@@ -142,28 +119,6 @@ fn default_table() -> String {
 }
 fn default_max_state_entries() -> usize {
     1_000_000
-}
-
-impl SourceConfig {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            SourceConfig::File(_) => "file",
-            SourceConfig::Generator(_) => "generator",
-            SourceConfig::Http(_) => "http",
-            SourceConfig::Kafka(_) => "kafka",
-        }
-    }
-}
-
-impl SinkConfig {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            SinkConfig::Parquet(_) => "parquet",
-            SinkConfig::Postgres(_) => "postgres",
-            SinkConfig::Kafka(_) => "kafka",
-            SinkConfig::Stdout(_) => "stdout",
-        }
-    }
 }
 
 impl PipelineConfig {

@@ -14,11 +14,8 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
-use weir_connectors::kafka::KafkaSink;
-use weir_connectors::parquet::ParquetSink;
-use weir_connectors::postgres::PostgresSink;
+use weir_connectors::registry::SinkTarget;
 use weir_connectors::sink::{Sink, SinkOffsets, SinkStats};
-use weir_connectors::stdout::StdoutSink;
 use weir_connectors::ConnectorError;
 use weir_streams::record::InputRecord;
 
@@ -86,20 +83,11 @@ struct Uncommitted {
 
 /// A sink as its config declares it; `topic` is what it reads.
 pub fn make_sink(pipeline: &str, config: &SinkConfig, topic: &str) -> Result<Box<dyn Sink>> {
-    let connector = PipelineError::connector(pipeline);
-    Ok(match config {
-        SinkConfig::Parquet(parquet) => {
-            Box::new(ParquetSink::new(parquet.clone()).map_err(connector)?)
-        }
-        SinkConfig::Postgres(postgres) => {
-            let sink_id = format!("{pipeline}/{}", postgres.table);
-            Box::new(PostgresSink::new(postgres.clone(), &sink_id, topic).map_err(connector)?)
-        }
-        SinkConfig::Kafka(kafka) => {
-            Box::new(KafkaSink::new(kafka.clone(), pipeline, topic).map_err(connector)?)
-        }
-        SinkConfig::Stdout(stdout) => Box::new(StdoutSink::new(stdout.clone())),
-    })
+    let target = SinkTarget { pipeline, topic };
+    config
+        .connector()
+        .open(&target)
+        .map_err(PipelineError::connector(pipeline))
 }
 
 impl DeliverStage {

@@ -10,9 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use weir_connectors::file::FileSource;
-use weir_connectors::generator::GeneratorSource;
-use weir_connectors::kafka::KafkaSource;
 use weir_connectors::weblog::LogFormat;
 use weir_connectors::{PositionUpdate, Source, SourceRecord};
 
@@ -42,19 +39,8 @@ pub struct IngestStage {
 pub fn make_source(
     config: &SourceConfig,
 ) -> Result<(Box<dyn Source>, LogFormat), weir_connectors::ConnectorError> {
-    Ok(match config {
-        SourceConfig::File(file) => (Box::new(FileSource::new(file.clone())?), file.format),
-        SourceConfig::Generator(generator) => (
-            Box::new(GeneratorSource::new(generator.clone())?),
-            generator.format,
-        ),
-        SourceConfig::Kafka(kafka) => (Box::new(KafkaSource::new(kafka.clone())?), kafka.format),
-        SourceConfig::Http(_) => {
-            return Err(weir_connectors::ConnectorError::Config(
-                "the http source is served, not polled".into(),
-            ))
-        }
-    })
+    let connector = config.connector();
+    Ok((connector.open()?, connector.format()))
 }
 
 /// Where a checkpoint's records go (named once, not per record).

@@ -11,7 +11,6 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use weir_connectors::sink::SinkStats;
 
 use crate::cluster::{ensure_topics, start_embedded};
-use crate::config::SourceConfig;
 use crate::deliver::DeliverStage;
 use crate::error::{PipelineError, Result};
 use crate::http_ingest::serve;
@@ -118,7 +117,7 @@ pub async fn run(
             until_caught_up: options.until_caught_up,
         };
         let done = Arc::clone(&source_done);
-        if let SourceConfig::Http(http) = &config.source {
+        if let Some(http) = config.source.connector().served() {
             let served = serve(
                 config.clone(),
                 http.clone(),

@@ -5,16 +5,11 @@ use weir_streams::decode::{parse_schema, RecordDecoder};
 use weir_streams::record::ValueFormat;
 use weir_streams::sql::SqlTransform;
 
-use crate::config::{PipelineConfig, SourceConfig};
+use crate::config::PipelineConfig;
 use crate::error::{PipelineError, Result};
 
 pub fn source_format(config: &PipelineConfig) -> LogFormat {
-    match &config.source {
-        SourceConfig::File(file) => file.format,
-        SourceConfig::Generator(generator) => generator.format,
-        SourceConfig::Http(http) => http.format,
-        SourceConfig::Kafka(kafka) => kafka.format,
-    }
+    config.source.connector().format()
 }
 
 /// How the topic's records decode: access logs by their fixed columns, JSON lines by the

@@ -9,7 +9,6 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use weir_streams::sql::SqlTransform;
 
-use crate::config::{SinkConfig, SourceConfig};
 use crate::diagnostic::Diagnostic;
 use crate::load::LoadedPipeline;
 use crate::schema::topic_decoder;
@@ -105,12 +104,7 @@ fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
             None,
         ));
     }
-    let source_problems = match &config.source {
-        SourceConfig::File(file) => file.problems(),
-        SourceConfig::Generator(generator) => generator.problems(),
-        SourceConfig::Http(http) => http.problems(),
-        SourceConfig::Kafka(kafka) => kafka.problems(),
-    };
+    let source_problems = config.source.connector().problems();
     problems.extend(connector_problems(pipeline, "source", source_problems));
     if config.sinks.is_empty() {
         problems.push(pipeline.diagnostic(
@@ -120,12 +114,7 @@ fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
         ));
     }
     for (index, sink) in config.sinks.iter().enumerate() {
-        let sink_problems = match sink {
-            SinkConfig::Parquet(parquet) => parquet.problems(),
-            SinkConfig::Postgres(postgres) => postgres.problems(),
-            SinkConfig::Kafka(kafka) => kafka.problems(),
-            SinkConfig::Stdout(_) => Vec::new(),
-        };
+        let sink_problems = sink.connector().problems();
         problems.extend(connector_problems(
             pipeline,
             &format!("sinks[{index}]"),
@@ -185,32 +174,12 @@ async fn reachability_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
         }
     }
     for (index, sink) in config.sinks.iter().enumerate() {
-        match sink {
-            SinkConfig::Postgres(postgres) => {
-                if let Err(error) = reach_postgres(postgres).await {
-                    problems.push(pipeline.diagnostic(
-                        &format!("sinks[{index}].url"),
-                        format!("PostgreSQL does not answer: {error}"),
-                        None,
-                    ));
-                }
-            }
-            SinkConfig::Parquet(parquet) => {
-                let reach =
-                    tokio::time::timeout(REACH_TIMEOUT, weir_connectors::parquet::reach(parquet))
-                        .await;
-                let error = match reach {
-                    Ok(Ok(())) => continue,
-                    Ok(Err(error)) => error.to_string(),
-                    Err(_) => format!("no answer within {} s", REACH_TIMEOUT.as_secs()),
-                };
-                problems.push(pipeline.diagnostic(
-                    &format!("sinks[{index}].path"),
-                    format!("the object store does not answer: {error}"),
-                    Some("check storage_options (aws_endpoint, aws_region, credentials) and the AWS_* environment".into()),
-                ));
-            }
-            _ => {}
+        if let Err(unreachable) = sink.connector().reach(REACH_TIMEOUT).await {
+            problems.push(pipeline.diagnostic(
+                &format!("sinks[{index}].{}", unreachable.field),
+                unreachable.message,
+                unreachable.hint,
+            ));
         }
     }
     problems
@@ -226,25 +195,4 @@ fn reach_cluster(bootstrap: &str, properties: &[(String, String)]) -> Result<(),
     tokio::task::block_in_place(|| consumer.fetch_metadata(None, REACH_TIMEOUT))
         .map(|_| ())
         .map_err(|e| e.to_string())
-}
-
-async fn reach_postgres(
-    config: &weir_connectors::postgres::PostgresSinkConfig,
-) -> Result<(), String> {
-    let mut connection = config.connection()?;
-    connection.connect_timeout(REACH_TIMEOUT);
-    let connect = connection.connect(tokio_postgres::NoTls);
-    match tokio::time::timeout(REACH_TIMEOUT, connect).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(error)) => Err(match error.as_db_error() {
-            Some(db) => db.message().to_string(),
-            None => {
-                use std::error::Error;
-                error
-                    .source()
-                    .map_or(error.to_string(), |s| format!("{error}: {s}"))
-            }
-        }),
-        Err(_) => Err(format!("no answer within {} s", REACH_TIMEOUT.as_secs())),
-    }
 }

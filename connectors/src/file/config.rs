@@ -93,3 +93,17 @@ impl FileSourceConfig {
         problems
     }
 }
+
+impl crate::registry::SourceConnector for FileSourceConfig {
+    fn problems(&self) -> Vec<String> {
+        FileSourceConfig::problems(self)
+    }
+
+    fn format(&self) -> LogFormat {
+        self.format
+    }
+
+    fn open(&self) -> Result<Box<dyn crate::source::Source>, crate::ConnectorError> {
+        Ok(Box::new(super::FileSource::new(self.clone())?))
+    }
+}

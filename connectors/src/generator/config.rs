@@ -60,3 +60,17 @@ impl GeneratorSourceConfig {
         problems
     }
 }
+
+impl crate::registry::SourceConnector for GeneratorSourceConfig {
+    fn problems(&self) -> Vec<String> {
+        GeneratorSourceConfig::problems(self)
+    }
+
+    fn format(&self) -> LogFormat {
+        self.format
+    }
+
+    fn open(&self) -> Result<Box<dyn crate::source::Source>, crate::ConnectorError> {
+        Ok(Box::new(super::GeneratorSource::new(self.clone())?))
+    }
+}

@@ -59,3 +59,23 @@ impl HttpSourceConfig {
         problems
     }
 }
+
+impl crate::registry::SourceConnector for HttpSourceConfig {
+    fn problems(&self) -> Vec<String> {
+        HttpSourceConfig::problems(self)
+    }
+
+    fn format(&self) -> LogFormat {
+        self.format
+    }
+
+    fn open(&self) -> Result<Box<dyn crate::source::Source>, crate::ConnectorError> {
+        Err(crate::ConnectorError::Config(
+            "the http source is served, not polled".into(),
+        ))
+    }
+
+    fn served(&self) -> Option<&HttpSourceConfig> {
+        Some(self)
+    }
+}

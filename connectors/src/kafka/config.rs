@@ -114,3 +114,32 @@ impl KafkaSinkConfig {
         problems
     }
 }
+
+impl crate::registry::SourceConnector for KafkaSourceConfig {
+    fn problems(&self) -> Vec<String> {
+        KafkaSourceConfig::problems(self)
+    }
+
+    fn format(&self) -> LogFormat {
+        self.format
+    }
+
+    fn open(&self) -> Result<Box<dyn crate::source::Source>, crate::ConnectorError> {
+        Ok(Box::new(super::KafkaSource::new(self.clone())?))
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::registry::SinkConnector for KafkaSinkConfig {
+    fn problems(&self) -> Vec<String> {
+        KafkaSinkConfig::problems(self)
+    }
+
+    fn open(
+        &self,
+        target: &crate::registry::SinkTarget<'_>,
+    ) -> Result<Box<dyn crate::sink::Sink>, crate::ConnectorError> {
+        let sink = super::KafkaSink::new(self.clone(), target.pipeline, target.topic)?;
+        Ok(Box::new(sink))
+    }
+}

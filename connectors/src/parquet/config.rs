@@ -104,3 +104,37 @@ impl ParquetSinkConfig {
         problems
     }
 }
+
+#[async_trait::async_trait]
+impl crate::registry::SinkConnector for ParquetSinkConfig {
+    fn problems(&self) -> Vec<String> {
+        ParquetSinkConfig::problems(self)
+    }
+
+    fn open(
+        &self,
+        _target: &crate::registry::SinkTarget<'_>,
+    ) -> Result<Box<dyn crate::sink::Sink>, crate::ConnectorError> {
+        Ok(Box::new(super::ParquetSink::new(self.clone())?))
+    }
+
+    async fn reach(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<(), crate::registry::Unreachable> {
+        let message = match tokio::time::timeout(timeout, super::reach(self)).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => format!("no answer within {} s", timeout.as_secs()),
+        };
+        Err(crate::registry::Unreachable {
+            field: "path",
+            message: format!("the object store does not answer: {message}"),
+            hint: Some(
+                "check storage_options (aws_endpoint, aws_region, credentials) and the AWS_* \
+                 environment"
+                    .into(),
+            ),
+        })
+    }
+}

@@ -100,3 +100,53 @@ impl PostgresSinkConfig {
         Ok(config)
     }
 }
+
+#[async_trait::async_trait]
+impl crate::registry::SinkConnector for PostgresSinkConfig {
+    fn problems(&self) -> Vec<String> {
+        PostgresSinkConfig::problems(self)
+    }
+
+    /// Keyed `<pipeline>/<table>` in `weir_offsets`.
+    fn open(
+        &self,
+        target: &crate::registry::SinkTarget<'_>,
+    ) -> Result<Box<dyn crate::sink::Sink>, crate::ConnectorError> {
+        let sink_id = format!("{}/{}", target.pipeline, self.table);
+        let sink = super::PostgresSink::new(self.clone(), &sink_id, target.topic)?;
+        Ok(Box::new(sink))
+    }
+
+    async fn reach(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<(), crate::registry::Unreachable> {
+        reach(self, timeout)
+            .await
+            .map_err(|message| crate::registry::Unreachable {
+                field: "url",
+                message: format!("PostgreSQL does not answer: {message}"),
+                hint: None,
+            })
+    }
+}
+
+/// Connects once, within `timeout`; the server's own message when it refuses.
+async fn reach(config: &PostgresSinkConfig, timeout: std::time::Duration) -> Result<(), String> {
+    let mut connection = config.connection()?;
+    connection.connect_timeout(timeout);
+    let connect = connection.connect(tokio_postgres::NoTls);
+    match tokio::time::timeout(timeout, connect).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(error)) => Err(match error.as_db_error() {
+            Some(db) => db.message().to_string(),
+            None => {
+                use std::error::Error;
+                error
+                    .source()
+                    .map_or(error.to_string(), |s| format!("{error}: {s}"))
+            }
+        }),
+        Err(_) => Err(format!("no answer within {} s", timeout.as_secs())),
+    }
+}

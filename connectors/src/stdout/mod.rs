@@ -67,3 +67,12 @@ impl Sink for StdoutSink {
         true
     }
 }
+
+impl crate::registry::SinkConnector for StdoutSinkConfig {
+    fn open(
+        &self,
+        _target: &crate::registry::SinkTarget<'_>,
+    ) -> Result<Box<dyn Sink>, ConnectorError> {
+        Ok(Box::new(StdoutSink::new(self.clone())))
+    }
+}

@@ -1,0 +1,115 @@
+//! The registry of connectors: every `kind:` a pipeline's source or sink may name, its config
+//! type, and what a pipeline asks of it through [`SourceConnector`] and [`SinkConnector`]. The
+//! pipelines crate asks these and never matches on a kind.
+//!
+//! Adding a connector: its folder (config with `deny_unknown_fields`, the source or sink, the
+//! trait implemented beside the config) and one line in `sources!` or `sinks!` below.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::ConnectorError;
+use crate::file::FileSourceConfig;
+use crate::generator::GeneratorSourceConfig;
+use crate::http::HttpSourceConfig;
+use crate::kafka::{KafkaSinkConfig, KafkaSourceConfig};
+use crate::parquet::ParquetSinkConfig;
+use crate::postgres::PostgresSinkConfig;
+use crate::sink::Sink;
+use crate::source::Source;
+use crate::stdout::StdoutSinkConfig;
+use crate::weblog::LogFormat;
+
+/// What a pipeline asks of a source's config.
+pub trait SourceConnector {
+    /// What is wrong with the settings (each "field: problem"); empty when nothing is.
+    fn problems(&self) -> Vec<String>;
+    /// The format of the lines the source yields: it decides the pipeline topic's columns.
+    fn format(&self) -> LogFormat;
+    /// The source, polled by the pipeline's ingest stage.
+    fn open(&self) -> Result<Box<dyn Source>, ConnectorError>;
+    /// A source that is pushed to instead (an HTTP endpoint the pipeline serves), or `None`.
+    fn served(&self) -> Option<&HttpSourceConfig> {
+        None
+    }
+}
+
+/// What a sink writes, for its constructor.
+pub struct SinkTarget<'a> {
+    /// The pipeline's name (keys the sink's offsets).
+    pub pipeline: &'a str,
+    /// The topic the sink reads.
+    pub topic: &'a str,
+}
+
+/// A sink's destination did not answer (`pipeline validate` without `--offline`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreachable {
+    /// The config field to point at (`url`, `path`).
+    pub field: &'static str,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// What a pipeline asks of a sink's config.
+#[async_trait::async_trait]
+pub trait SinkConnector: Sync {
+    /// What is wrong with the settings (each "field: problem"); empty when nothing is.
+    fn problems(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn open(&self, target: &SinkTarget<'_>) -> Result<Box<dyn Sink>, ConnectorError>;
+    /// Whether the destination answers within `timeout`.
+    async fn reach(&self, _timeout: Duration) -> Result<(), Unreachable> {
+        Ok(())
+    }
+}
+
+/// Declares a tagged config enum over connector config types and its dispatch to `$connector`.
+macro_rules! registry {
+    ($(#[$doc:meta])* $name:ident: $connector:ident { $($variant:ident($config:ty) = $kind:literal),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Deserialize)]
+        #[serde(tag = "kind")]
+        pub enum $name {
+            $(#[serde(rename = $kind)] $variant($config)),+
+        }
+
+        impl $name {
+            /// The `kind:` it was declared with.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => $kind),+
+                }
+            }
+
+            /// The connector behind the kind.
+            pub fn connector(&self) -> &dyn $connector {
+                match self {
+                    $(Self::$variant(config) => config),+
+                }
+            }
+        }
+    };
+}
+
+registry! {
+    /// A pipeline's `source:`, by its `kind:`.
+    SourceConfig: SourceConnector {
+        File(FileSourceConfig) = "file",
+        Generator(GeneratorSourceConfig) = "generator",
+        Http(HttpSourceConfig) = "http",
+        Kafka(KafkaSourceConfig) = "kafka",
+    }
+}
+
+registry! {
+    /// One of a pipeline's `sinks:`, by its `kind:`.
+    SinkConfig: SinkConnector {
+        Parquet(ParquetSinkConfig) = "parquet",
+        Postgres(PostgresSinkConfig) = "postgres",
+        Kafka(KafkaSinkConfig) = "kafka",
+        Stdout(StdoutSinkConfig) = "stdout",
+    }
+}
