@@ -1,4 +1,7 @@
-//! The one place where internal errors become Kafka error codes.
+//! The one place where internal errors become Kafka error codes. Every layer below the
+//! handlers speaks its own errors (`BrokerError`, `LogError`, `GroupError`, `TxnError`, …);
+//! each is mapped here by an exhaustive match, so a new variant cannot go unmapped. Handlers
+//! use `ResponseError::from(error)` (or `?`) and [`code`].
 
 use kafka_protocol::ResponseError;
 

@@ -2,7 +2,7 @@
 //!
 //! [`follow_metadata`] waits until this broker's image has caught up with the metadata log (to
 //! the index its registration was answered at), then, on every image change, opens the replicas
-//! assigned here, makes each leader or follower (`replication::take_role`), hands the followed
+//! assigned here, makes each leader or follower ([`take_role`]), hands the followed
 //! partitions to the fetchers, removes replicas the cluster moved away and topics it deleted,
 //! and tells the group and transaction coordinators which of their internal partitions
 //! (`__consumer_offsets`, `__transaction_state`) this broker now leads.
@@ -18,7 +18,7 @@ use crate::context::BrokerContext;
 use crate::error::BrokerError;
 use crate::group::offsets::OFFSETS_TOPIC;
 use crate::replication::fetcher::{Followed, ReplicaSettings};
-use crate::replication::{self};
+use crate::replication::{take_role, TakenRole};
 use crate::transaction::records::TRANSACTION_STATE_TOPIC;
 
 /// Follows `cluster`'s image until shutdown.
@@ -95,11 +95,11 @@ pub fn apply_image(
             else {
                 continue;
             };
-            match replication::take_role(partition, state, node_id, lag_time_max_ms) {
-                Ok(replication::TakenRole::Leader) => {
+            match take_role(partition, state, node_id, lag_time_max_ms) {
+                Ok(TakenRole::Leader) => {
                     coordinate(context, &topic.name, index, Some(state.leader_epoch))
                 }
-                Ok(replication::TakenRole::Follower { leader }) => {
+                Ok(TakenRole::Follower { leader }) => {
                     coordinate(context, &topic.name, index, None);
                     if let Some(leader) = leader {
                         followed.entry(leader).or_default().push(Followed {
