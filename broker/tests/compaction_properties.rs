@@ -6,6 +6,8 @@
 //!   the latest value of a key, and never brings an older value back after a tombstone;
 //! - the log end offset is the number of records appended.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -8,7 +8,7 @@ use clap::Args;
 use weir_broker::{Broker, BrokerConfig};
 
 #[derive(Args)]
-pub struct BrokerArgs {
+pub(crate) struct BrokerArgs {
     /// Address to accept Kafka clients on (port 0 picks a free port; the bound port is logged).
     #[arg(long, default_value = "127.0.0.1:9092")]
     listen: String,
@@ -41,7 +41,7 @@ fn resolve(address: &str, what: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("{what} address '{address}' resolves to nothing"))
 }
 
-pub fn build_config(args: &BrokerArgs) -> anyhow::Result<BrokerConfig> {
+pub(crate) fn build_config(args: &BrokerArgs) -> anyhow::Result<BrokerConfig> {
     let listen = resolve(&args.listen, "--listen")?;
     let mut config = BrokerConfig::new(listen, args.data_dir.clone());
     if args.metrics_listen != "off" {
@@ -94,7 +94,7 @@ fn yaml_scalar(value: &serde_yaml::Value) -> Option<String> {
     }
 }
 
-pub async fn run(args: BrokerArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: BrokerArgs) -> anyhow::Result<()> {
     let config = build_config(&args)?;
     raise_open_files_limit();
     let broker = Broker::start(config)
@@ -106,7 +106,7 @@ pub async fn run(args: BrokerArgs) -> anyhow::Result<()> {
 }
 
 /// Waits for SIGTERM or Ctrl-C.
-pub async fn wait_for_signal() -> anyhow::Result<()> {
+pub(crate) async fn wait_for_signal() -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
     tokio::select! {
@@ -120,6 +120,7 @@ pub async fn wait_for_signal() -> anyhow::Result<()> {
 }
 
 /// Each partition keeps a file handle per segment; lift the soft limit to the hard one.
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 fn raise_open_files_limit() {
     let mut limit = libc::rlimit {
         rlim_cur: 0,

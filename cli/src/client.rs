@@ -4,7 +4,7 @@ use clap::Args;
 use rdkafka::ClientConfig;
 
 #[derive(Args, Clone)]
-pub struct ConnectArgs {
+pub(crate) struct ConnectArgs {
     /// Bootstrap broker(s), host:port[,host:port…]: Weir or any Kafka cluster.
     #[arg(
         short = 'b',
@@ -20,7 +20,7 @@ pub struct ConnectArgs {
 }
 
 impl ConnectArgs {
-    pub fn client_config(&self) -> anyhow::Result<ClientConfig> {
+    pub(crate) fn client_config(&self) -> anyhow::Result<ClientConfig> {
         let mut config = ClientConfig::new();
         config.set("bootstrap.servers", &self.bootstrap);
         for (name, value) in self.property_pairs()? {
@@ -30,7 +30,7 @@ impl ConnectArgs {
     }
 
     /// The `-X NAME=VALUE` properties as pairs.
-    pub fn property_pairs(&self) -> anyhow::Result<Vec<(String, String)>> {
+    pub(crate) fn property_pairs(&self) -> anyhow::Result<Vec<(String, String)>> {
         self.properties
             .iter()
             .map(|property| {
@@ -44,4 +44,4 @@ impl ConnectArgs {
 }
 
 /// Timeout for metadata and admin calls.
-pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

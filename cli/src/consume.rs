@@ -13,7 +13,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use crate::client::{ConnectArgs, REQUEST_TIMEOUT};
 
 #[derive(Args)]
-pub struct ConsumeArgs {
+pub(crate) struct ConsumeArgs {
     #[command(flatten)]
     connect: ConnectArgs,
     topic: String,
@@ -64,7 +64,7 @@ fn start_offset(spec: &str) -> anyhow::Result<Offset> {
     })
 }
 
-pub async fn run(args: ConsumeArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: ConsumeArgs) -> anyhow::Result<()> {
     if let Some(group) = &args.group {
         return run_in_group(&args, group);
     }

@@ -9,7 +9,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use crate::client::{ConnectArgs, REQUEST_TIMEOUT};
 
 #[derive(Args)]
-pub struct GroupArgs {
+pub(crate) struct GroupArgs {
     #[command(flatten)]
     connect: ConnectArgs,
     #[command(subcommand)]
@@ -28,7 +28,7 @@ enum GroupCommand {
     Seek(crate::group_seek::SeekArgs),
 }
 
-pub async fn run(args: GroupArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: GroupArgs) -> anyhow::Result<()> {
     match args.command {
         GroupCommand::List => {
             let consumer: BaseConsumer = args.connect.client_config()?.create()?;

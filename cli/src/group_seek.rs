@@ -16,7 +16,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use crate::client::{ConnectArgs, REQUEST_TIMEOUT};
 
 #[derive(Args)]
-pub struct SeekArgs {
+pub(crate) struct SeekArgs {
     group: String,
     /// Topic whose committed offsets move.
     #[arg(long)]
@@ -114,7 +114,7 @@ fn parse_utc_datetime(text: &str) -> Option<i64> {
     Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis)
 }
 
-pub async fn run(connect: &ConnectArgs, args: SeekArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(connect: &ConnectArgs, args: SeekArgs) -> anyhow::Result<()> {
     let mut config = connect.client_config()?;
     config
         .set("group.id", &args.group)

@@ -13,7 +13,7 @@ use weir_streams::record::ValueFormat;
 use crate::client::ConnectArgs;
 
 #[derive(Args)]
-pub struct JobArgs {
+pub(crate) struct JobArgs {
     #[command(flatten)]
     connect: ConnectArgs,
     #[command(subcommand)]
@@ -89,7 +89,7 @@ impl From<Format> for ValueFormat {
     }
 }
 
-pub async fn run(args: JobArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: JobArgs) -> anyhow::Result<()> {
     let JobCommand::Run(run) = args.command;
     let mut config = JobConfig::new(
         &run.name,
@@ -144,7 +144,7 @@ pub async fn run(args: JobArgs) -> anyhow::Result<()> {
 
 /// `/metrics` (Prometheus text) of `render`, and `/health` (liveness: the process answers),
 /// until the process ends.
-pub async fn serve_metrics(
+pub(crate) async fn serve_metrics(
     addr: std::net::SocketAddr,
     what: &'static str,
     render: impl Fn() -> String + Clone + Send + Sync + 'static,

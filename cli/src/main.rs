@@ -115,6 +115,7 @@ fn init_tracing(is_server: bool) {
 
 /// Rust ignores SIGPIPE, so printing into a closed pipe (`weir consume … | head`) would panic.
 /// Like other command-line tools, end quietly instead.
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 fn restore_default_sigpipe() {
     // SAFETY: resetting a signal disposition to its default at start-up, before any threads.
     unsafe {

@@ -12,7 +12,7 @@ use weir_pipelines::run::{run as run_pipelines, RunOptions};
 use weir_pipelines::validate::validate;
 
 #[derive(Args)]
-pub struct PipelineArgs {
+pub(crate) struct PipelineArgs {
     #[command(subcommand)]
     command: PipelineCommand,
 }
@@ -54,7 +54,7 @@ struct ValidateArgs {
     offline: bool,
 }
 
-pub async fn run(args: PipelineArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: PipelineArgs) -> anyhow::Result<()> {
     match args.command {
         PipelineCommand::Run(run) => run_command(run).await,
         PipelineCommand::Validate(validate_args) => {

@@ -33,7 +33,7 @@ fn settle(outcome: Option<<DeliveryFuture as std::future::Future>::Output>) -> u
 const MAX_IN_FLIGHT: usize = 10_000;
 
 #[derive(Args)]
-pub struct ProduceArgs {
+pub(crate) struct ProduceArgs {
     #[command(flatten)]
     connect: ConnectArgs,
     topic: String,
@@ -57,7 +57,7 @@ pub struct ProduceArgs {
     linger_ms: u64,
 }
 
-pub async fn run(args: ProduceArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: ProduceArgs) -> anyhow::Result<()> {
     let mut config = args.connect.client_config()?;
     config
         .set("compression.type", &args.compression)

@@ -9,14 +9,14 @@
 use anyhow::{bail, Context};
 use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest, MetadataResponse};
 use kafka_protocol::protocol::StrBytes;
-pub use weir_broker::client::ProtocolClient;
+pub(crate) use weir_broker::client::ProtocolClient;
 
 /// FindCoordinator key types.
-pub const GROUP_KEY: i8 = 0;
-pub const TRANSACTION_KEY: i8 = 1;
+pub(crate) const GROUP_KEY: i8 = 0;
+pub(crate) const TRANSACTION_KEY: i8 = 1;
 
 /// A connection to the coordinator of `key` (a group or a transactional id).
-pub async fn connect_to_coordinator(
+pub(crate) async fn connect_to_coordinator(
     bootstrap: &str,
     key_type: i8,
     key: &str,
@@ -51,7 +51,7 @@ async fn metadata(bootstrap: &str, topic: Option<&str>) -> anyhow::Result<Metada
 }
 
 /// The address of every broker of the cluster.
-pub async fn broker_addresses(bootstrap: &str) -> anyhow::Result<Vec<String>> {
+pub(crate) async fn broker_addresses(bootstrap: &str) -> anyhow::Result<Vec<String>> {
     let response = metadata(bootstrap, None).await?;
     Ok(response
         .brokers
@@ -61,7 +61,7 @@ pub async fn broker_addresses(bootstrap: &str) -> anyhow::Result<Vec<String>> {
 }
 
 /// A connection to the leader of a partition.
-pub async fn connect_to_leader(
+pub(crate) async fn connect_to_leader(
     bootstrap: &str,
     topic: &str,
     partition: i32,

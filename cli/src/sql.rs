@@ -14,7 +14,7 @@ use weir_connectors::parquet::read_published_at;
 use crate::client::ConnectArgs;
 
 #[derive(Args)]
-pub struct SqlArgs {
+pub(crate) struct SqlArgs {
     #[command(flatten)]
     connect: ConnectArgs,
     /// e.g. "SELECT status, count(*) FROM weblogs GROUP BY status"; none: a prompt.
@@ -48,7 +48,7 @@ enum Values {
     Raw,
 }
 
-pub async fn run(args: SqlArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: SqlArgs) -> anyhow::Result<()> {
     let mut options = AdhocOptions::new(&args.connect.bootstrap);
     options.format = match args.values {
         Values::Json => ValueFormat::Json,

@@ -11,7 +11,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use crate::client::{ConnectArgs, REQUEST_TIMEOUT};
 
 #[derive(Args)]
-pub struct TopicArgs {
+pub(crate) struct TopicArgs {
     #[command(flatten)]
     connect: ConnectArgs,
     #[command(subcommand)]
@@ -77,7 +77,7 @@ enum TopicCommand {
 }
 
 #[derive(Args)]
-pub struct ClusterArgs {
+pub(crate) struct ClusterArgs {
     #[command(flatten)]
     connect: ConnectArgs,
     #[command(subcommand)]
@@ -110,7 +110,7 @@ fn admin(connect: &ConnectArgs) -> anyhow::Result<AdminClient<DefaultClientConte
         .context("cannot create admin client")
 }
 
-pub async fn run(args: TopicArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: TopicArgs) -> anyhow::Result<()> {
     let options = AdminOptions::new().request_timeout(Some(REQUEST_TIMEOUT));
     match args.command {
         TopicCommand::Create {
@@ -400,7 +400,7 @@ async fn print_quorum(client: &mut crate::protocol_client::ProtocolClient) -> an
     Ok(())
 }
 
-pub async fn run_cluster(args: ClusterArgs) -> anyhow::Result<()> {
+pub(crate) async fn run_cluster(args: ClusterArgs) -> anyhow::Result<()> {
     match args.command {
         ClusterCommand::Info => cluster_info(&args.connect).await?,
         ClusterCommand::ApiVersions => {

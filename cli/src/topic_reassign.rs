@@ -21,7 +21,7 @@ const WAIT_LIMIT: Duration = Duration::from_secs(600);
 
 /// Starts moving `topic`-`partition` to `replicas` (`None`: cancels the move in progress);
 /// with `wait`, returns once the move is complete.
-pub async fn reassign(
+pub(crate) async fn reassign(
     connect: &ConnectArgs,
     topic: &str,
     partition: i32,
@@ -81,7 +81,7 @@ pub async fn reassign(
 }
 
 /// Prints the moves in progress.
-pub async fn list(connect: &ConnectArgs) -> anyhow::Result<()> {
+pub(crate) async fn list(connect: &ConnectArgs) -> anyhow::Result<()> {
     let mut client = ProtocolClient::connect(&connect.bootstrap).await?;
     println!("TOPIC\tPARTITION\tREPLICAS\tADDING\tREMOVING");
     for (topic, partition, replicas, adding, removing) in in_progress(&mut client).await? {

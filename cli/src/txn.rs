@@ -22,7 +22,7 @@ use crate::protocol_client::{
 };
 
 #[derive(Args)]
-pub struct TxnArgs {
+pub(crate) struct TxnArgs {
     #[command(flatten)]
     connect: ConnectArgs,
     #[command(subcommand)]
@@ -65,7 +65,7 @@ fn text(value: &str) -> StrBytes {
     StrBytes::from_string(value.to_string())
 }
 
-pub async fn run(args: TxnArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: TxnArgs) -> anyhow::Result<()> {
     let bootstrap = args.connect.bootstrap.as_str();
     match args.command {
         TxnCommand::List { state } => {

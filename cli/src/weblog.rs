@@ -8,7 +8,7 @@ use weir_connectors::generator::AccessLogGenerator;
 use weir_connectors::weblog::LogFormat;
 
 #[derive(Args)]
-pub struct WeblogArgs {
+pub(crate) struct WeblogArgs {
     #[command(subcommand)]
     command: WeblogCommand,
 }
@@ -49,7 +49,7 @@ struct GenerateArgs {
     bad_line_every: Option<u64>,
 }
 
-pub fn run(args: WeblogArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: WeblogArgs) -> anyhow::Result<()> {
     let WeblogCommand::Generate(generate) = args.command;
     let generator = AccessLogGenerator {
         format: match generate.format {

@@ -10,6 +10,8 @@
 //! duplicate, no offset holding two values, and no record a reader saw that later disappeared;
 //! every restarted broker must catch up and rejoin the ISRs.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 #[path = "crash/history.rs"]
 mod history;
 #[path = "cluster/nodes.rs"]

@@ -12,6 +12,8 @@
 //! past `replica.lag.time.max.ms` but within its session: the ISRs shrink while it stays
 //! registered, and take it back once it resumes. Needs root (`ip netns`).
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 #[path = "crash/history.rs"]
 mod history;
 #[path = "cluster/netns.rs"]

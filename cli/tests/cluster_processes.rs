@@ -5,6 +5,8 @@
 //! A fourth process then joins as a broker-only node (`process.roles=broker`): the quorum lists
 //! it as an observer and the cluster as a broker.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 #[allow(dead_code)]
 #[path = "cluster/nodes.rs"]
 mod nodes;

@@ -5,6 +5,8 @@
 //! aborted reads, no torn transactions, no duplicates, no offset that changes its value, no
 //! record read that later disappears.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 #[path = "crash/broker.rs"]
 mod broker;
 #[path = "crash/history.rs"]

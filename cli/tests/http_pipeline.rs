@@ -2,6 +2,8 @@
 //! `weir pipeline run` process; every request is answered 200 only once its lines are durable,
 //! and the Parquet sink ends up with exactly the good lines — no loss, no duplicates.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};

@@ -1,6 +1,8 @@
 //! `weir job run --metrics-listen`: a windowed job's Prometheus metrics over HTTP count what its
 //! committed checkpoints read, and show the window state it holds.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 #[path = "crash/broker.rs"]
 #[allow(dead_code)]
 mod broker;

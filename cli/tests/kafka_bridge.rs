@@ -4,6 +4,8 @@
 //! the pipeline process is killed with -9 again and again. A read_committed consumer on Kafka
 //! must see every record exactly once.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 #[path = "crash/committed.rs"]
 mod committed;
 #[path = "crash/rng.rs"]

@@ -10,6 +10,8 @@
 //!
 //! Needs PostgreSQL (`WEIR_TEST_POSTGRES_URL`); scripts/test.sh starts it.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 #[path = "crash/access_log.rs"]
 mod access_log;
 #[path = "crash/broker.rs"]

@@ -9,6 +9,8 @@
 //! Needs PostgreSQL (`WEIR_TEST_POSTGRES_URL`) and an S3-compatible server with the bucket
 //! `weir-test` (`WEIR_TEST_S3_ENDPOINT`); scripts/test.sh starts both.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 #[path = "crash/access_log.rs"]
 mod access_log;
 #[path = "crash/committed.rs"]

@@ -5,6 +5,8 @@
 //! whole input produced at once (no later input carries the watermark forward), and two copies
 //! of the windowed job sharing the partitions (`parallelism: 2`).
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 

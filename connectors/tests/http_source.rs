@@ -1,6 +1,8 @@
 //! The HTTP endpoint's answers, with a target the test controls: 200 after the write, 400 with
 //! the line number, 413, 404, 429 and 503 with Retry-After.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

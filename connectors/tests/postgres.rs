@@ -1,6 +1,8 @@
 //! The PostgreSQL sink against a real server: `WEIR_TEST_POSTGRES_URL` (scripts/test.sh starts
 //! one with scripts/postgres/start.sh and sets it).
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

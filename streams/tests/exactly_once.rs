@@ -3,6 +3,8 @@
 //! with two copies sharing the partitions, and with undecodable records sent to a dead-letter
 //! topic instead of being lost.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

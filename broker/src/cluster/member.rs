@@ -97,7 +97,7 @@ impl ClusterMember {
             config.data_dir.join("meta").join("quorum"),
         );
         quorum_config.role = role;
-        quorum_config.controller = ControllerConfig::from_config(&config);
+        quorum_config.controller = ControllerConfig::from_config(config);
         let election_ms = config.election_timeout_ms();
         quorum_config.election_timeout_min_ms = election_ms;
         quorum_config.election_timeout_max_ms = election_ms * 2;

@@ -460,6 +460,7 @@ pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
 /// Reads up to `length` bytes at `position` (fewer at the end of the file). Reads straight into
 /// uninitialised capacity: zero-filling a fetch-sized buffer first cost ~10 % of broker CPU in
 /// consume benchmarks.
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 pub fn read_file_at(
     file: &File,
     path: &Path,
@@ -501,6 +502,7 @@ pub fn read_file_at(
 /// Asks the kernel to start writing a just-appended range now (without waiting for it), so that
 /// the fsync that follows has little left to do. Measured in BENCHMARKS.md: a modest gain for
 /// fsync-on-ack logs, a small loss for logs left to the OS, so only the former use it.
+#[allow(unsafe_code)] // system calls; each block says why it is sound
 fn start_writeback(file: &File, position: u64, length: usize) {
     use std::os::fd::AsRawFd;
     // SAFETY: sync_file_range only reads its integer arguments; the fd is open for the call.

@@ -21,7 +21,7 @@ const RECOVERY_POINT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 /// `replica.high.watermark.checkpoint.interval.ms`).
 const HIGH_WATERMARK_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(5);
 
-pub fn spawn(
+pub(super) fn spawn(
     tasks: &mut JoinSet<()>,
     context: Arc<BrokerContext>,
     shutdown: watch::Receiver<bool>,
@@ -149,7 +149,7 @@ async fn settle_transactions(context: Arc<BrokerContext>, mut shutdown: watch::R
 }
 
 /// Writes the high watermarks that moved (cluster mode; also on clean shutdown).
-pub fn checkpoint_high_watermarks(context: &BrokerContext) {
+pub(super) fn checkpoint_high_watermarks(context: &BrokerContext) {
     for partition in context.topics.all_partitions() {
         if let Err(error) = partition.checkpoint_high_watermark() {
             tracing::warn!(%error, topic = %partition.topic, partition = partition.index, "high watermark checkpoint failed");
@@ -168,7 +168,7 @@ fn expire_producers(context: &BrokerContext, expiration_ms: i64) {
     }
 }
 
-pub fn enforce_retention(context: &BrokerContext) {
+pub(super) fn enforce_retention(context: &BrokerContext) {
     for partition in context.topics.all_partitions() {
         match partition.apply_retention() {
             Ok(0) => {}
@@ -209,7 +209,7 @@ async fn cleaner_loop(context: Arc<BrokerContext>, mut shutdown: watch::Receiver
 }
 
 /// Cleans the compacted log with the highest dirty ratio among those due; false when none is.
-pub fn clean_dirtiest(context: &BrokerContext, memory_bytes: usize) -> bool {
+pub(super) fn clean_dirtiest(context: &BrokerContext, memory_bytes: usize) -> bool {
     let mut dirtiest = None;
     for partition in context.topics.all_partitions() {
         if !partition.log().config().compact {

@@ -33,7 +33,7 @@ const MAX_QUEUED_RESPONSES: usize = 64;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 const WRITE_BUFFER_BYTES: usize = 256 * 1024;
 
-pub async fn accept_loop(
+pub(super) async fn accept_loop(
     listener: TcpListener,
     context: Arc<BrokerContext>,
     mut shutdown: watch::Receiver<bool>,

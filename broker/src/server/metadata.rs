@@ -22,7 +22,7 @@ use crate::replication::{take_role, TakenRole};
 use crate::transaction::records::TRANSACTION_STATE_TOPIC;
 
 /// Follows `cluster`'s image until shutdown.
-pub async fn follow_metadata(
+pub(super) async fn follow_metadata(
     context: Arc<BrokerContext>,
     cluster: Arc<ClusterMember>,
     mut shutdown: watch::Receiver<bool>,
@@ -62,7 +62,7 @@ pub async fn follow_metadata(
 
 /// Opens the replicas `image` assigns to broker `node_id`, sets each one's role, and gives the
 /// followed ones to the fetchers.
-pub fn apply_image(
+pub(super) fn apply_image(
     context: &BrokerContext,
     image: &MetadataImage,
     node_id: i32,

@@ -18,7 +18,7 @@ use tokio::task::JoinSet;
 use crate::context::BrokerContext;
 use crate::error::BrokerError;
 
-pub async fn spawn(
+pub(super) async fn spawn(
     tasks: &mut JoinSet<()>,
     addr: SocketAddr,
     context: Arc<BrokerContext>,

@@ -11,9 +11,9 @@ use rdkafka::producer::FutureProducer;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use weir_broker::{Broker, BrokerConfig};
 
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(20);
 
-pub fn init_logging() {
+pub(crate) fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -23,7 +23,7 @@ pub fn init_logging() {
         .try_init();
 }
 
-pub fn config(dir: &Path, properties: &[(&str, &str)]) -> BrokerConfig {
+pub(crate) fn config(dir: &Path, properties: &[(&str, &str)]) -> BrokerConfig {
     let mut config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.to_path_buf());
     for (name, value) in properties {
         config.set(name, value).expect("valid test property");
@@ -31,18 +31,18 @@ pub fn config(dir: &Path, properties: &[(&str, &str)]) -> BrokerConfig {
     config
 }
 
-pub async fn start(dir: &Path, properties: &[(&str, &str)]) -> Broker {
+pub(crate) async fn start(dir: &Path, properties: &[(&str, &str)]) -> Broker {
     init_logging();
     Broker::start(config(dir, properties))
         .await
         .expect("broker starts")
 }
 
-pub fn bootstrap(broker: &Broker) -> String {
+pub(crate) fn bootstrap(broker: &Broker) -> String {
     broker.local_addr().to_string()
 }
 
-pub fn client_config(bootstrap: &str) -> ClientConfig {
+pub(crate) fn client_config(bootstrap: &str) -> ClientConfig {
     let mut config = ClientConfig::new();
     config
         .set("bootstrap.servers", bootstrap)
@@ -51,7 +51,7 @@ pub fn client_config(bootstrap: &str) -> ClientConfig {
     config
 }
 
-pub fn producer(bootstrap: &str, extra: &[(&str, &str)]) -> FutureProducer {
+pub(crate) fn producer(bootstrap: &str, extra: &[(&str, &str)]) -> FutureProducer {
     let mut config = client_config(bootstrap);
     config
         .set("linger.ms", "5")
@@ -62,15 +62,20 @@ pub fn producer(bootstrap: &str, extra: &[(&str, &str)]) -> FutureProducer {
     config.create().expect("producer")
 }
 
-pub fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
+pub(crate) fn admin(bootstrap: &str) -> AdminClient<DefaultClientContext> {
     client_config(bootstrap).create().expect("admin client")
 }
 
-pub fn admin_options() -> AdminOptions {
+pub(crate) fn admin_options() -> AdminOptions {
     AdminOptions::new().request_timeout(Some(TIMEOUT))
 }
 
-pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+pub(crate) async fn create_topic(
+    bootstrap: &str,
+    name: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) {
     let mut topic = NewTopic::new(name, partitions, TopicReplication::Fixed(1));
     for (k, v) in configs {
         topic = topic.set(k, v);
@@ -85,7 +90,7 @@ pub async fn create_topic(bootstrap: &str, name: &str, partitions: i32, configs:
 }
 
 /// A consumer assigned to `partition` of `topic` from `offset`, outside any group.
-pub fn assigned_consumer(
+pub(crate) fn assigned_consumer(
     bootstrap: &str,
     topic: &str,
     partition: i32,
@@ -110,7 +115,7 @@ pub fn assigned_consumer(
 }
 
 /// Reads exactly `count` records from one partition, failing after TIMEOUT.
-pub async fn consume(
+pub(crate) async fn consume(
     bootstrap: &str,
     topic: &str,
     partition: i32,
@@ -135,7 +140,7 @@ pub async fn consume(
     messages
 }
 
-pub fn payloads(messages: &[OwnedMessage]) -> Vec<String> {
+pub(crate) fn payloads(messages: &[OwnedMessage]) -> Vec<String> {
     messages
         .iter()
         .map(|m| String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned())
@@ -143,7 +148,7 @@ pub fn payloads(messages: &[OwnedMessage]) -> Vec<String> {
 }
 
 /// Sends values to one partition and waits for every delivery; returns their offsets.
-pub async fn produce_values(
+pub(crate) async fn produce_values(
     producer: &FutureProducer,
     topic: &str,
     partition: i32,

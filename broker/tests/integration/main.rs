@@ -1,6 +1,8 @@
 //! Integration tests: the real broker in-process on 127.0.0.1:0, driven by real Kafka clients
 //! (rdkafka) and, for protocol edge cases no client will send, by raw kafka-protocol frames.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 mod admin;
 mod bad_input;
 mod cluster;

@@ -7,13 +7,13 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, Str
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-pub struct RawClient {
+pub(crate) struct RawClient {
     stream: TcpStream,
     next_correlation_id: i32,
 }
 
 impl RawClient {
-    pub async fn connect(addr: std::net::SocketAddr) -> Self {
+    pub(crate) async fn connect(addr: std::net::SocketAddr) -> Self {
         RawClient {
             stream: TcpStream::connect(addr).await.expect("connect"),
             next_correlation_id: 1,
@@ -21,7 +21,7 @@ impl RawClient {
     }
 
     /// Encodes a request (header + body) without the size prefix.
-    pub fn encode<R: Request>(&mut self, version: i16, request: &R) -> (i32, BytesMut) {
+    pub(crate) fn encode<R: Request>(&mut self, version: i16, request: &R) -> (i32, BytesMut) {
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id += 1;
         let header = RequestHeader::default()
@@ -37,19 +37,19 @@ impl RawClient {
         (correlation_id, body)
     }
 
-    pub async fn send_frame(&mut self, body: &[u8]) {
+    pub(crate) async fn send_frame(&mut self, body: &[u8]) {
         let mut frame = BytesMut::with_capacity(body.len() + 4);
         frame.put_i32(body.len() as i32);
         frame.put_slice(body);
         self.stream.write_all(&frame).await.expect("write");
     }
 
-    pub async fn send_raw(&mut self, bytes: &[u8]) {
+    pub(crate) async fn send_raw(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).await.expect("write");
     }
 
     /// The next response frame, or None when the broker closed the connection.
-    pub async fn read_frame(&mut self) -> Option<Bytes> {
+    pub(crate) async fn read_frame(&mut self) -> Option<Bytes> {
         let read = async {
             let size = self.stream.read_i32().await.ok()?;
             let mut frame = vec![0u8; size as usize];
@@ -61,7 +61,7 @@ impl RawClient {
             .expect("broker neither answered nor closed within 10 s")
     }
 
-    pub fn decode<R: Request>(version: i16, mut frame: Bytes) -> (i32, R::Response) {
+    pub(crate) fn decode<R: Request>(version: i16, mut frame: Bytes) -> (i32, R::Response) {
         let header = ResponseHeader::decode(&mut frame, R::Response::header_version(version))
             .expect("response header");
         let response = R::Response::decode(&mut frame, version).expect("response body");
@@ -69,7 +69,7 @@ impl RawClient {
         (header.correlation_id, response)
     }
 
-    pub async fn call<R: Request>(&mut self, version: i16, request: &R) -> R::Response {
+    pub(crate) async fn call<R: Request>(&mut self, version: i16, request: &R) -> R::Response {
         let (correlation_id, body) = self.encode(version, request);
         self.send_frame(&body).await;
         let frame = self.read_frame().await.expect("response");
@@ -79,7 +79,7 @@ impl RawClient {
     }
 
     /// True when the broker has closed the connection (reads EOF).
-    pub async fn is_closed(&mut self) -> bool {
+    pub(crate) async fn is_closed(&mut self) -> bool {
         self.read_frame().await.is_none()
     }
 }

@@ -37,7 +37,12 @@ fn send(producer: &BaseProducer, topic: &str, values: &[String]) {
 }
 
 /// Values read from partition 0 from the start until `expected` values or an idle second.
-pub fn read_values(bootstrap: &str, topic: &str, isolation: &str, expected: usize) -> Vec<String> {
+pub(crate) fn read_values(
+    bootstrap: &str,
+    topic: &str,
+    isolation: &str,
+    expected: usize,
+) -> Vec<String> {
     let mut config = common::client_config(bootstrap);
     config
         .set("group.id", "txn-readers")

@@ -9,7 +9,7 @@ use kafka_protocol::records::{
 
 /// A record's key and value; `None` is null.
 #[allow(dead_code)]
-pub type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+pub(crate) type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
 
 /// Who writes a batch: producer id, epoch, first sequence, transactional.
 type Writer = (i64, i16, i32, bool);
@@ -58,7 +58,7 @@ fn unkeyed<'a>(values: &[&'a [u8]]) -> Vec<KeyValue<'a>> {
 }
 
 /// One batch of `values` (offsets from 0, timestamps `first_timestamp`, +1, …), no producer id.
-pub fn encode_batch_with_timestamps(
+pub(crate) fn encode_batch_with_timestamps(
     values: &[&[u8]],
     compression: Compression,
     first_timestamp: i64,
@@ -68,14 +68,14 @@ pub fn encode_batch_with_timestamps(
 
 /// One batch of `values` with timestamps from 1000.
 #[allow(dead_code)]
-pub fn encode_batch(values: &[&[u8]], compression: Compression) -> BytesMut {
+pub(crate) fn encode_batch(values: &[&[u8]], compression: Compression) -> BytesMut {
     encode_batch_with_timestamps(values, compression, 1000)
 }
 
 /// One batch of keyed records (`None` value = tombstone), offsets from 0, timestamps from
 /// `first_timestamp`.
 #[allow(dead_code)]
-pub fn encode_keyed_batch(
+pub(crate) fn encode_keyed_batch(
     entries: &[KeyValue<'_>],
     compression: Compression,
     first_timestamp: i64,
@@ -85,7 +85,7 @@ pub fn encode_keyed_batch(
 
 /// One batch from an idempotent producer: `values` with sequences from `first_sequence`.
 #[allow(dead_code)]
-pub fn encode_idempotent_batch(
+pub(crate) fn encode_idempotent_batch(
     values: &[&[u8]],
     producer_id: i64,
     producer_epoch: i16,
@@ -96,7 +96,7 @@ pub fn encode_idempotent_batch(
 
 /// One batch from a producer with an id, in a transaction when `transactional`.
 #[allow(dead_code)]
-pub fn encode_producer_batch(
+pub(crate) fn encode_producer_batch(
     values: &[&[u8]],
     producer_id: i64,
     producer_epoch: i16,
@@ -115,7 +115,7 @@ pub fn encode_producer_batch(
 
 /// One batch of keyed records from a producer with an id, in a transaction when `transactional`.
 #[allow(dead_code)]
-pub fn encode_keyed_producer_batch(
+pub(crate) fn encode_keyed_producer_batch(
     entries: &[KeyValue<'_>],
     producer_id: i64,
     producer_epoch: i16,

@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-pub struct PrivateNetwork {
+pub(crate) struct PrivateNetwork {
     prefix: String,
     subnet: String,
     nodes: Vec<u32>,
@@ -28,7 +28,7 @@ fn ip(args: &[&str]) {
 
 impl PrivateNetwork {
     /// Namespaces for `nodes` on a fresh subnet; the bridge (this namespace) takes `.254`.
-    pub fn create(nodes: &[u32]) -> PrivateNetwork {
+    pub(crate) fn create(nodes: &[u32]) -> PrivateNetwork {
         let tag = std::process::id() % 1000;
         let network = PrivateNetwork {
             prefix: format!("weir{tag}"),
@@ -64,12 +64,12 @@ impl PrivateNetwork {
         network
     }
 
-    pub fn namespace(&self, node: u32) -> String {
+    pub(crate) fn namespace(&self, node: u32) -> String {
         format!("{}-n{node}", self.prefix)
     }
 
     /// The node's address inside its namespace.
-    pub fn host(&self, node: u32) -> String {
+    pub(crate) fn host(&self, node: u32) -> String {
         format!("{}.{node}", self.subnet)
     }
 
@@ -83,14 +83,14 @@ impl PrivateNetwork {
     }
 
     /// Cuts `node` off from everyone (`false` heals it).
-    pub fn isolate(&self, node: u32, isolated: bool) {
+    pub(crate) fn isolate(&self, node: u32, isolated: bool) {
         let state = if isolated { "down" } else { "up" };
         ip(&["link", "set", &self.link(node), state]);
     }
 
     /// Separates `node` from the other nodes only (`false` heals it): blackhole routes on both
     /// sides drop what they send each other, while clients in this namespace still reach it.
-    pub fn separate(&self, node: u32, separated: bool) {
+    pub(crate) fn separate(&self, node: u32, separated: bool) {
         let action = if separated { "add" } else { "del" };
         for &peer in self.nodes.iter().filter(|peer| **peer != node) {
             for (from, to) in [(node, peer), (peer, node)] {

@@ -8,9 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-pub const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
-pub struct Node {
+pub(crate) struct Node {
     pub id: u32,
     pub port: u16,
     pub controller_port: u16,
@@ -23,7 +23,7 @@ pub struct Node {
     pub netns: Option<String>,
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
@@ -32,7 +32,7 @@ pub fn free_port() -> u16 {
 
 impl Node {
     /// A node on loopback with free ports.
-    pub fn local(id: u32, properties: &[&str]) -> Node {
+    pub(crate) fn local(id: u32, properties: &[&str]) -> Node {
         Node {
             id,
             port: free_port(),
@@ -44,16 +44,16 @@ impl Node {
         }
     }
 
-    pub fn bootstrap(&self) -> String {
+    pub(crate) fn bootstrap(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
 
     /// Its entry in `controller.quorum.voters`.
-    pub fn voter(&self) -> String {
+    pub(crate) fn voter(&self) -> String {
         format!("{}@{}:{}", self.id, self.host, self.controller_port)
     }
 
-    pub fn start(&mut self, dir: &Path, voters: &str) {
+    pub(crate) fn start(&mut self, dir: &Path, voters: &str) {
         let log = File::options()
             .create(true)
             .append(true)
@@ -95,15 +95,18 @@ impl Node {
     }
 
     /// SIGSTOP (`true`) or SIGCONT (`false`): the process hangs without its sockets closing.
-    pub fn pause(&self, paused: bool) {
+    pub(crate) fn pause(&self, paused: bool) {
         let signal = if paused { libc::SIGSTOP } else { libc::SIGCONT };
         if let Some(child) = &self.child {
             // SAFETY: signalling our own child process by its pid.
-            unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            #[allow(unsafe_code)] // kill only reads its integer arguments
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, signal)
+            };
         }
     }
 
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -120,7 +123,12 @@ impl Drop for Node {
 /// Starts `nodes`, waits until each sees all of them and a controller, and creates `topic`
 /// with three partitions, three replicas and `min.insync.replicas=2`. Returns the bootstrap
 /// list of every node.
-pub fn start_with_topic(nodes: &mut [Node], dir: &Path, voters: &str, topic: &str) -> String {
+pub(crate) fn start_with_topic(
+    nodes: &mut [Node],
+    dir: &Path,
+    voters: &str,
+    topic: &str,
+) -> String {
     for node in nodes.iter_mut() {
         node.start(dir, voters);
     }
@@ -151,7 +159,7 @@ pub fn start_with_topic(nodes: &mut [Node], dir: &Path, voters: &str, topic: &st
     bootstrap
 }
 
-pub fn weir(args: &[&str]) -> Option<String> {
+pub(crate) fn weir(args: &[&str]) -> Option<String> {
     let output = Command::new(env!("CARGO_BIN_EXE_weir"))
         .args(args)
         .stdin(Stdio::null())
@@ -164,7 +172,7 @@ pub fn weir(args: &[&str]) -> Option<String> {
 }
 
 /// `weir cluster info` from `bootstrap` until `ready` accepts it.
-pub fn wait_for_info(bootstrap: &str, what: &str, ready: impl Fn(&str) -> bool) -> String {
+pub(crate) fn wait_for_info(bootstrap: &str, what: &str, ready: impl Fn(&str) -> bool) -> String {
     let started = Instant::now();
     let mut last = String::new();
     loop {
@@ -182,7 +190,7 @@ pub fn wait_for_info(bootstrap: &str, what: &str, ready: impl Fn(&str) -> bool) 
     }
 }
 
-pub fn broker_lines(info: &str) -> usize {
+pub(crate) fn broker_lines(info: &str) -> usize {
     info.lines()
         .skip_while(|l| *l != "brokers:")
         .skip(1)
@@ -190,7 +198,7 @@ pub fn broker_lines(info: &str) -> usize {
         .count()
 }
 
-pub fn controller(info: &str) -> i32 {
+pub(crate) fn controller(info: &str) -> i32 {
     info.lines()
         .find_map(|l| l.strip_prefix("controller: "))
         .and_then(|id| id.trim().parse().ok())
@@ -198,7 +206,7 @@ pub fn controller(info: &str) -> i32 {
 }
 
 /// partition → leader, from `weir topic describe`.
-pub fn leaders(describe: &str) -> Vec<(i32, i32)> {
+pub(crate) fn leaders(describe: &str) -> Vec<(i32, i32)> {
     describe
         .lines()
         .filter_map(|line| {
@@ -212,19 +220,19 @@ pub fn leaders(describe: &str) -> Vec<(i32, i32)> {
 }
 
 /// Three nodes (not started) and their voters list.
-pub fn three_nodes(properties: &[&str]) -> (Vec<Node>, String) {
+pub(crate) fn three_nodes(properties: &[&str]) -> (Vec<Node>, String) {
     let nodes: Vec<Node> = (1..=3).map(|id| Node::local(id, properties)).collect();
     let voters = voters(&nodes);
     (nodes, voters)
 }
 
 /// `controller.quorum.voters` naming every node.
-pub fn voters(nodes: &[Node]) -> String {
+pub(crate) fn voters(nodes: &[Node]) -> String {
     nodes.iter().map(Node::voter).collect::<Vec<_>>().join(",")
 }
 
 /// The number after `under-replicated partitions: ` in `weir cluster info`.
-pub fn under_replicated(info: &str) -> Option<usize> {
+pub(crate) fn under_replicated(info: &str) -> Option<usize> {
     info.lines()
         .find_map(|l| l.strip_prefix("under-replicated partitions: "))
         .and_then(|n| n.trim().parse().ok())

@@ -11,10 +11,10 @@ use weir_connectors::parquet::read_published_at;
 use weir_connectors::weblog::{AccessLogEntry, LogFormat};
 
 /// (status, minute in epoch ms) → lines.
-pub type Counts = BTreeMap<(i64, i64), u64>;
+pub(crate) type Counts = BTreeMap<(i64, i64), u64>;
 
 /// Lines 50 ms apart from a fixed start; every `bad_line_every`th line garbage.
-pub fn generator(bad_line_every: Option<u64>) -> AccessLogGenerator {
+pub(crate) fn generator(bad_line_every: Option<u64>) -> AccessLogGenerator {
     AccessLogGenerator {
         format: LogFormat::NginxCombined,
         seed: 42,
@@ -25,7 +25,7 @@ pub fn generator(bad_line_every: Option<u64>) -> AccessLogGenerator {
 }
 
 /// The counts of the parseable lines among the first `lines`, and the lines that do not parse.
-pub fn ground_truth(generator: &AccessLogGenerator, lines: u64) -> (Counts, Vec<String>) {
+pub(crate) fn ground_truth(generator: &AccessLogGenerator, lines: u64) -> (Counts, Vec<String>) {
     let mut counts = Counts::new();
     let mut bad = Vec::new();
     for n in 0..lines {
@@ -41,11 +41,11 @@ pub fn ground_truth(generator: &AccessLogGenerator, lines: u64) -> (Counts, Vec<
     (counts, bad)
 }
 
-pub fn total(counts: &Counts) -> u64 {
+pub(crate) fn total(counts: &Counts) -> u64 {
     counts.values().sum()
 }
 
-pub fn postgres_url() -> String {
+pub(crate) fn postgres_url() -> String {
     std::env::var("WEIR_TEST_POSTGRES_URL").expect(
         "WEIR_TEST_POSTGRES_URL is not set: this test needs PostgreSQL (scripts/postgres/start.sh)",
     )
@@ -53,7 +53,7 @@ pub fn postgres_url() -> String {
 
 /// The rows of `table` (columns `status` and `minute`) counted like [`ground_truth`]; empty
 /// while the table does not exist.
-pub async fn postgres_counts(table: &str) -> Counts {
+pub(crate) async fn postgres_counts(table: &str) -> Counts {
     let (client, connection) = tokio_postgres::connect(&postgres_url(), tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -76,7 +76,7 @@ pub async fn postgres_counts(table: &str) -> Counts {
 
 /// The rows a Parquet sink published at `location` (columns `status` and `minute`), counted
 /// like [`ground_truth`].
-pub async fn parquet_counts(location: &str, options: &BTreeMap<String, String>) -> Counts {
+pub(crate) async fn parquet_counts(location: &str, options: &BTreeMap<String, String>) -> Counts {
     let (_, batches) = read_published_at(location, options, 10_000_000)
         .await
         .unwrap();

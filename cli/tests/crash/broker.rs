@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub struct BrokerProcess {
+pub(crate) struct BrokerProcess {
     child: Option<Child>,
     port: u16,
     dir: tempfile::TempDir,
@@ -18,7 +18,7 @@ pub struct BrokerProcess {
 }
 
 impl BrokerProcess {
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -33,7 +33,7 @@ impl BrokerProcess {
         broker
     }
 
-    pub fn bootstrap(&self) -> String {
+    pub(crate) fn bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
@@ -42,7 +42,7 @@ impl BrokerProcess {
     }
 
     /// Starts the broker (again) and waits until it accepts connections.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         assert!(self.child.is_none(), "the broker is running");
         self.starts += 1;
         let log = File::options()
@@ -82,13 +82,13 @@ impl BrokerProcess {
     }
 
     /// SIGKILL: no shutdown code runs, unflushed page-cache writes stay (a process crash).
-    pub fn kill_9(&mut self) {
+    pub(crate) fn kill_9(&mut self) {
         let mut child = self.child.take().expect("the broker is running");
         child.kill().expect("kill -9");
         child.wait().expect("reaped");
     }
 
-    pub fn create_topic(&self, name: &str, partitions: u32) {
+    pub(crate) fn create_topic(&self, name: &str, partitions: u32) {
         let status = Command::new(env!("CARGO_BIN_EXE_weir"))
             .args(["topic", "create", name, "--bootstrap", &self.bootstrap()])
             .args(["--partitions", &partitions.to_string()])
@@ -97,7 +97,7 @@ impl BrokerProcess {
         assert!(status.success(), "topic {name} created");
     }
 
-    pub fn log_tail(&self) -> String {
+    pub(crate) fn log_tail(&self) -> String {
         let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(60)..].join("\n")

@@ -9,7 +9,7 @@ use rdkafka::{Offset, TopicPartitionList};
 
 /// The committed values of `topic`, once at least `want` arrived and nothing more came for 3 s
 /// (or `timeout` passed).
-pub fn values(
+pub(crate) fn values(
     bootstrap: &str,
     topic: &str,
     partitions: i32,

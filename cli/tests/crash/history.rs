@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// What the client was told about a transaction (or a single idempotent write).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The commit (or the write's ack) succeeded.
     Committed,
     /// The abort succeeded.
@@ -27,7 +27,7 @@ pub enum Outcome {
 
 /// One transaction of `values` (partition, value); an idempotent write is a transaction of one.
 #[derive(Debug, Clone)]
-pub struct Txn {
+pub(crate) struct Txn {
     pub writes: Vec<(i32, String)>,
     pub outcome: Outcome,
     /// (partition, offset) the broker acknowledged for each write, when it said.
@@ -36,20 +36,20 @@ pub struct Txn {
 
 /// One pass of a reader over every partition: (partition, offset, value) in the order read.
 #[derive(Debug, Clone, Default)]
-pub struct Read {
+pub(crate) struct Read {
     pub read_committed: bool,
     pub records: Vec<(i32, i64, String)>,
 }
 
 #[derive(Debug, Default)]
-pub struct History {
+pub(crate) struct History {
     pub txns: Vec<Txn>,
     pub reads: Vec<Read>,
 }
 
 /// The anomalies found, each with an example.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Anomalies {
+pub(crate) struct Anomalies {
     pub lost: Vec<String>,
     pub aborted_reads: Vec<String>,
     pub torn: Vec<String>,
@@ -58,7 +58,7 @@ pub struct Anomalies {
 }
 
 impl Anomalies {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         *self == Anomalies::default()
     }
 }
@@ -66,7 +66,7 @@ impl Anomalies {
 impl History {
     /// Checks the history; `final_read` (a read_committed pass after every transaction ended)
     /// decides what was lost and what was torn.
-    pub fn check(&self, final_read: &Read) -> Anomalies {
+    pub(crate) fn check(&self, final_read: &Read) -> Anomalies {
         let mut anomalies = Anomalies::default();
         let all_reads: Vec<&Read> = self.reads.iter().chain([final_read]).collect();
         check_offsets(&all_reads, &self.txns, &mut anomalies);
@@ -119,7 +119,7 @@ impl History {
 impl History {
     /// Records some read saw that `final_uncommitted` (a read_uncommitted pass at the end)
     /// no longer holds at the same offset.
-    pub fn vanished(&self, final_uncommitted: &Read) -> Vec<String> {
+    pub(crate) fn vanished(&self, final_uncommitted: &Read) -> Vec<String> {
         let last: HashSet<(i32, i64, &str)> = final_uncommitted
             .records
             .iter()

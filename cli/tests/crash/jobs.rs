@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::rng::Rng;
 
 /// Two copies of one job (instances "0" and "1") sharing the input's partitions.
-pub struct JobPair {
+pub(crate) struct JobPair {
     bootstrap: String,
     arguments: Vec<String>,
     logs: PathBuf,
@@ -18,7 +18,7 @@ pub struct JobPair {
 
 impl JobPair {
     /// Starts both copies of `weir job run <arguments>`, logging under `logs`.
-    pub fn start(bootstrap: &str, arguments: &[&str], logs: &Path) -> Self {
+    pub(crate) fn start(bootstrap: &str, arguments: &[&str], logs: &Path) -> Self {
         let arguments: Vec<String> = arguments.iter().map(|a| a.to_string()).collect();
         let children = [0, 1].map(|i| spawn(bootstrap, &arguments, i, logs));
         JobPair {
@@ -31,7 +31,7 @@ impl JobPair {
 
     /// Kills a random copy with -9 `kills` times, a random 0.5–`max_pause_ms` apart, restarting
     /// it after up to half a second.
-    pub fn kill_again_and_again(&mut self, rng: &mut Rng, kills: usize, max_pause_ms: u64) {
+    pub(crate) fn kill_again_and_again(&mut self, rng: &mut Rng, kills: usize, max_pause_ms: u64) {
         for kill in 0..kills {
             thread::sleep(Duration::from_millis(rng.between(500, max_pause_ms)));
             let victim = rng.between(0, 2) as usize;
@@ -43,7 +43,7 @@ impl JobPair {
         }
     }
 
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         for child in &mut self.children {
             let _ = child.kill();
             let _ = child.wait();
@@ -51,7 +51,7 @@ impl JobPair {
     }
 
     /// Both copies' logs, for a failure message.
-    pub fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         [0, 1]
             .map(|i| std::fs::read_to_string(log_path(&self.logs, i)).unwrap_or_default())
             .join("\n---\n")

@@ -17,7 +17,7 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use crate::history::{Outcome, Read, Txn};
 use crate::rng::Rng;
 
-pub const TOPIC: &str = "crash-history";
+pub(crate) const TOPIC: &str = "crash-history";
 const PARTITIONS: i32 = 3;
 /// Long enough for a broker restart in the middle of an operation.
 const OPERATION_TIMEOUT: Duration = Duration::from_secs(20);
@@ -58,7 +58,7 @@ fn transactional_producer(bootstrap: &str, transactional_id: &str) -> Option<Txn
 
 /// Transactions of 1–4 records over the partitions, about one in four aborted, until `stop`.
 /// After an error whose outcome is unknown the producer is replaced (same transactional id).
-pub fn transactional_writer(
+pub(crate) fn transactional_writer(
     bootstrap: &str,
     writer: usize,
     seed: u64,
@@ -200,7 +200,7 @@ impl ProducerContext for Deliveries {
 }
 
 /// Idempotent writes (acks=all) until `stop`; each delivery report is one "transaction".
-pub fn idempotent_writer(bootstrap: &str, stop: &AtomicBool) -> Vec<Txn> {
+pub(crate) fn idempotent_writer(bootstrap: &str, stop: &AtomicBool) -> Vec<Txn> {
     let reports = Arc::new(Mutex::new(Vec::new()));
     let producer: ThreadedProducer<Deliveries> = client_config(bootstrap)
         .set("enable.idempotence", "true")
@@ -237,7 +237,7 @@ pub fn idempotent_writer(bootstrap: &str, stop: &AtomicBool) -> Vec<Txn> {
 
 /// Reads every partition from the start to its end (the high watermark, or the last stable
 /// offset when `read_committed`), as they were when the read began.
-pub fn read_all(bootstrap: &str, read_committed: bool) -> Read {
+pub(crate) fn read_all(bootstrap: &str, read_committed: bool) -> Read {
     let isolation = if read_committed {
         "read_committed"
     } else {

@@ -260,7 +260,7 @@ impl Scenario {
         Ok(json!({"last_response": last, "records": records, "aborted": aborted}))
     }
 
-    pub async fn transactions_section(&mut self) -> anyhow::Result<()> {
+    pub(crate) async fn transactions_section(&mut self) -> anyhow::Result<()> {
         let topic = self.topic("compat-txn");
         self.create_topic(&topic, 2, 1, &[]).await?;
         self.wait_ready(&topic).await?;

@@ -5,17 +5,17 @@ use std::fs::File;
 use serde::{Deserialize, Serialize};
 
 /// How many leading bytes identify a file.
-pub const FINGERPRINT_BYTES: u64 = 1024;
+pub(super) const FINGERPRINT_BYTES: u64 = 1024;
 
 /// `dev:inode`: stable across renames, which is what rotation does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FileKey {
+pub(super) struct FileKey {
     pub device: u64,
     pub inode: u64,
 }
 
 impl FileKey {
-    pub fn of(metadata: &std::fs::Metadata) -> Self {
+    pub(super) fn of(metadata: &std::fs::Metadata) -> Self {
         use std::os::unix::fs::MetadataExt;
         FileKey {
             device: metadata.dev(),
@@ -23,11 +23,11 @@ impl FileKey {
         }
     }
 
-    pub fn to_position_key(self) -> String {
+    pub(super) fn to_position_key(self) -> String {
         format!("file:{}:{}", self.device, self.inode)
     }
 
-    pub fn from_position_key(key: &str) -> Option<Self> {
+    pub(super) fn from_position_key(key: &str) -> Option<Self> {
         let (device, inode) = key.strip_prefix("file:")?.split_once(':')?;
         Some(FileKey {
             device: device.parse().ok()?,
@@ -38,7 +38,7 @@ impl FileKey {
 
 /// What is committed for a file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredPosition {
+pub(super) struct StoredPosition {
     /// Where the file was when the position was stored (it may have been renamed since).
     pub path: String,
     /// The byte after the last line handed out.
@@ -52,7 +52,7 @@ pub struct StoredPosition {
 }
 
 /// FNV-1a (64-bit) of `file`'s first `length` bytes, or None when it holds fewer.
-pub fn fingerprint(file: &File, length: u64) -> std::io::Result<Option<u64>> {
+pub(super) fn fingerprint(file: &File, length: u64) -> std::io::Result<Option<u64>> {
     use std::os::unix::fs::FileExt;
     let mut head = vec![0u8; length as usize];
     let mut filled = 0;

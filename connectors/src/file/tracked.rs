@@ -10,7 +10,7 @@ use crate::source::SourceRecord;
 
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
-pub struct TrackedFile {
+pub(super) struct TrackedFile {
     pub key: FileKey,
     pub path: PathBuf,
     file: File,
@@ -32,7 +32,13 @@ pub struct TrackedFile {
 }
 
 impl TrackedFile {
-    pub fn open(path: PathBuf, key: FileKey, file: File, start: u64, in_long_line: bool) -> Self {
+    pub(super) fn open(
+        path: PathBuf,
+        key: FileKey,
+        file: File,
+        start: u64,
+        in_long_line: bool,
+    ) -> Self {
         TrackedFile {
             key,
             path,
@@ -51,7 +57,7 @@ impl TrackedFile {
 
     /// Reads complete lines into `out` until `max_records` are there or the file has no more
     /// whole lines; returns how many bytes were read.
-    pub fn read_lines(
+    pub(super) fn read_lines(
         &mut self,
         max_records: usize,
         max_line_bytes: usize,
@@ -115,7 +121,7 @@ impl TrackedFile {
 
     /// A file that ends without a newline and will not grow any more: its last line is
     /// handed out as it is.
-    pub fn finish(&mut self, max_line_bytes: usize, out: &mut Vec<SourceRecord>) {
+    pub(super) fn finish(&mut self, max_line_bytes: usize, out: &mut Vec<SourceRecord>) {
         if !self.pending.is_empty() && !self.in_long_line {
             out.push(line_record(&self.pending, max_line_bytes));
         }
@@ -140,7 +146,7 @@ impl TrackedFile {
     }
 
     /// The position to store (its fingerprint covers as much of the file's head as was read).
-    pub fn stored_position(&mut self) -> std::io::Result<StoredPosition> {
+    pub(super) fn stored_position(&mut self) -> std::io::Result<StoredPosition> {
         let length = self.read_offset.min(FINGERPRINT_BYTES);
         let current = match self.fingerprint {
             Some((hash, bytes)) if bytes == length => hash,
@@ -159,7 +165,7 @@ impl TrackedFile {
         })
     }
 
-    pub fn at_end(&self) -> std::io::Result<bool> {
+    pub(super) fn at_end(&self) -> std::io::Result<bool> {
         Ok(self.file.metadata()?.len() <= self.read_offset)
     }
 }

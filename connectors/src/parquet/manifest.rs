@@ -10,9 +10,9 @@ use super::store::FileStore;
 use crate::error::ConnectorError;
 
 /// Where staged (not yet published) files are written, relative to the sink's root.
-pub const STAGING_DIR: &str = "_weir/staging";
+pub(super) const STAGING_DIR: &str = "_weir/staging";
 /// Where manifests are written, relative to the sink's root.
-pub const MANIFESTS_DIR: &str = "_weir/manifests";
+pub(super) const MANIFESTS_DIR: &str = "_weir/manifests";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -37,22 +37,22 @@ pub struct PublishedFile {
 }
 
 /// The file name of a manifest.
-pub fn file_name(sequence: u64) -> String {
+pub(super) fn file_name(sequence: u64) -> String {
     format!("{sequence:010}.json")
 }
 
 /// The sequence a manifest's file name stands for; `None` for anything else (a half-written
 /// `.json.tmp`, say).
-pub fn sequence_of(file_name: &str) -> Option<u64> {
+pub(super) fn sequence_of(file_name: &str) -> Option<u64> {
     file_name.strip_suffix(".json")?.parse().ok()
 }
 
-pub fn encode(manifest: &Manifest) -> Result<Vec<u8>, ConnectorError> {
+pub(super) fn encode(manifest: &Manifest) -> Result<Vec<u8>, ConnectorError> {
     serde_json::to_vec_pretty(manifest)
         .map_err(|e| ConnectorError::Sink(format!("cannot encode the manifest: {e}")))
 }
 
-pub fn decode(bytes: &[u8], location: &str) -> Result<Manifest, ConnectorError> {
+pub(super) fn decode(bytes: &[u8], location: &str) -> Result<Manifest, ConnectorError> {
     serde_json::from_slice(bytes).map_err(|e| {
         ConnectorError::Sink(format!(
             "manifest {location} is corrupt ({e}); it was written atomically, so the sink's \
@@ -62,7 +62,7 @@ pub fn decode(bytes: &[u8], location: &str) -> Result<Manifest, ConnectorError> 
 }
 
 /// The newest manifest, if any commit happened.
-pub async fn latest(store: &dyn FileStore) -> Result<Option<Manifest>, ConnectorError> {
+pub(super) async fn latest(store: &dyn FileStore) -> Result<Option<Manifest>, ConnectorError> {
     match store.manifest_sequences().await?.pop() {
         Some(sequence) => Ok(Some(store.read_manifest(sequence).await?)),
         None => Ok(None),
@@ -70,7 +70,7 @@ pub async fn latest(store: &dyn FileStore) -> Result<Option<Manifest>, Connector
 }
 
 /// Deletes all but the newest `keep` manifests.
-pub async fn prune(store: &dyn FileStore, keep: usize) -> Result<(), ConnectorError> {
+pub(super) async fn prune(store: &dyn FileStore, keep: usize) -> Result<(), ConnectorError> {
     let sequences = store.manifest_sequences().await?;
     let excess = sequences.len().saturating_sub(keep);
     for sequence in &sequences[..excess] {

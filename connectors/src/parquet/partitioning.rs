@@ -14,14 +14,14 @@ use crate::error::ConnectorError;
 const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PartitionSpec {
+pub(super) enum PartitionSpec {
     Date(String),
     Hour(String),
     Value(String),
 }
 
 impl PartitionSpec {
-    pub fn parse(spec: &str) -> Result<Self, String> {
+    pub(super) fn parse(spec: &str) -> Result<Self, String> {
         let spec = spec.trim();
         let call = |name: &str| {
             spec.strip_prefix(name)
@@ -48,7 +48,7 @@ impl PartitionSpec {
         }
     }
 
-    pub fn column(&self) -> &str {
+    pub(super) fn column(&self) -> &str {
         match self {
             PartitionSpec::Date(column)
             | PartitionSpec::Hour(column)
@@ -57,7 +57,7 @@ impl PartitionSpec {
     }
 
     /// Checks the column exists and fits (a timestamp for date/hour).
-    pub fn check(&self, schema: &Schema) -> Result<(), ConnectorError> {
+    pub(super) fn check(&self, schema: &Schema) -> Result<(), ConnectorError> {
         let field = schema.field_with_name(self.column()).map_err(|_| {
             let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
             ConnectorError::Config(format!(
@@ -82,7 +82,7 @@ impl PartitionSpec {
 }
 
 /// The partition directory of every row (`""` without partitioning).
-pub fn row_directories(
+pub(super) fn row_directories(
     batch: &RecordBatch,
     specs: &[PartitionSpec],
 ) -> Result<Vec<String>, ConnectorError> {

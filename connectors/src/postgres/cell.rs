@@ -13,7 +13,7 @@ use bytes::BytesMut;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 
 /// A column normalised to one Arrow type per kind, read row by row.
-pub enum ColumnValues {
+pub(super) enum ColumnValues {
     Text(StringArray),
     Bool(BooleanArray),
     Integer(Int64Array),
@@ -22,7 +22,7 @@ pub enum ColumnValues {
 }
 
 impl ColumnValues {
-    pub fn new(array: &ArrayRef) -> Result<Self, String> {
+    pub(super) fn new(array: &ArrayRef) -> Result<Self, String> {
         let to = |data_type: DataType| cast(array, &data_type).map_err(|e| e.to_string());
         Ok(match array.data_type() {
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
@@ -44,7 +44,7 @@ impl ColumnValues {
         })
     }
 
-    pub fn cell(&self, row: usize) -> Cell<'_> {
+    pub(super) fn cell(&self, row: usize) -> Cell<'_> {
         match self {
             ColumnValues::Text(a) => Cell::Text(a.is_valid(row).then(|| a.value(row))),
             ColumnValues::Bool(a) => Cell::Bool(a.is_valid(row).then(|| a.value(row))),
@@ -56,7 +56,7 @@ impl ColumnValues {
 }
 
 #[derive(Debug)]
-pub enum Cell<'a> {
+pub(super) enum Cell<'a> {
     Text(Option<&'a str>),
     Bool(Option<bool>),
     Integer(Option<i64>),

@@ -5,12 +5,12 @@ use arrow::datatypes::{DataType, Schema};
 use tokio_postgres::types::Type;
 
 /// A double-quoted identifier (so any column name works, in its exact case).
-pub fn quote_ident(name: &str) -> String {
+pub(super) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// `table` or `schema.table`, quoted.
-pub fn quote_table(table: &str) -> Result<String, String> {
+pub(super) fn quote_table(table: &str) -> Result<String, String> {
     let parts: Vec<&str> = table.split('.').collect();
     if parts.is_empty() || parts.len() > 2 || parts.iter().any(|p| p.trim().is_empty()) {
         return Err(format!("'{table}' is not `table` or `schema.table`"));
@@ -23,7 +23,7 @@ pub fn quote_table(table: &str) -> Result<String, String> {
 }
 
 /// The PostgreSQL type a new table gets for an Arrow column.
-pub fn create_type(data_type: &DataType) -> Option<&'static str> {
+pub(super) fn create_type(data_type: &DataType) -> Option<&'static str> {
     Some(match data_type {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "text",
         DataType::Boolean => "boolean",
@@ -38,7 +38,7 @@ pub fn create_type(data_type: &DataType) -> Option<&'static str> {
 }
 
 /// Whether values of `data_type` can be copied into a column of `table_type`.
-pub fn fits(data_type: &DataType, table_type: &Type) -> bool {
+pub(super) fn fits(data_type: &DataType, table_type: &Type) -> bool {
     let integer = [
         Type::INT2,
         Type::INT4,
@@ -64,7 +64,7 @@ pub fn fits(data_type: &DataType, table_type: &Type) -> bool {
 }
 
 /// `CREATE TABLE IF NOT EXISTS` for `schema`'s columns.
-pub fn create_table_sql(table: &str, schema: &Schema) -> Result<String, String> {
+pub(super) fn create_table_sql(table: &str, schema: &Schema) -> Result<String, String> {
     let mut columns = Vec::new();
     for field in schema.fields() {
         let Some(sql_type) = create_type(field.data_type()) else {
@@ -90,11 +90,11 @@ const DDL_LOCK_KEY: i64 = 0x7765_6972_2d64_646c;
 /// is not safe against a concurrent identical one (the loser fails with "already exists"), so
 /// sinks starting together on a fresh database take turns. Several statements in one simple
 /// query run as one implicit transaction, which holds the lock until it ends.
-pub fn serialized_ddl(ddl: &str) -> String {
+pub(super) fn serialized_ddl(ddl: &str) -> String {
     format!("SELECT pg_advisory_xact_lock({DDL_LOCK_KEY}); {ddl}")
 }
 
-pub const OFFSETS_TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS weir_offsets (
+pub(super) const OFFSETS_TABLE_SQL: &str = "CREATE TABLE IF NOT EXISTS weir_offsets (
     sink text NOT NULL,
     topic text NOT NULL,
     partition integer NOT NULL,

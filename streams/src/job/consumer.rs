@@ -12,23 +12,23 @@ use crate::error::{Result, StreamsError};
 use crate::job::JobConfig;
 
 /// How long a call to the cluster may take before the checkpoint gives up.
-pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const CLUSTER_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub type JobConsumer = BaseConsumer<RebalanceTracker>;
+pub(super) type JobConsumer = BaseConsumer<RebalanceTracker>;
 
 /// Remembers that partitions were revoked or assigned since the loop last looked.
 #[derive(Default)]
-pub struct RebalanceTracker {
+pub(super) struct RebalanceTracker {
     flag: AtomicBool,
 }
 
 impl RebalanceTracker {
     /// Whether a rebalance happened since `take_rebalanced` last looked.
-    pub fn rebalanced(&self) -> bool {
+    pub(super) fn rebalanced(&self) -> bool {
         self.flag.load(Ordering::SeqCst)
     }
 
-    pub fn take_rebalanced(&self) -> bool {
+    pub(super) fn take_rebalanced(&self) -> bool {
         self.flag.swap(false, Ordering::SeqCst)
     }
 }
@@ -43,7 +43,7 @@ impl ConsumerContext for RebalanceTracker {
 }
 
 /// The job's consumer, subscribed to the input and (windowed jobs) the repartition topic.
-pub fn create(config: &JobConfig, internal_topic: Option<&str>) -> Result<JobConsumer> {
+pub(super) fn create(config: &JobConfig, internal_topic: Option<&str>) -> Result<JobConsumer> {
     let mut client = ClientConfig::new();
     client
         .set("bootstrap.servers", &config.bootstrap)
@@ -79,7 +79,7 @@ pub fn create(config: &JobConfig, internal_topic: Option<&str>) -> Result<JobCon
 
 /// Moves every assigned partition back to its committed offset (the start of the uncommitted
 /// checkpoint), or to the beginning when nothing is committed yet.
-pub fn rewind(consumer: &JobConsumer) -> Result<()> {
+pub(super) fn rewind(consumer: &JobConsumer) -> Result<()> {
     let committed = consumer
         .committed(CLUSTER_TIMEOUT)
         .map_err(StreamsError::kafka("reading committed offsets"))?;

@@ -7,7 +7,7 @@ use crate::job::transaction::{Checkpoint, Destination, Outgoing};
 use crate::job::{decode_input, JobConfig, JobStats, Polled, Processor};
 use crate::sql::SqlTransform;
 
-pub struct Stateless<'a> {
+pub(super) struct Stateless<'a> {
     pub config: &'a JobConfig,
     pub decoders: &'a [RecordDecoder],
     pub transform: &'a SqlTransform,

@@ -14,7 +14,7 @@ use crate::job::JobConfig;
 use crate::topic_reader;
 
 /// The number of partitions of the input topic, once the internal topics exist with as many.
-pub fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> Result<i32> {
+pub(super) fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> Result<i32> {
     let reader = topic_reader::consumer(&config.bootstrap, &config.client_properties)?;
     let input_partitions =
         topic_reader::partitions(&reader, config.input(), CLUSTER_TIMEOUT)?.len() as i32;

@@ -17,7 +17,7 @@ use crate::job::JobConfig;
 
 /// Where a record of a checkpoint goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Destination {
+pub(super) enum Destination {
     Output,
     DeadLetter,
     Late,
@@ -27,7 +27,7 @@ pub enum Destination {
 
 /// One record a checkpoint produces.
 #[derive(Debug, Clone)]
-pub struct Outgoing {
+pub(super) struct Outgoing {
     pub destination: Destination,
     pub key: Option<Vec<u8>>,
     /// `None`: a tombstone.
@@ -37,7 +37,7 @@ pub struct Outgoing {
 /// What a checkpoint commits: its records, and per consumed partition the next offset and the
 /// offset's metadata.
 #[derive(Debug, Default)]
-pub struct Checkpoint {
+pub(super) struct Checkpoint {
     pub records: Vec<Outgoing>,
     pub offsets: BTreeMap<(String, i32), (i64, String)>,
 }
@@ -47,7 +47,7 @@ const QUEUE_FULL_PAUSE: Duration = Duration::from_millis(5);
 /// Pause between looks at the records still in flight before a commit.
 const DELIVERY_PAUSE: Duration = Duration::from_millis(1);
 
-pub struct CheckpointWriter {
+pub(super) struct CheckpointWriter {
     // A threaded producer serves delivery reports itself, which a commit's flush waits for.
     producer: ThreadedProducer<DefaultProducerContext>,
     output: String,
@@ -60,7 +60,7 @@ pub struct CheckpointWriter {
 impl CheckpointWriter {
     /// The transactional producer of this copy of the job; initialising it fences (and ends the
     /// open transaction of) the previous incarnation with the same transactional id.
-    pub fn create(config: &JobConfig) -> Result<Self> {
+    pub(super) fn create(config: &JobConfig) -> Result<Self> {
         let mut client = ClientConfig::new();
         client
             .set("bootstrap.servers", &config.bootstrap)
@@ -91,7 +91,7 @@ impl CheckpointWriter {
 
     /// Writes one checkpoint atomically. On an error the transaction is aborted (the caller
     /// rewinds); a fenced producer is `StreamsError::Fenced`.
-    pub fn commit(&self, consumer: &JobConsumer, checkpoint: &Checkpoint) -> Result<()> {
+    pub(super) fn commit(&self, consumer: &JobConsumer, checkpoint: &Checkpoint) -> Result<()> {
         self.producer
             .begin_transaction()
             .map_err(|e| self.classify("beginning a transaction", e))?;

@@ -23,7 +23,7 @@ use crate::window::pre_aggregate::{pre_aggregate, PartitionTimes};
 use crate::window::query::WindowedQuery;
 use crate::window::store::{Merged, WindowStore, WindowStoreConfig};
 
-pub struct Windowed<'a> {
+pub(super) struct Windowed<'a> {
     config: &'a JobConfig,
     decoders: &'a [RecordDecoder],
     transform: &'a SqlTransform,
@@ -38,7 +38,7 @@ pub struct Windowed<'a> {
 }
 
 impl<'a> Windowed<'a> {
-    pub fn new(
+    pub(super) fn new(
         config: &'a JobConfig,
         decoders: &'a [RecordDecoder],
         transform: &'a SqlTransform,

@@ -8,10 +8,10 @@ use crate::partition::Partition;
 
 /// A batch in a log: (offset, leader epoch, CRC of its content). One record per batch here,
 /// and every produced value is distinct, so equal triples are the same record.
-pub type Entry = (i64, i32, u32);
+pub(super) type Entry = (i64, i32, u32);
 
 /// Every batch of `partition`'s log.
-pub fn read_log(partition: &Partition) -> Vec<Entry> {
+pub(super) fn read_log(partition: &Partition) -> Vec<Entry> {
     let start = partition.offsets().log_start_offset;
     let read = partition
         .read_for_follower(start, usize::MAX / 2)
@@ -29,7 +29,7 @@ pub fn read_log(partition: &Partition) -> Vec<Entry> {
 }
 
 #[derive(Default)]
-pub struct Checker {
+pub(super) struct Checker {
     /// Writes answered as acknowledged (acks=all), by offset.
     acknowledged: BTreeMap<i64, Entry>,
     /// The longest prefix any leader's high watermark covered: what is committed.
@@ -41,7 +41,7 @@ pub struct Checker {
 }
 
 impl Checker {
-    pub fn acknowledged(&mut self, offset: i64, leader_epoch: i32, crc: u32) {
+    pub(super) fn acknowledged(&mut self, offset: i64, leader_epoch: i32, crc: u32) {
         let entry = (offset, leader_epoch, crc);
         if let Some(earlier) = self.acknowledged.insert(offset, entry) {
             if earlier != entry && self.conflict.is_none() {
@@ -53,13 +53,18 @@ impl Checker {
     }
 
     /// Whether broker `broker`'s leadership at `leader_epoch` was seen before.
-    pub fn is_leading(&self, broker: i32, leader_epoch: i32) -> bool {
+    pub(super) fn is_leading(&self, broker: i32, leader_epoch: i32) -> bool {
         self.leader_high_watermarks
             .contains_key(&(broker, leader_epoch))
     }
 
     /// A replica begins leading with `log`: it must hold every acknowledged write.
-    pub fn new_leader(&self, broker: i32, leader_epoch: i32, log: &[Entry]) -> Result<(), String> {
+    pub(super) fn new_leader(
+        &self,
+        broker: i32,
+        leader_epoch: i32,
+        log: &[Entry],
+    ) -> Result<(), String> {
         for (offset, entry) in &self.acknowledged {
             if log.get(*offset as usize) != Some(entry) {
                 return Err(format!(
@@ -75,7 +80,7 @@ impl Checker {
     /// After every step: leaders' high watermarks only grow and extend the committed log,
     /// every replica agrees with it below its own high watermark, and every acknowledged
     /// write is committed.
-    pub fn check(&mut self, replicas: &[(i32, &Partition)]) -> Result<(), String> {
+    pub(super) fn check(&mut self, replicas: &[(i32, &Partition)]) -> Result<(), String> {
         if let Some(conflict) = &self.conflict {
             return Err(conflict.clone());
         }

@@ -55,7 +55,7 @@ const FETCH_MAX_BYTES: usize = 4_096;
 
 /// What a run went through, so a test can tell that the faults and elections happened.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Stats {
+pub(super) struct Stats {
     pub acknowledged: u64,
     pub crashes: u64,
     pub leaderships: u64,
@@ -100,7 +100,7 @@ struct SimBroker {
     pending_acks: Vec<PendingAck>,
 }
 
-pub struct Simulation {
+pub(super) struct Simulation {
     seed: u64,
     rng: SeededRng,
     clock: Arc<ManualClock>,
@@ -117,7 +117,7 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    pub fn new(seed: u64, faulty_steps: usize) -> Simulation {
+    pub(super) fn new(seed: u64, faulty_steps: usize) -> Simulation {
         let dir = tempfile::tempdir().expect("temporary directory");
         let clock = Arc::new(ManualClock::new(1_000));
         let config = ControllerConfig {
@@ -190,7 +190,7 @@ impl Simulation {
 
     /// Runs the faulty phase, then a quiet one that must converge; panics with the seed on a
     /// broken invariant.
-    pub fn run(&mut self) {
+    pub(super) fn run(&mut self) {
         for step in 0..self.faulty_steps {
             self.faulty_step();
             self.check(step);

@@ -10,10 +10,10 @@ use crate::cluster::controller::{ControllerError, Registration};
 use crate::seeded_rng::SeededRng;
 
 /// The controller's node id in the simulation (brokers are 1..).
-pub const CONTROLLER: i32 = 0;
+pub(super) const CONTROLLER: i32 = 0;
 
 #[derive(Debug, Clone)]
-pub enum Message {
+pub(super) enum Message {
     // Broker → controller.
     Register(Registration),
     Heartbeat {
@@ -53,7 +53,7 @@ pub enum Message {
 }
 
 #[derive(Debug)]
-pub struct Envelope {
+pub(super) struct Envelope {
     pub from: i32,
     pub to: i32,
     /// The process of `to` it was sent to: a restarted broker never sees its predecessor's mail.
@@ -63,7 +63,7 @@ pub struct Envelope {
 }
 
 #[derive(Default)]
-pub struct Network {
+pub(super) struct Network {
     in_flight: Vec<Envelope>,
     /// Links that carry nothing (either direction), as (smaller id, larger id).
     cut: BTreeSet<(i32, i32)>,
@@ -74,14 +74,14 @@ fn link(a: i32, b: i32) -> (i32, i32) {
 }
 
 impl Network {
-    pub fn send(&mut self, envelope: Envelope) {
+    pub(super) fn send(&mut self, envelope: Envelope) {
         if !self.cut.contains(&link(envelope.from, envelope.to)) {
             self.in_flight.push(envelope);
         }
     }
 
     /// A random message among those due now; one crossing a link cut meanwhile is lost.
-    pub fn take_due(&mut self, now_ms: i64, rng: &mut SeededRng) -> Option<Envelope> {
+    pub(super) fn take_due(&mut self, now_ms: i64, rng: &mut SeededRng) -> Option<Envelope> {
         let due: Vec<usize> = (0..self.in_flight.len())
             .filter(|&i| self.in_flight[i].deliver_at_ms <= now_ms)
             .collect();
@@ -93,18 +93,18 @@ impl Network {
         (!self.cut.contains(&link(envelope.from, envelope.to))).then_some(envelope)
     }
 
-    pub fn drop_random(&mut self, rng: &mut SeededRng) {
+    pub(super) fn drop_random(&mut self, rng: &mut SeededRng) {
         if !self.in_flight.is_empty() {
             let chosen = rng.below(self.in_flight.len() as u64) as usize;
             self.in_flight.swap_remove(chosen);
         }
     }
 
-    pub fn cut(&mut self, a: i32, b: i32) {
+    pub(super) fn cut(&mut self, a: i32, b: i32) {
         self.cut.insert(link(a, b));
     }
 
-    pub fn heal(&mut self) {
+    pub(super) fn heal(&mut self) {
         self.cut.clear();
     }
 }

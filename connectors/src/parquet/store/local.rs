@@ -15,12 +15,12 @@ use super::FileStore;
 use crate::error::ConnectorError;
 use crate::parquet::manifest::{self, Manifest, PublishedFile, MANIFESTS_DIR, STAGING_DIR};
 
-pub struct LocalStore {
+pub(crate) struct LocalStore {
     root: PathBuf,
 }
 
 impl LocalStore {
-    pub fn new(root: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(root: impl Into<PathBuf>) -> Self {
         LocalStore { root: root.into() }
     }
 

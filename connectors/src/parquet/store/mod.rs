@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use parquet::arrow::async_writer::AsyncFileWriter;
 
-pub use local::LocalStore;
-pub use object::{problems as object_store_problems, ObjectStoreTarget};
+pub(super) use local::LocalStore;
+pub(super) use object::{problems as object_store_problems, ObjectStoreTarget};
 
 use super::config::ParquetSinkConfig;
 use super::manifest::{Manifest, PublishedFile};
@@ -24,7 +24,7 @@ use crate::error::ConnectorError;
 /// The storage operations of the Parquet sink's commit protocol. Paths are relative to the
 /// store's root, `/`-separated.
 #[async_trait]
-pub trait FileStore: Send + Sync {
+pub(super) trait FileStore: Send + Sync {
     /// Creates what must exist before files are written (local directories).
     async fn prepare(&self) -> Result<(), ConnectorError>;
     /// A writer for a new staged file.
@@ -56,16 +56,16 @@ pub trait FileStore: Send + Sync {
 
 /// The store a sink's `path` names: `s3://bucket/prefix` (or `s3a://`) is an object store,
 /// anything else a local directory.
-pub fn open(config: &ParquetSinkConfig) -> Result<Box<dyn FileStore>, ConnectorError> {
+pub(super) fn open(config: &ParquetSinkConfig) -> Result<Box<dyn FileStore>, ConnectorError> {
     open_location(&config.path, &config.storage_options)
 }
 
 /// Whether `path` names an object store rather than a local directory.
-pub fn is_object_store(path: &str) -> bool {
+pub(super) fn is_object_store(path: &str) -> bool {
     object::scheme_of(path).is_some()
 }
 
-pub fn open_location(
+pub(super) fn open_location(
     path: &str,
     storage_options: &BTreeMap<String, String>,
 ) -> Result<Box<dyn FileStore>, ConnectorError> {

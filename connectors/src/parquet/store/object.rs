@@ -31,13 +31,13 @@ use crate::parquet::manifest::{self, Manifest, PublishedFile, MANIFESTS_DIR, STA
 const S3_SCHEMES: [&str; 2] = ["s3", "s3a"];
 
 /// The scheme of `path` when it is a URL (`s3://…`), else `None` (a local path).
-pub fn scheme_of(path: &str) -> Option<&str> {
+pub(super) fn scheme_of(path: &str) -> Option<&str> {
     let (scheme, _) = path.split_once("://")?;
     Some(scheme)
 }
 
 /// What is wrong with an object-store `path` and its options (empty when nothing is).
-pub fn problems(path: &str, options: &BTreeMap<String, String>) -> Vec<String> {
+pub(crate) fn problems(path: &str, options: &BTreeMap<String, String>) -> Vec<String> {
     let mut problems = Vec::new();
     match scheme_of(path) {
         None if !options.is_empty() => problems.push(
@@ -78,14 +78,17 @@ fn bucket_and_prefix(url: &str) -> (&str, &str) {
     (bucket, prefix.trim_matches('/'))
 }
 
-pub struct ObjectStoreTarget {
+pub(crate) struct ObjectStoreTarget {
     store: Arc<dyn ObjectStore>,
     url: String,
     prefix: String,
 }
 
 impl ObjectStoreTarget {
-    pub fn new(url: &str, options: &BTreeMap<String, String>) -> Result<Self, ConnectorError> {
+    pub(crate) fn new(
+        url: &str,
+        options: &BTreeMap<String, String>,
+    ) -> Result<Self, ConnectorError> {
         let problems = problems(url, options);
         if !problems.is_empty() {
             return Err(ConnectorError::Config(problems.join("; ")));
