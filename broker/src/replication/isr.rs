@@ -1,17 +1,17 @@
 //! A leader's ISR changes on their way to the active controller (AlterPartition, KIP-497).
 //!
-//! Leaders decide (in [`crate::partition::leader_replicas`]) when a follower joins or leaves the ISR; the change is
-//! queued here and sent by one task, one at a time. An accepted change comes back through the
-//! metadata image (the partition's new ISR and partition epoch); a refused one clears the
-//! leader's pending proposal so it can propose again. Lagging members are looked for every
-//! half `replica.lag.time.max.ms`.
+//! Leaders decide (in [`crate::partition::leader_replicas`]) when a follower joins or leaves
+//! the ISR; the change is queued here and sent by one task, one at a time. An accepted change
+//! comes back through the metadata image (the partition's new ISR and partition epoch); a
+//! refused one clears the leader's pending proposal so it can propose again. Lagging members
+//! are looked for every half `replica.lag.time.max.ms` ([`propose_lagging_shrinks`], run by
+//! the server's background tasks).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
-
 use prometheus::IntCounter;
+use tokio::sync::{mpsc, watch};
 
 use crate::cluster::member::ClusterMember;
 use crate::cluster::quorum::rpc::ControllerRequest;

@@ -1,6 +1,7 @@
 //! Background work: retention, log compaction, transaction timeouts, producer expiry, periodic
 //! flushes (`flush.ms`, `flush.messages`), recovery-point and high watermark checkpoints, group
-//! ticks and (cluster mode) the sweep for followers that fell out of the ISR. Each loop stops when shutdown is signalled.
+//! ticks and (cluster mode) the sweep for followers that fell out of the ISR. Each loop stops
+//! when shutdown is signalled.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,8 +7,8 @@
 //! `verify_only` unless adding), as Kafka's brokers do.
 //!
 //! Answers are Kafka error codes per partition, since a remote coordinator answers in codes;
-//! a local refusal ([`crate::transaction::TxnError`]) is put in the same terms through its one mapping
-//! (`handler::errors`).
+//! a local refusal ([`crate::transaction::TxnError`]) is put in the same terms through its one
+//! mapping (`handler::errors`).
 
 use kafka_protocol::messages::add_partitions_to_txn_request::{
     AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,

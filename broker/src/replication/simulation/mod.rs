@@ -5,8 +5,8 @@
 //! and truncation, recovery on restart), the follower protocol of [`super::fetcher`] (truncate
 //! by leader epoch with [`truncation_step`], then fetch from the log end) and the leader's
 //! answers as `handler::fetch` and `handler::offset_for_leader_epoch` give them (the same
-//! `Partition::check_leader_epoch`). A fake clock; a network that delays, reorders, drops and partitions
-//! messages; brokers that crash (losing everything but their logs) and restart.
+//! `Partition::check_leader_epoch`). A fake clock; a network that delays, reorders, drops and
+//! partitions messages; brokers that crash (losing everything but their logs) and restart.
 //!
 //! What is abstracted: the metadata quorum is one controller that does not fail (openraft's
 //! consensus has its own tests), each broker learns the metadata log's prefix at its own pace
