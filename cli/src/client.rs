@@ -1,7 +1,8 @@
-//! Shared rdkafka client settings for the client commands.
+//! The cluster the client commands talk to: `-b` and `-X`, made into `weir_client` settings.
 
 use clap::Args;
 use rdkafka::ClientConfig;
+use weir_client::ClientSettings;
 
 #[derive(Args, Clone)]
 pub(crate) struct ConnectArgs {
@@ -20,26 +21,23 @@ pub(crate) struct ConnectArgs {
 }
 
 impl ConnectArgs {
+    /// A client's configuration: the bootstrap servers and the `-X` properties.
     pub(crate) fn client_config(&self) -> anyhow::Result<ClientConfig> {
-        let mut config = ClientConfig::new();
-        config.set("bootstrap.servers", &self.bootstrap);
-        for (name, value) in self.property_pairs()? {
-            config.set(name, value);
-        }
-        Ok(config)
+        Ok(self.settings()?.config(&[]))
     }
 
-    /// The `-X NAME=VALUE` properties as pairs.
-    pub(crate) fn property_pairs(&self) -> anyhow::Result<Vec<(String, String)>> {
-        self.properties
+    /// The cluster and the `-X NAME=VALUE` properties.
+    pub(crate) fn settings(&self) -> anyhow::Result<ClientSettings> {
+        let properties = self
+            .properties
             .iter()
             .map(|property| {
-                let (name, value) = property
+                property
                     .split_once('=')
-                    .ok_or_else(|| anyhow::anyhow!("-X '{property}' must be NAME=VALUE"))?;
-                Ok((name.to_string(), value.to_string()))
+                    .ok_or_else(|| anyhow::anyhow!("-X '{property}' must be NAME=VALUE"))
             })
-            .collect()
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(ClientSettings::new(&self.bootstrap).with_properties(properties))
     }
 }
 

@@ -109,7 +109,7 @@ pub(crate) async fn run(args: JobArgs) -> anyhow::Result<()> {
     config.allowed_lateness_ms = run.allowed_lateness_ms;
     config.late_topic = run.late_topic;
     config.max_state_entries = run.max_state_entries;
-    config.client_properties = args.connect.property_pairs()?;
+    config.client = args.connect.settings()?;
     let stop = Arc::new(AtomicBool::new(false));
     let on_signal = Arc::clone(&stop);
     tokio::spawn(async move {

@@ -55,7 +55,7 @@ pub(crate) async fn run(args: SqlArgs) -> anyhow::Result<()> {
         Values::Raw => ValueFormat::Raw,
     };
     options.max_records = args.max_records;
-    options.client_properties = args.connect.property_pairs()?;
+    options.client = args.connect.settings()?;
     for table in &args.parquet {
         let Some((name, location)) = table.split_once('=') else {
             anyhow::bail!("--parquet {table}: expected NAME=DIRECTORY or NAME=s3://BUCKET/PREFIX");

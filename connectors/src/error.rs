@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use weir_client::Fenced;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectorError {
     #[error("{operation} {path}: {source}")]
@@ -18,10 +20,11 @@ pub enum ConnectorError {
     Sink(String),
     #[error("{0}")]
     Source(String),
-    /// Another writer moved the offsets this one started from: it lost the partitions (a
-    /// newer copy of the pipeline owns them) and its uncommitted rows must be dropped.
-    #[error("{0}")]
-    Fenced(String),
+    /// A newer writer took over (it moved the offsets this one started from, or its producer
+    /// fenced this one's): this one lost the partitions (a newer copy of the pipeline owns
+    /// them) and its uncommitted rows must be dropped.
+    #[error(transparent)]
+    Fenced(#[from] Fenced),
 }
 
 impl ConnectorError {

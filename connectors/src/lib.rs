@@ -12,7 +12,8 @@
 //! - [`sink`]: the sink trait — rows written, then committed atomically with the input
 //!   offsets they cover, which the sink itself keeps. Sinks: [`parquet`] (manifest-published
 //!   files), [`postgres`] (COPY + `weir_offsets` in one transaction), [`stdout`].
-//!   [`kafka`] bridges to other Kafka clusters both ways (source and sink).
+//!   [`kafka`] bridges to other Kafka clusters both ways (source and sink), its clients and
+//!   transactional producer from `weir_client`.
 //!
 //! - [`registry`]: every `kind:` a pipeline may name, its config type, and what a pipeline asks
 //!   of it (problems, the source's format, the source or sink itself, reachability).

@@ -4,13 +4,12 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::types::RDKafkaErrorCode;
 use weir_broker::{Broker, BrokerConfig};
+use weir_client::{ClientSettings, CLUSTER_TIMEOUT};
 
 use crate::config::PipelineConfig;
 use crate::error::{PipelineError, Result};
@@ -65,14 +64,14 @@ fn topics_of(config: &PipelineConfig, windowed: bool) -> Vec<TopicSpec> {
 }
 
 /// Creates the pipeline's topics that do not exist yet (existing ones are kept as they are).
-pub async fn ensure_topics(config: &PipelineConfig, bootstrap: &str, windowed: bool) -> Result<()> {
+pub async fn ensure_topics(
+    config: &PipelineConfig,
+    client: &ClientSettings,
+    windowed: bool,
+) -> Result<()> {
     let name = &config.name;
-    let mut client = ClientConfig::new();
-    client.set("bootstrap.servers", bootstrap);
-    for (key, value) in config.client_properties() {
-        client.set(key, value);
-    }
     let admin: AdminClient<DefaultClientContext> = client
+        .config(&[])
         .create()
         .map_err(PipelineError::kafka(name, "creating the admin client"))?;
     let specs = topics_of(config, windowed);
@@ -91,7 +90,7 @@ pub async fn ensure_topics(config: &PipelineConfig, bootstrap: &str, windowed: b
             }
         })
         .collect();
-    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let options = AdminOptions::new().operation_timeout(Some(CLUSTER_TIMEOUT));
     let results = admin
         .create_topics(&topics, &options)
         .await

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use weir_client::ClientSettings;
 /// The source and sink configs, by `kind:`, come from the connectors' registry.
 pub use weir_connectors::registry::{SinkConfig, SourceConfig};
 
@@ -154,10 +155,9 @@ impl PipelineConfig {
         format!("weir-{}-windows", self.name)
     }
 
-    pub fn client_properties(&self) -> Vec<(String, String)> {
-        self.client_properties
-            .iter()
-            .map(|(name, value)| (name.clone(), value.clone()))
-            .collect()
+    /// The pipeline's cluster at `bootstrap` (its own, or the embedded broker's) with its
+    /// client properties.
+    pub fn client(&self, bootstrap: &str) -> ClientSettings {
+        ClientSettings::new(bootstrap).with_properties(self.client_properties.clone())
     }
 }

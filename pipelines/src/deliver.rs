@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
+use weir_client::{ClientSettings, CLUSTER_TIMEOUT};
 use weir_connectors::registry::SinkTarget;
 use weir_connectors::sink::{Sink, SinkOffsets, SinkStats};
 use weir_connectors::ConnectorError;
@@ -24,7 +24,6 @@ use crate::error::{PipelineError, Result};
 use crate::membership::Membership;
 use crate::metrics::PipelineMetrics;
 use crate::rows::{RowWorkers, SinkInput};
-use crate::writer::CLUSTER_TIMEOUT;
 
 /// The most records decoded and transformed at once.
 const MAX_BATCH_RECORDS: usize = 20_000;
@@ -34,7 +33,8 @@ const BATCH_WAIT: Duration = Duration::from_millis(100);
 pub struct DeliverStage {
     pub config: PipelineConfig,
     pub sink_index: usize,
-    pub bootstrap: String,
+    /// The pipeline's cluster.
+    pub client: ClientSettings,
     pub metrics: Arc<PipelineMetrics>,
     pub stop: Arc<AtomicBool>,
     /// Set when what feeds the sink's topic ended (the source stage, or the windowed job after
@@ -118,18 +118,11 @@ impl DeliverStage {
             self.config.positions_topic()
         };
         let group = self.group();
-        let properties = self.config.client_properties();
         // Joining reads metadata (blocking): off the runtime's workers, which an embedded
         // broker on the same runtime needs to answer (two sink stages blocking both workers of
         // a 2-core machine starved it).
         let mut membership = tokio::task::block_in_place(|| {
-            Membership::join(
-                &name,
-                &self.bootstrap,
-                &group,
-                &membership_topic,
-                &properties,
-            )
+            Membership::join(&name, &self.client, &group, &membership_topic)
         })?;
         let labels = [name.as_str(), &self.label()];
         let mut spare_sink = Some(sink);
@@ -243,8 +236,8 @@ impl DeliverStage {
         let target = self.positions(consumer, topic, &work.next)?;
         match work.sink.commit(&target).await {
             Ok(()) => {}
-            Err(ConnectorError::Fenced(reason)) => {
-                tracing::warn!(pipeline = %self.config.name, sink = %self.label(), %reason, "fenced: dropping the uncommitted rows and reading again from the sink's offsets");
+            Err(ConnectorError::Fenced(fenced)) => {
+                tracing::warn!(pipeline = %self.config.name, sink = %self.label(), reason = %fenced.reason, "fenced: dropping the uncommitted rows and reading again from the sink's offsets");
                 work.fenced = true;
                 return Ok(());
             }
@@ -271,21 +264,19 @@ impl DeliverStage {
         committed: &SinkOffsets,
     ) -> Result<(StreamConsumer, Vec<i32>)> {
         let name = &self.config.name;
-        let mut client = ClientConfig::new();
+        let group = self.group();
         // librdkafka wants a group for assign(); this consumer never joins it (the membership
         // does) and never commits to it (the sink keeps the offsets).
-        client
-            .set("bootstrap.servers", &self.bootstrap)
-            .set("group.id", self.group())
-            .set("enable.auto.commit", "false")
-            .set("enable.auto.offset.store", "false")
-            .set("isolation.level", "read_committed")
-            .set("auto.offset.reset", "earliest")
-            .set("fetch.queue.backoff.ms", "20");
-        for (key, value) in self.config.client_properties() {
-            client.set(key, value);
-        }
-        let consumer: StreamConsumer = client
+        let consumer: StreamConsumer = self
+            .client
+            .config(&[
+                ("group.id", &group),
+                ("enable.auto.commit", "false"),
+                ("enable.auto.offset.store", "false"),
+                ("isolation.level", "read_committed"),
+                ("auto.offset.reset", "earliest"),
+                ("fetch.queue.backoff.ms", "20"),
+            ])
             .create()
             .map_err(PipelineError::kafka(name, "creating the consumer"))?;
         let partitions = match partitions {

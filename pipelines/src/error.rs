@@ -1,6 +1,7 @@
 //! The pipelines crate's errors.
 
 use rdkafka::error::KafkaError;
+use weir_client::{ClientError, Fenced};
 use weir_connectors::ConnectorError;
 use weir_streams::StreamsError;
 
@@ -10,11 +11,12 @@ use crate::diagnostic::Diagnostics;
 pub enum PipelineError {
     #[error("{0}")]
     Invalid(#[from] Diagnostics),
-    #[error("pipeline {pipeline}: Kafka {operation}: {source}")]
-    Kafka {
+    /// Talking to the cluster failed; [`ClientError::Fenced`] when a newer copy of the
+    /// pipeline took over.
+    #[error("pipeline {pipeline}: {source}")]
+    Client {
         pipeline: String,
-        operation: &'static str,
-        source: KafkaError,
+        source: ClientError,
     },
     #[error("pipeline {pipeline}: {source}")]
     Connector {
@@ -26,8 +28,6 @@ pub enum PipelineError {
         pipeline: String,
         source: StreamsError,
     },
-    #[error("pipeline {pipeline}: fenced by a newer copy of it ({reason}); this one stops")]
-    Fenced { pipeline: String, reason: String },
     #[error("embedded broker: {0}")]
     Broker(#[from] weir_broker::BrokerError),
     #[error("pipeline {pipeline}: {message}")]
@@ -40,10 +40,25 @@ impl PipelineError {
         operation: &'static str,
     ) -> impl FnOnce(KafkaError) -> PipelineError {
         let pipeline = pipeline.to_string();
-        move |source| PipelineError::Kafka {
+        move |source| PipelineError::Client {
             pipeline,
-            operation,
-            source,
+            source: ClientError::Kafka { operation, source },
+        }
+    }
+
+    pub fn client(pipeline: &str) -> impl FnOnce(ClientError) -> PipelineError {
+        let pipeline = pipeline.to_string();
+        move |source| PipelineError::Client { pipeline, source }
+    }
+
+    /// Whether a newer copy of the pipeline took over.
+    pub fn fenced(&self) -> Option<&Fenced> {
+        match self {
+            PipelineError::Client {
+                source: ClientError::Fenced(fenced),
+                ..
+            } => Some(fenced),
+            _ => None,
         }
     }
 

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use rdkafka::config::ClientConfig;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
+use weir_client::ClientSettings;
 use weir_connectors::http::{router, HttpSourceConfig, IngestReport, IngestTarget};
 use weir_connectors::weblog::LogFormat;
 
@@ -93,25 +93,19 @@ impl IngestTarget for TopicTarget {
 pub async fn serve(
     config: PipelineConfig,
     source: HttpSourceConfig,
-    bootstrap: String,
+    client: ClientSettings,
     metrics: Arc<PipelineMetrics>,
     stop: Arc<AtomicBool>,
 ) -> Result<()> {
     let name = config.name.clone();
-    let mut client = ClientConfig::new();
-    client
-        .set("bootstrap.servers", &bootstrap)
-        .set("enable.idempotence", "true")
-        .set("acks", "all")
-        .set("linger.ms", "2")
-        .set(
-            "message.timeout.ms",
-            DELIVERY_TIMEOUT.as_millis().to_string(),
-        );
-    for (key, value) in config.client_properties() {
-        client.set(key, value);
-    }
+    let delivery_timeout_ms = DELIVERY_TIMEOUT.as_millis().to_string();
     let producer: FutureProducer = client
+        .config(&[
+            ("enable.idempotence", "true"),
+            ("acks", "all"),
+            ("linger.ms", "2"),
+            ("message.timeout.ms", &delivery_timeout_ms),
+        ])
         .create()
         .map_err(PipelineError::kafka(&name, "creating the producer"))?;
     let target = Arc::new(TopicTarget {

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use weir_client::{CheckpointProducer, ClientSettings, Outgoing};
 use weir_connectors::weblog::LogFormat;
 use weir_connectors::{PositionUpdate, Source, SourceRecord};
 
@@ -17,7 +18,6 @@ use crate::config::{Delivery, PipelineConfig, SourceConfig};
 use crate::error::{PipelineError, Result};
 use crate::membership::Membership;
 use crate::metrics::PipelineMetrics;
-use crate::writer::{CheckpointProducer, Outgoing};
 
 /// The longest a single poll waits, so a stop request is seen promptly.
 const POLL_SLICE: Duration = Duration::from_millis(100);
@@ -25,10 +25,17 @@ const POLL_SLICE: Duration = Duration::from_millis(100);
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
 /// Header of a dead letter: why the line was refused.
 pub const ERROR_HEADER: &str = "weir.error";
+/// The source stage's producer settings (the user's client properties win over them): large
+/// compressed batches, since a checkpoint's records are only visible once it commits.
+const PRODUCER_DEFAULTS: &[(&str, &str)] =
+    &[("batch.size", "1000000"), ("compression.type", "lz4")];
+/// How long the cluster waits before aborting a transaction left open by a stage that died.
+const TRANSACTION_TIMEOUT_MS: u64 = 60_000;
 
 pub struct IngestStage {
     pub config: PipelineConfig,
-    pub bootstrap: String,
+    /// The pipeline's cluster.
+    pub client: ClientSettings,
     pub metrics: Arc<PipelineMetrics>,
     pub stop: Arc<AtomicBool>,
     /// End once the source has nothing more (a bounded run), after committing everything.
@@ -73,10 +80,9 @@ impl IngestStage {
         let name = self.config.name.as_str();
         let mut membership = Membership::join(
             name,
-            &self.bootstrap,
+            &self.client,
             &self.source_id(),
             &self.config.positions_topic(),
-            &self.config.client_properties(),
         )?;
         loop {
             while !membership.holds_lease() {
@@ -111,21 +117,24 @@ impl IngestStage {
         let name = self.config.name.as_str();
         let transactional_id = self.source_id();
         let exactly_once = self.config.delivery == Delivery::ExactlyOnce;
-        let properties = self.config.client_properties();
         // Fences the transactions of any copy that owned the source before.
-        let mut producer = CheckpointProducer::create(
-            name,
-            &self.bootstrap,
-            exactly_once.then_some(transactional_id.as_str()),
-            &properties,
-        )?;
+        let producer = if exactly_once {
+            CheckpointProducer::transactional(
+                &self.client,
+                &transactional_id,
+                TRANSACTION_TIMEOUT_MS,
+                PRODUCER_DEFAULTS,
+            )
+        } else {
+            CheckpointProducer::idempotent(&self.client, PRODUCER_DEFAULTS)
+        };
+        let mut producer = producer.map_err(PipelineError::client(name))?;
         let topics = Topics {
             records: self.config.topic_name(),
             dead_letters: self.config.dead_letter_topic(),
             positions: self.config.positions_topic(),
         };
-        let mut committed =
-            crate::positions::read(name, &self.bootstrap, &topics.positions, &properties)?;
+        let mut committed = crate::positions::read(name, &self.client, &topics.positions)?;
         let mut source = self.restored_source(&committed)?;
         tracing::info!(
             pipeline = name,
@@ -152,8 +161,8 @@ impl IngestStage {
                         return Ok(Ownership::Finished);
                     }
                 }
-                Err(PipelineError::Fenced { reason, .. }) => {
-                    tracing::warn!(pipeline = name, %reason, "source fenced by a newer copy of the pipeline");
+                Err(error) if error.fenced().is_some() => {
+                    tracing::warn!(pipeline = name, %error, "source fenced by a newer copy of the pipeline");
                     return Ok(Ownership::Lost);
                 }
                 Err(error) => {
@@ -162,7 +171,7 @@ impl IngestStage {
                         .source_checkpoints_aborted
                         .with_label_values(&[name])
                         .inc();
-                    producer.abort()?;
+                    producer.abort().map_err(PipelineError::client(name))?;
                     std::thread::sleep(RETRY_PAUSE);
                     source = self.restored_source(&committed)?;
                 }
@@ -222,7 +231,7 @@ impl IngestStage {
                 continue;
             }
             if !begun {
-                producer.begin()?;
+                producer.begin().map_err(PipelineError::client(name))?;
                 begun = true;
             }
             for record in &polled {
@@ -243,17 +252,19 @@ impl IngestStage {
             return Ok(None);
         }
         if !begun {
-            producer.begin()?;
+            producer.begin().map_err(PipelineError::client(name))?;
         }
         for update in &updates {
-            producer.send(&Outgoing {
-                topic: &topics.positions,
-                key: Some(update.key.as_bytes()),
-                value: update.value.as_deref(),
-                headers: &[],
-            })?;
+            let position = Outgoing::new(
+                &topics.positions,
+                Some(update.key.as_bytes()),
+                update.value.as_deref(),
+            );
+            producer
+                .send(&position)
+                .map_err(PipelineError::client(name))?;
         }
-        producer.commit()?;
+        producer.commit().map_err(PipelineError::client(name))?;
         self.count(&checkpoint);
         Ok(Some(updates))
     }
@@ -276,26 +287,28 @@ impl IngestStage {
                 parse(format, &line, value).err()
             }
         };
-        match problem {
+        let sent = match problem {
             None => {
                 checkpoint.produced += 1;
-                producer.send(&Outgoing {
-                    topic: &topics.records,
-                    key: record.key.as_deref(),
-                    value: Some(value),
-                    headers: &[],
-                })
+                producer.send(&Outgoing::new(
+                    &topics.records,
+                    record.key.as_deref(),
+                    Some(value),
+                ))
             }
             Some(reason) => {
                 checkpoint.dead_letters += 1;
                 producer.send(&Outgoing {
-                    topic: &topics.dead_letters,
-                    key: record.key.as_deref(),
-                    value: Some(&record.value),
                     headers: &[(ERROR_HEADER, reason.as_bytes())],
+                    ..Outgoing::new(
+                        &topics.dead_letters,
+                        record.key.as_deref(),
+                        Some(&record.value),
+                    )
                 })
             }
-        }
+        };
+        sent.map_err(PipelineError::client(&self.config.name))
     }
 
     fn count(&self, checkpoint: &Checkpoint) {

@@ -12,8 +12,8 @@
 //!   planned against the topic's columns, reachability of cluster and databases.
 //! - [`cluster`]: the embedded broker, topic creation.
 //! - [`ingest`]: the source stage — poll, parse (bad lines to the dead-letter topic), produce,
-//!   and commit records and source positions in one Kafka transaction ([`writer`],
-//!   [`positions`]).
+//!   and commit records and source positions in one Kafka transaction (`weir_client`'s
+//!   checkpoint producer, [`positions`]).
 //! - [`http_ingest`]: the `http` source's endpoint — lines parsed and produced (acks=all),
 //!   answered once durable.
 //! - [`deliver`]: a sink stage — read the topic from the offsets the sink holds, decode, SQL
@@ -48,6 +48,5 @@ pub mod run;
 pub mod schema;
 pub mod validate;
 pub mod windows;
-pub mod writer;
 
 pub use error::{PipelineError, Result};

@@ -19,9 +19,10 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::{ClientContext, TopicPartitionList};
+use weir_client::ClientSettings;
 
 use crate::error::{PipelineError, Result};
 
@@ -81,29 +82,18 @@ pub struct Membership {
 }
 
 impl Membership {
-    /// Joins `group` with `topic`'s partitions to share; `properties` are the pipeline's client
-    /// properties (security settings).
-    pub fn join(
-        pipeline: &str,
-        bootstrap: &str,
-        group: &str,
-        topic: &str,
-        properties: &[(String, String)],
-    ) -> Result<Self> {
-        let mut client = ClientConfig::new();
-        client
-            .set("bootstrap.servers", bootstrap)
-            .set("group.id", group)
-            .set("session.timeout.ms", SESSION_TIMEOUT_MS)
+    /// Joins `group` on the pipeline's cluster with `topic`'s partitions to share.
+    pub fn join(pipeline: &str, client: &ClientSettings, group: &str, topic: &str) -> Result<Self> {
+        let mut client = client.config(&[
+            ("group.id", group),
+            ("session.timeout.ms", SESSION_TIMEOUT_MS),
             // Sticky and incremental: a copy joining or leaving moves only the work it must,
             // and the source's lease stays where it is while its holder lives.
-            .set("partition.assignment.strategy", "cooperative-sticky")
-            .set("enable.auto.commit", "false")
-            .set("auto.offset.reset", "latest")
-            .set_log_level(RDKafkaLogLevel::Warning);
-        for (key, value) in properties {
-            client.set(key, value);
-        }
+            ("partition.assignment.strategy", "cooperative-sticky"),
+            ("enable.auto.commit", "false"),
+            ("auto.offset.reset", "latest"),
+        ]);
+        client.set_log_level(RDKafkaLogLevel::Warning);
         let assigned = Assigned::default();
         let context = MembershipContext {
             assigned: Arc::clone(&assigned),

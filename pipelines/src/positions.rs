@@ -3,22 +3,20 @@
 
 use std::collections::HashMap;
 
+use weir_client::{ClientSettings, CLUSTER_TIMEOUT};
 use weir_streams::topic_reader::{self, Limit};
 
 use crate::error::{PipelineError, Result};
-use crate::writer::CLUSTER_TIMEOUT;
 
 /// The most position records read at start (a compacted topic holds about one per file).
 const MAX_POSITION_RECORDS: usize = 1_000_000;
 
 pub fn read(
     pipeline: &str,
-    bootstrap: &str,
+    client: &ClientSettings,
     topic: &str,
-    properties: &[(String, String)],
 ) -> Result<HashMap<String, Vec<u8>>> {
-    let consumer =
-        topic_reader::consumer(bootstrap, properties).map_err(PipelineError::streams(pipeline))?;
+    let consumer = topic_reader::consumer(client).map_err(PipelineError::streams(pipeline))?;
     let partitions = topic_reader::partitions(&consumer, topic, CLUSTER_TIMEOUT)
         .map_err(PipelineError::streams(pipeline))?;
     let records = topic_reader::read(

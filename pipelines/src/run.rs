@@ -70,11 +70,12 @@ pub async fn run(
             .clone()
             .or_else(|| embedded_address.clone())
             .unwrap_or_default();
+        let client = config.client(&bootstrap);
         let decoder = topic_decoder(&config)?;
         let windowed = planned_transform(&config, &decoder)
             .await?
             .is_some_and(|t| t.windowed().is_some());
-        ensure_topics(&config, &bootstrap, windowed).await?;
+        ensure_topics(&config, &client, windowed).await?;
         let source_done = Arc::new(AtomicBool::new(false));
         // What the sinks wait for in a bounded run: the source, or the windowed job after it.
         let upstream_done = if windowed {
@@ -82,7 +83,7 @@ pub async fn run(
         } else {
             Arc::clone(&source_done)
         };
-        if let Some(job) = windows::job_config(&config, &bootstrap, &decoder).filter(|_| windowed) {
+        if let Some(job) = windows::job_config(&config, &client, &decoder).filter(|_| windowed) {
             let (pipeline, stop, done) = (
                 config.name.clone(),
                 Arc::clone(&stop),
@@ -111,7 +112,7 @@ pub async fn run(
         }
         let ingest = IngestStage {
             config: config.clone(),
-            bootstrap: bootstrap.clone(),
+            client: client.clone(),
             metrics: Arc::clone(&metrics),
             stop: Arc::clone(&stop),
             until_caught_up: options.until_caught_up,
@@ -121,7 +122,7 @@ pub async fn run(
             let served = serve(
                 config.clone(),
                 http.clone(),
-                bootstrap.clone(),
+                client.clone(),
                 Arc::clone(&metrics),
                 Arc::clone(&stop),
             );
@@ -149,7 +150,7 @@ pub async fn run(
             let stage = DeliverStage {
                 config: config.clone(),
                 sink_index,
-                bootstrap: bootstrap.clone(),
+                client: client.clone(),
                 metrics: Arc::clone(&metrics),
                 stop: Arc::clone(&stop),
                 source_done: Arc::clone(&upstream_done),

@@ -5,8 +5,6 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use weir_streams::sql::SqlTransform;
 
 use crate::diagnostic::Diagnostic;
@@ -165,7 +163,8 @@ async fn reachability_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
     let config = &pipeline.config;
     let mut problems = Vec::new();
     if let Some(bootstrap) = &config.bootstrap {
-        if let Err(error) = reach_cluster(bootstrap, &config.client_properties()) {
+        let client = config.client(bootstrap);
+        if let Err(error) = tokio::task::block_in_place(|| client.reach(REACH_TIMEOUT)) {
             problems.push(pipeline.diagnostic(
                 "bootstrap",
                 format!("cluster {bootstrap} does not answer: {error}"),
@@ -183,16 +182,4 @@ async fn reachability_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
         }
     }
     problems
-}
-
-fn reach_cluster(bootstrap: &str, properties: &[(String, String)]) -> Result<(), String> {
-    let mut client = ClientConfig::new();
-    client.set("bootstrap.servers", bootstrap);
-    for (key, value) in properties {
-        client.set(key, value);
-    }
-    let consumer: BaseConsumer = client.create().map_err(|e| e.to_string())?;
-    tokio::task::block_in_place(|| consumer.fetch_metadata(None, REACH_TIMEOUT))
-        .map(|_| ())
-        .map_err(|e| e.to_string())
 }

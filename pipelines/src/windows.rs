@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
+use weir_client::{ClientSettings, CLUSTER_TIMEOUT};
 use weir_streams::decode::RecordDecoder;
 use weir_streams::job::{self, EndOfInput, JobConfig, JobMetrics};
 use weir_streams::record::ValueFormat;
@@ -20,18 +20,17 @@ use weir_streams::topic_reader::{self, Limit, Range};
 use crate::config::PipelineConfig;
 use crate::error::{PipelineError, Result};
 use crate::schema::source_format;
-use crate::writer::CLUSTER_TIMEOUT;
 
 /// The job of a pipeline's windowed transform.
 pub fn job_config(
     config: &PipelineConfig,
-    bootstrap: &str,
+    client: &ClientSettings,
     decoder: &RecordDecoder,
 ) -> Option<JobConfig> {
     let transform = config.transform.as_ref()?;
     let mut job = JobConfig::new(
         &job_name(config),
-        bootstrap,
+        &client.bootstrap,
         &config.topic_name(),
         &config.windowed_output_topic(),
         &transform.sql,
@@ -48,7 +47,7 @@ pub fn job_config(
     job.allowed_lateness_ms = transform.allowed_lateness_ms;
     job.late_topic = Some(config.late_topic());
     job.max_state_entries = transform.max_state_entries;
-    job.client_properties = config.client_properties();
+    job.client = client.clone();
     Some(job)
 }
 
@@ -164,18 +163,13 @@ struct CommitWatch {
 impl CommitWatch {
     fn new(job: &JobConfig) -> Result<Self> {
         let pipeline = job.name.as_str();
-        let mut client = ClientConfig::new();
-        client
-            .set("bootstrap.servers", &job.bootstrap)
-            .set("group.id", &job.name);
-        for (key, value) in &job.client_properties {
-            client.set(key, value);
-        }
-        let group = client
+        let group = job
+            .client
+            .config(&[("group.id", &job.name)])
             .create()
             .map_err(PipelineError::kafka(pipeline, "creating a consumer"))?;
-        let reader = topic_reader::consumer(&job.bootstrap, &job.client_properties)
-            .map_err(PipelineError::streams(pipeline))?;
+        let reader =
+            topic_reader::consumer(&job.client).map_err(PipelineError::streams(pipeline))?;
         Ok(CommitWatch { group, reader })
     }
 

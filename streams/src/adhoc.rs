@@ -16,6 +16,8 @@ use datafusion::catalog::MemTable;
 use datafusion::common::TableReference;
 use datafusion::prelude::SessionContext;
 
+use weir_client::{ClientSettings, CLUSTER_TIMEOUT};
+
 use crate::error::{Result, StreamsError};
 use crate::record::ValueFormat;
 use crate::topic_table::TopicTable;
@@ -24,8 +26,8 @@ use crate::window::functions;
 /// How to reach the cluster and how much to read.
 #[derive(Debug, Clone)]
 pub struct AdhocOptions {
-    pub bootstrap: String,
-    pub client_properties: Vec<(String, String)>,
+    /// The cluster, and the extra librdkafka properties of its clients.
+    pub client: ClientSettings,
     pub format: ValueFormat,
     /// The most records read from one topic.
     pub max_records: usize,
@@ -40,12 +42,11 @@ pub struct AdhocOptions {
 impl AdhocOptions {
     pub fn new(bootstrap: &str) -> Self {
         AdhocOptions {
-            bootstrap: bootstrap.into(),
-            client_properties: Vec::new(),
+            client: ClientSettings::new(bootstrap),
             format: ValueFormat::Json,
             max_records: 1_000_000,
             schema_sample_records: 1000,
-            timeout: Duration::from_secs(30),
+            timeout: CLUSTER_TIMEOUT,
             tables: Vec::new(),
         }
     }

@@ -3,6 +3,7 @@
 use datafusion::arrow::error::ArrowError;
 use datafusion::error::DataFusionError;
 use rdkafka::error::KafkaError;
+use weir_client::{ClientError, Fenced};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StreamsError {
@@ -18,15 +19,12 @@ pub enum StreamsError {
     Schema(String),
     #[error("output column {column}: {reason}")]
     Encode { column: String, reason: String },
-    #[error("Kafka {operation}: {source}")]
-    Kafka {
-        operation: &'static str,
-        source: KafkaError,
-    },
+    /// Talking to the cluster failed; [`ClientError::Fenced`] when a newer incarnation of the
+    /// job took over (this one stops).
+    #[error(transparent)]
+    Client(#[from] ClientError),
     #[error("{0}")]
     TooMuch(String),
-    #[error("this instance was fenced by a newer one ({0}); it stops")]
-    Fenced(String),
 }
 
 impl From<DataFusionError> for StreamsError {
@@ -37,7 +35,15 @@ impl From<DataFusionError> for StreamsError {
 
 impl StreamsError {
     pub fn kafka(operation: &'static str) -> impl FnOnce(KafkaError) -> StreamsError {
-        move |source| StreamsError::Kafka { operation, source }
+        move |source| StreamsError::Client(ClientError::Kafka { operation, source })
+    }
+
+    /// Whether a newer incarnation of the job took over.
+    pub fn fenced(&self) -> Option<&Fenced> {
+        match self {
+            StreamsError::Client(ClientError::Fenced(fenced)) => Some(fenced),
+            _ => None,
+        }
     }
 }
 

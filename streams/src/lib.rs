@@ -1,8 +1,9 @@
 //! Weir's stream processing: jobs that turn topics into other topics exactly once, with SQL
 //! transforms planned by DataFusion over Arrow batches.
 //!
-//! The engine talks to brokers only through `rdkafka`, so a job runs the same against Weir or any
-//! Kafka cluster; nothing here depends on the broker crate.
+//! The engine talks to brokers only through `rdkafka`, its clients configured and its checkpoint
+//! producer provided by `weir_client`, so a job runs the same against Weir or any Kafka cluster;
+//! nothing here depends on the broker crate.
 //!
 //! Module map:
 //! - [`adhoc`] — ad-hoc SQL over topics (`weir sql`): every topic a table, read up to its end.

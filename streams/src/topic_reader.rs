@@ -5,12 +5,12 @@
 use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
+use weir_client::ClientSettings;
 
 use crate::error::{Result, StreamsError};
 use crate::record::InputRecord;
@@ -46,18 +46,14 @@ impl ConsumerContext for ReaderContext {}
 pub type Reader = BaseConsumer<ReaderContext>;
 
 /// A read_committed consumer outside any group.
-pub fn consumer(bootstrap: &str, properties: &[(String, String)]) -> Result<Reader> {
-    let mut client = ClientConfig::new();
+pub fn consumer(client: &ClientSettings) -> Result<Reader> {
     client
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "weir-reader")
-        .set("enable.auto.commit", "false")
-        .set("enable.partition.eof", "true")
-        .set("isolation.level", "read_committed");
-    for (name, value) in properties {
-        client.set(name, value);
-    }
-    client
+        .config(&[
+            ("group.id", "weir-reader"),
+            ("enable.auto.commit", "false"),
+            ("enable.partition.eof", "true"),
+            ("isolation.level", "read_committed"),
+        ])
         .create_with_context(ReaderContext)
         .map_err(StreamsError::kafka("creating the consumer"))
 }

@@ -46,7 +46,7 @@ impl fmt::Debug for TopicTable {
 impl TopicTable {
     /// The table of `topic`, its JSON schema inferred from its first records.
     pub fn open(options: &AdhocOptions, topic: &str) -> Result<Self> {
-        let consumer = topic_reader::consumer(&options.bootstrap, &options.client_properties)?;
+        let consumer = topic_reader::consumer(&options.client)?;
         let partitions = topic_reader::partitions(&consumer, topic, options.timeout)?;
         let schema = match options.format {
             ValueFormat::Raw => None,
@@ -108,8 +108,7 @@ impl TopicTable {
         partitions: &[i32],
         time_ms: i64,
     ) -> Result<std::collections::BTreeMap<i32, i64>> {
-        let consumer =
-            topic_reader::consumer(&self.options.bootstrap, &self.options.client_properties)?;
+        let consumer = topic_reader::consumer(&self.options.client)?;
         let mut query = TopicPartitionList::new();
         for &partition in partitions {
             query
@@ -167,7 +166,7 @@ impl TableProvider for TopicTable {
         let topic = self.topic.clone();
         let decoder = Arc::clone(&self.decoder);
         let batch = tokio::task::spawn_blocking(move || -> Result<_> {
-            let consumer = topic_reader::consumer(&options.bootstrap, &options.client_properties)?;
+            let consumer = topic_reader::consumer(&options.client)?;
             let records = topic_reader::read_ranges(
                 &consumer,
                 &topic,

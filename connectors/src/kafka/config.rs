@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use weir_client::ClientSettings;
 
 use crate::weblog::LogFormat;
 
@@ -81,6 +82,11 @@ impl KafkaSourceConfig {
         problems
     }
 
+    /// The far cluster and its client properties.
+    pub fn client(&self) -> ClientSettings {
+        ClientSettings::new(&self.bootstrap).with_properties(self.client_properties.clone())
+    }
+
     /// The position key of a far partition.
     pub fn position_key(&self, partition: i32) -> String {
         format!("kafka:{}:{partition}", self.topic)
@@ -98,6 +104,11 @@ impl KafkaSinkConfig {
             commit_interval_ms: default_commit_interval_ms(),
             client_properties: BTreeMap::new(),
         }
+    }
+
+    /// The far cluster and its client properties.
+    pub fn client(&self) -> ClientSettings {
+        ClientSettings::new(&self.bootstrap).with_properties(self.client_properties.clone())
     }
 
     pub fn problems(&self) -> Vec<String> {

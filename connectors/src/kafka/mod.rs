@@ -1,4 +1,5 @@
-//! Bridges to other Kafka clusters (real Apache Kafka, Redpanda, another Weir) through rdkafka.
+//! Bridges to other Kafka clusters (real Apache Kafka, Redpanda, another Weir) through rdkafka,
+//! configured by `weir_client::ClientSettings`.
 //!
 //! - `kafka` source: reads a topic of a far cluster (read_committed). Its positions — the next
 //!   offset of every far partition — are committed in the pipeline's positions topic in the same
@@ -9,7 +10,6 @@
 //!   every row exactly once.
 
 mod config;
-pub mod produce;
 mod sink;
 mod source;
 

@@ -10,19 +10,18 @@ use arrow::record_batch::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::Message;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
+use weir_client::{CheckpointProducer, ClientError, ClientSettings, Outgoing, CLUSTER_TIMEOUT};
 
 use super::config::KafkaSinkConfig;
-use super::produce::{send_when_room, wait_for_deliveries};
 use crate::error::ConnectorError;
 use crate::sink::{Sink, SinkOffsets, SinkStats};
 
-const CLUSTER_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the far cluster may take to end a transaction the sink left open.
+const TRANSACTION_TIMEOUT_MS: u64 = 60_000;
 
 pub struct KafkaSink {
     config: KafkaSinkConfig,
@@ -30,8 +29,8 @@ pub struct KafkaSink {
     pipeline: String,
     /// The topic the rows were read from (the offsets' topic).
     input_topic: String,
-    producer: Option<ThreadedProducer<DefaultProducerContext>>,
-    in_transaction: bool,
+    client: ClientSettings,
+    producer: Option<CheckpointProducer>,
     key_index: Option<usize>,
     pending_rows: u64,
     committed: SinkOffsets,
@@ -40,6 +39,15 @@ pub struct KafkaSink {
 
 fn failure(what: &str) -> impl FnOnce(KafkaError) -> ConnectorError + '_ {
     move |error| ConnectorError::Sink(format!("far cluster, {what}: {error}"))
+}
+
+/// The producer's error: fenced (a newer copy of the pipeline writes the sink now), or a
+/// failure of the far cluster.
+fn far_cluster(error: ClientError) -> ConnectorError {
+    match error {
+        ClientError::Fenced(fenced) => ConnectorError::Fenced(fenced),
+        error => ConnectorError::Sink(format!("far cluster, {error}")),
+    }
 }
 
 impl KafkaSink {
@@ -53,11 +61,11 @@ impl KafkaSink {
             return Err(ConnectorError::Config(problems.join("; ")));
         }
         Ok(KafkaSink {
+            client: config.client(),
             config,
             pipeline: pipeline.into(),
             input_topic: input_topic.into(),
             producer: None,
-            in_transaction: false,
             key_index: None,
             pending_rows: 0,
             committed: SinkOffsets::new(),
@@ -70,18 +78,10 @@ impl KafkaSink {
         format!("weir-{}-sink-offsets", self.pipeline)
     }
 
-    fn client(&self) -> ClientConfig {
-        let mut client = ClientConfig::new();
-        client.set("bootstrap.servers", &self.config.bootstrap);
-        for (key, value) in &self.config.client_properties {
-            client.set(key, value);
-        }
-        client
-    }
-
     async fn create_topics(&self) -> Result<(), ConnectorError> {
         let admin: AdminClient<DefaultClientContext> = self
-            .client()
+            .client
+            .config(&[])
             .create()
             .map_err(failure("creating the admin client"))?;
         let offsets_topic = self.offsets_topic();
@@ -116,10 +116,12 @@ impl KafkaSink {
     fn read_offsets(&self) -> Result<SinkOffsets, ConnectorError> {
         let topic = self.offsets_topic();
         let consumer: BaseConsumer = self
-            .client()
-            .set("group.id", "weir-bridge")
-            .set("enable.auto.commit", "false")
-            .set("isolation.level", "read_committed")
+            .client
+            .config(&[
+                ("group.id", "weir-bridge"),
+                ("enable.auto.commit", "false"),
+                ("isolation.level", "read_committed"),
+            ])
             .create()
             .map_err(failure("creating a consumer"))?;
         let (low, high) = consumer
@@ -171,32 +173,31 @@ impl KafkaSink {
         }
     }
 
-    fn producer(&self) -> Result<&ThreadedProducer<DefaultProducerContext>, ConnectorError> {
+    fn producer(&mut self) -> Result<&mut CheckpointProducer, ConnectorError> {
         self.producer
-            .as_ref()
+            .as_mut()
             .ok_or_else(|| ConnectorError::Sink("the sink is not open".into()))
     }
 
-    fn begin(&mut self) -> Result<(), ConnectorError> {
-        if !self.in_transaction {
-            self.producer()?
-                .begin_transaction()
-                .map_err(failure("beginning a transaction"))?;
-            self.in_transaction = true;
-        }
-        Ok(())
+    fn in_transaction(&self) -> bool {
+        self.producer
+            .as_ref()
+            .is_some_and(CheckpointProducer::in_transaction)
     }
 
-    fn send(&self, topic: &str, key: Option<&[u8]>, value: &[u8]) -> Result<(), ConnectorError> {
-        let mut record = BaseRecord::<[u8], [u8]>::to(topic).payload(value);
-        if let Some(key) = key {
-            record = record.key(key);
-        }
-        send_when_room(self.producer()?, record).map_err(failure("producing"))
+    fn send(
+        &mut self,
+        topic: &str,
+        key: Option<&[u8]>,
+        value: &[u8],
+    ) -> Result<(), ConnectorError> {
+        self.producer()?
+            .send(&Outgoing::new(topic, key, Some(value)))
+            .map_err(far_cluster)
     }
 
     fn finish_transaction(&mut self, offsets: &SinkOffsets) -> Result<(), ConnectorError> {
-        self.begin()?;
+        self.producer()?.begin().map_err(far_cluster)?;
         let offsets_topic = self.offsets_topic();
         for (partition, next) in offsets {
             if self.committed.get(partition) != Some(next) {
@@ -208,14 +209,7 @@ impl KafkaSink {
                 )?;
             }
         }
-        let producer = self.producer()?;
-        // Records still unacknowledged after the wait are flushed (or failed) by the commit.
-        let _ = wait_for_deliveries(producer, CLUSTER_TIMEOUT);
-        producer
-            .commit_transaction(CLUSTER_TIMEOUT)
-            .map_err(failure("committing"))?;
-        self.in_transaction = false;
-        Ok(())
+        self.producer()?.commit().map_err(far_cluster)
     }
 }
 
@@ -231,16 +225,16 @@ impl Sink for KafkaSink {
         self.create_topics().await?;
         let transactional_id =
             format!("weir-pipeline-{}-sink-{}", self.pipeline, self.config.topic);
-        let producer: ThreadedProducer<DefaultProducerContext> = self
-            .client()
-            .set("transactional.id", &transactional_id)
-            .set("transaction.timeout.ms", "60000")
-            .set("linger.ms", "5")
-            .create()
-            .map_err(failure("creating the producer"))?;
         // Initialising fences the previous incarnation and ends its open transaction.
-        tokio::task::block_in_place(|| producer.init_transactions(CLUSTER_TIMEOUT))
-            .map_err(failure("initialising transactions"))?;
+        let producer = tokio::task::block_in_place(|| {
+            CheckpointProducer::transactional(
+                &self.client,
+                &transactional_id,
+                TRANSACTION_TIMEOUT_MS,
+                &[],
+            )
+        })
+        .map_err(far_cluster)?;
         self.producer = Some(producer);
         self.committed = tokio::task::block_in_place(|| self.read_offsets())?;
         Ok(self.committed.clone())
@@ -250,7 +244,7 @@ impl Sink for KafkaSink {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        self.begin()?;
+        self.producer()?.begin().map_err(far_cluster)?;
         let mut encoded = Vec::new();
         let mut writer = LineDelimitedWriter::new(&mut encoded);
         writer
@@ -287,14 +281,15 @@ impl Sink for KafkaSink {
     }
 
     async fn commit(&mut self, offsets: &SinkOffsets) -> Result<(), ConnectorError> {
-        if !self.in_transaction && *offsets == self.committed {
+        if !self.in_transaction() && *offsets == self.committed {
             return Ok(());
         }
         if let Err(error) = tokio::task::block_in_place(|| self.finish_transaction(offsets)) {
-            if let Some(producer) = &self.producer {
-                let _ = tokio::task::block_in_place(|| producer.abort_transaction(CLUSTER_TIMEOUT));
+            if let Some(producer) = &mut self.producer {
+                // The error to report is the commit's; a failed abort leaves the transaction
+                // to the far cluster's timeout (or the next incarnation's fencing).
+                let _ = tokio::task::block_in_place(|| producer.abort());
             }
-            self.in_transaction = false;
             return Err(error);
         }
         self.stats.rows_committed += std::mem::take(&mut self.pending_rows);

@@ -3,16 +3,14 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
+use weir_client::CLUSTER_TIMEOUT;
 
 use super::config::{KafkaSourceConfig, StartAt};
 use crate::error::ConnectorError;
 use crate::source::{PositionUpdate, Source, SourceRecord};
-
-const METADATA_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub struct KafkaSource {
     config: KafkaSourceConfig,
@@ -40,27 +38,20 @@ impl KafkaSource {
         if !problems.is_empty() {
             return Err(ConnectorError::Config(problems.join("; ")));
         }
-        let mut client = ClientConfig::new();
-        client
-            .set("bootstrap.servers", &config.bootstrap)
-            .set(
-                "group.id",
-                config.group_id.as_deref().unwrap_or("weir-bridge"),
-            )
-            .set("enable.auto.commit", "false")
-            .set(
-                "auto.offset.reset",
-                match config.start_at {
-                    StartAt::Earliest => "earliest",
-                    StartAt::Latest => "latest",
-                },
-            )
-            .set("isolation.level", "read_committed")
-            .set("fetch.queue.backoff.ms", "20");
-        for (key, value) in &config.client_properties {
-            client.set(key, value);
-        }
-        let consumer: BaseConsumer = client
+        let group_id = config.group_id.as_deref().unwrap_or("weir-bridge");
+        let start_at = match config.start_at {
+            StartAt::Earliest => "earliest",
+            StartAt::Latest => "latest",
+        };
+        let consumer: BaseConsumer = config
+            .client()
+            .config(&[
+                ("group.id", group_id),
+                ("enable.auto.commit", "false"),
+                ("auto.offset.reset", start_at),
+                ("isolation.level", "read_committed"),
+                ("fetch.queue.backoff.ms", "20"),
+            ])
             .create()
             .map_err(kafka_error("creating the consumer", &config.topic))?;
         Ok(KafkaSource {
@@ -78,7 +69,7 @@ impl KafkaSource {
         let topic = self.config.topic.clone();
         let metadata = self
             .consumer
-            .fetch_metadata(Some(&topic), METADATA_TIMEOUT)
+            .fetch_metadata(Some(&topic), CLUSTER_TIMEOUT)
             .map_err(kafka_error("reading metadata", &topic))?;
         let partitions: Vec<i32> = metadata
             .topics()

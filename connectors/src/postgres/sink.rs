@@ -9,6 +9,7 @@ use futures::pin_mut;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls};
+use weir_client::Fenced;
 
 use super::cell::ColumnValues;
 use super::config::PostgresSinkConfig;
@@ -99,7 +100,7 @@ impl PostgresSink {
     ) -> Result<(), ConnectorError> {
         let error = match failure {
             Failure::Fatal(reason) => return Err(ConnectorError::Sink(reason)),
-            Failure::Fenced(reason) => return Err(ConnectorError::Fenced(reason)),
+            Failure::Fenced(reason) => return Err(Fenced::new(reason).into()),
             Failure::Database(error) if !is_transient(&error) => {
                 return Err(ConnectorError::Sink(format!(
                     "PostgreSQL, {what}: {}",

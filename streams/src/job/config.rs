@@ -2,6 +2,8 @@
 
 use datafusion::arrow::datatypes::Schema;
 
+use weir_client::ClientSettings;
+
 use crate::error::{Result, StreamsError};
 use crate::record::ValueFormat;
 
@@ -12,7 +14,8 @@ pub struct JobConfig {
     /// This copy of the job: copies with the same name share the input's partitions. Stable
     /// across restarts, so that a restarted copy fences its previous incarnation at once.
     pub instance_id: String,
-    pub bootstrap: String,
+    /// The cluster, and the extra librdkafka properties (e.g. security) of every client.
+    pub client: ClientSettings,
     /// The input topics; each is a table of the query, named after it (with one input, `table`
     /// overrides the name). A windowed query reads one input.
     pub inputs: Vec<String>,
@@ -40,8 +43,6 @@ pub struct JobConfig {
     pub late_topic: Option<String>,
     /// Windowed queries: the most groups (and distinct values) the open windows may hold.
     pub max_state_entries: usize,
-    /// Extra librdkafka properties for the consumer and the producer (e.g. security).
-    pub client_properties: Vec<(String, String)>,
 }
 
 impl JobConfig {
@@ -50,7 +51,7 @@ impl JobConfig {
         JobConfig {
             name: name.into(),
             instance_id: "0".into(),
-            bootstrap: bootstrap.into(),
+            client: ClientSettings::new(bootstrap),
             inputs: vec![input.into()],
             output: output.into(),
             query: query.into(),
@@ -66,7 +67,6 @@ impl JobConfig {
             allowed_lateness_ms: 0,
             late_topic: None,
             max_state_entries: 1_000_000,
-            client_properties: Vec::new(),
         }
     }
 

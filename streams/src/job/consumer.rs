@@ -2,17 +2,13 @@
 //! are committed only inside checkpoint transactions), noticing rebalances.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::{ClientContext, Offset};
+use weir_client::CLUSTER_TIMEOUT;
 
 use crate::error::{Result, StreamsError};
 use crate::job::JobConfig;
-
-/// How long a call to the cluster may take before the checkpoint gives up.
-pub(super) const CLUSTER_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(super) type JobConsumer = BaseConsumer<RebalanceTracker>;
 
@@ -44,29 +40,24 @@ impl ConsumerContext for RebalanceTracker {
 
 /// The job's consumer, subscribed to the input and (windowed jobs) the repartition topic.
 pub(super) fn create(config: &JobConfig, internal_topic: Option<&str>) -> Result<JobConsumer> {
-    let mut client = ClientConfig::new();
-    client
-        .set("bootstrap.servers", &config.bootstrap)
-        .set("group.id", &config.name)
-        .set(
-            "client.id",
-            format!("{}-{}", config.name, config.instance_id),
-        )
-        .set("isolation.level", "read_committed")
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("auto.offset.reset", "earliest")
-        // Eager assignment: every rebalance revokes everything, and the new assignment starts
-        // from the committed offsets — nothing buffered survives a rebalance.
-        .set("partition.assignment.strategy", "range")
-        // librdkafka pauses a partition's fetching for this long once its prefetch queue is
-        // full (default 1 s): a job draining the queue a checkpoint at a time would then wait
-        // for input. The queue stays bounded by queued.max.messages.kbytes either way.
-        .set("fetch.queue.backoff.ms", "20");
-    for (name, value) in &config.client_properties {
-        client.set(name, value);
-    }
-    let consumer: JobConsumer = client
+    let client_id = format!("{}-{}", config.name, config.instance_id);
+    let consumer: JobConsumer = config
+        .client
+        .config(&[
+            ("group.id", &config.name),
+            ("client.id", &client_id),
+            ("isolation.level", "read_committed"),
+            ("enable.auto.commit", "false"),
+            ("enable.auto.offset.store", "false"),
+            ("auto.offset.reset", "earliest"),
+            // Eager assignment: every rebalance revokes everything, and the new assignment
+            // starts from the committed offsets — nothing buffered survives a rebalance.
+            ("partition.assignment.strategy", "range"),
+            // librdkafka pauses a partition's fetching for this long once its prefetch queue
+            // is full (default 1 s): a job draining the queue a checkpoint at a time would then
+            // wait for input. The queue stays bounded by queued.max.messages.kbytes either way.
+            ("fetch.queue.backoff.ms", "20"),
+        ])
         .create_with_context(RebalanceTracker::default())
         .map_err(StreamsError::kafka("creating the consumer"))?;
     let mut topics: Vec<&str> = config.inputs.iter().map(String::as_str).collect();

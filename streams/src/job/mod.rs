@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::record_batch::RecordBatch;
 use rdkafka::consumer::Consumer;
 use rdkafka::message::Message;
+use weir_client::CLUSTER_TIMEOUT;
 
 pub use config::JobConfig;
 pub use metrics::JobMetrics;
@@ -34,7 +35,7 @@ use crate::error::{Result, StreamsError};
 use crate::record::{InputRecord, ValueFormat};
 use crate::sql::SqlTransform;
 use crate::topic_reader::{self, Limit};
-use consumer::{JobConsumer, CLUSTER_TIMEOUT};
+use consumer::JobConsumer;
 use transaction::{Checkpoint, CheckpointWriter, Destination, Outgoing};
 
 /// What a job did, for logs, metrics and tests.
@@ -200,7 +201,7 @@ pub fn run_with_metrics(
         }
     };
     let consumer = consumer::create(config, internal_topic.as_deref())?;
-    let writer = CheckpointWriter::create(config)?;
+    let mut writer = CheckpointWriter::create(config)?;
     let mut stats = JobStats::default();
     tracing::info!(job = %config.name, instance = %config.instance_id, inputs = ?config.inputs, output = %config.output, windowed = internal_topic.is_some(), "job started");
     while !stop.load(Ordering::SeqCst) {
@@ -257,7 +258,7 @@ pub fn run_with_metrics(
                 metrics.window_state(entries, windows);
                 tracing::debug!(job = %config.name, input = polled.input_len(), internal = polled.internal.len(), produced = checkpoint.records.len(), poll_ms = (filled - started).as_millis() as u64, process_ms = (processed - filled).as_millis() as u64, commit_ms = processed.elapsed().as_millis() as u64, "checkpoint committed");
             }
-            Err(StreamsError::Fenced(reason)) => return Err(StreamsError::Fenced(reason)),
+            Err(error) if error.fenced().is_some() => return Err(error),
             Err(error) => {
                 stats.checkpoints_aborted += 1;
                 metrics.aborted();
@@ -282,7 +283,7 @@ fn schema_sample(
     if config.schema.is_some() || config.input_format == ValueFormat::Raw {
         return Ok(Some(Vec::new()));
     }
-    let reader = topic_reader::consumer(&config.bootstrap, &config.client_properties)?;
+    let reader = topic_reader::consumer(&config.client)?;
     let partitions = topic_reader::partitions(&reader, input, CLUSTER_TIMEOUT)?;
     let mut waiting = false;
     while !stop.load(Ordering::SeqCst) {

@@ -5,25 +5,21 @@ use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
 use rdkafka::types::RDKafkaErrorCode;
+use weir_client::CLUSTER_TIMEOUT;
 
 use crate::error::{Result, StreamsError};
-use crate::job::consumer::CLUSTER_TIMEOUT;
 use crate::job::JobConfig;
 use crate::topic_reader;
 
 /// The number of partitions of the input topic, once the internal topics exist with as many.
 pub(super) fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> Result<i32> {
-    let reader = topic_reader::consumer(&config.bootstrap, &config.client_properties)?;
+    let reader = topic_reader::consumer(&config.client)?;
     let input_partitions =
         topic_reader::partitions(&reader, config.input(), CLUSTER_TIMEOUT)?.len() as i32;
-    let mut client = ClientConfig::new();
-    client.set("bootstrap.servers", &config.bootstrap);
-    for (name, value) in &config.client_properties {
-        client.set(name, value);
-    }
-    let admin: AdminClient<DefaultClientContext> = client
+    let admin: AdminClient<DefaultClientContext> = config
+        .client
+        .config(&[])
         .create()
         .map_err(StreamsError::kafka("creating the admin client"))?;
     let repartition = config.repartition_topic();
@@ -33,7 +29,7 @@ pub(super) fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> R
         NewTopic::new(&changelog, input_partitions, TopicReplication::Fixed(-1))
             .set("cleanup.policy", "compact"),
     ];
-    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let options = AdminOptions::new().operation_timeout(Some(CLUSTER_TIMEOUT));
     let results = runtime
         .block_on(admin.create_topics(&topics, &options))
         .map_err(StreamsError::kafka("creating the internal topics"))?;

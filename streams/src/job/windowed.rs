@@ -6,11 +6,12 @@ use std::collections::{BTreeSet, HashMap};
 
 use rdkafka::consumer::Consumer;
 use rdkafka::TopicPartitionList;
+use weir_client::CLUSTER_TIMEOUT;
 
 use crate::decode::RecordDecoder;
 use crate::encode::encode;
 use crate::error::{Result, StreamsError};
-use crate::job::consumer::{JobConsumer, CLUSTER_TIMEOUT};
+use crate::job::consumer::JobConsumer;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
 use crate::job::{decode_input, JobConfig, JobStats, Polled, Processor};
 use crate::record::InputRecord;
@@ -235,8 +236,7 @@ impl Processor for Windowed<'_> {
         }
         self.store.clear();
         if !owned.is_empty() {
-            let reader =
-                topic_reader::consumer(&self.config.bootstrap, &self.config.client_properties)?;
+            let reader = topic_reader::consumer(&self.config.client)?;
             let records = topic_reader::read(
                 &reader,
                 &self.changelog_topic,
