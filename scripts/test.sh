@@ -65,11 +65,26 @@ if ! cmp -s scripts/smoke/package.json "$node_dir/package.json" || [ ! -d "$node
   (cd "$node_dir" && npm install --silent --no-audit --no-fund)
 fi
 
-export WEIR_TEST_POSTGRES_URL=${WEIR_TEST_POSTGRES_URL:-$(scripts/postgres/start.sh)}
-export WEIR_TEST_S3_ENDPOINT=${WEIR_TEST_S3_ENDPOINT:-$(scripts/s3/start.sh)}
-# The reference Kafka (jars from Maven) for the pipeline bridge test; compat/run.sh reuses it.
-export WEIR_TEST_KAFKA_BOOTSTRAP=${WEIR_TEST_KAFKA_BOOTSTRAP:-$(KAFKA_PORT=29192 compat/kafka/start.sh)}
+# Sets VAR to what `command…` prints unless VAR is set already, and exports it. A start that
+# fails stops the run with its reason: `export VAR=${VAR:-$(command)}` would hide the status.
+start_service() {
+  local var=$1 name=$2 value
+  shift 2
+  if [ -z "${!var:-}" ]; then
+    if ! value=$("$@"); then
+      echo "test command: $name did not start (its reason is above); stopping" >&2
+      exit 1
+    fi
+    printf -v "$var" '%s' "$value"
+  fi
+  export "${var?}"
+}
+# The stop scripts are idempotent, so the trap is set before anything starts.
 trap 'scripts/postgres/stop.sh; scripts/s3/stop.sh; KAFKA_PORT=29192 compat/kafka/stop.sh; print_stages' EXIT
+start_service WEIR_TEST_POSTGRES_URL PostgreSQL scripts/postgres/start.sh
+start_service WEIR_TEST_S3_ENDPOINT "the S3 server" scripts/s3/start.sh
+# The reference Kafka (jars from Maven) for the pipeline bridge test; compat/run.sh reuses it.
+start_service WEIR_TEST_KAFKA_BOOTSTRAP "the reference Kafka" env KAFKA_PORT=29192 compat/kafka/start.sh
 
 # One build for binaries and tests: building them together unifies the dev-dependencies'
 # features, so `cargo test` reuses every artifact (DataFusion is compiled once, not twice).
