@@ -221,6 +221,6 @@ fn describe_image_topic(image: &MetadataImage, topic: &TopicState) -> MetadataRe
     MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(topic.name.clone()))))
         .with_topic_id(topic.topic_id)
-        .with_is_internal(topic.name.starts_with("__"))
+        .with_is_internal(crate::topic::is_internal(&topic.name))
         .with_partitions(partitions)
 }

@@ -158,7 +158,7 @@ pub async fn handle(
         RequestKind::Metadata(r) => ready(ResponseKind::Metadata(metadata::handle(
             context, version, r,
         ))),
-        RequestKind::Produce(r) => produce::handle(context, version, r).await,
+        RequestKind::Produce(r) => produce::handle(context, version, origin, r).await,
         RequestKind::Fetch(r) => ready(ResponseKind::Fetch(
             fetch::handle(context, version, r).await,
         )),

@@ -26,7 +26,7 @@ use crate::context::BrokerContext;
 use crate::error::BrokerError;
 use crate::handler::errors::{batch_error, error_for, log_error};
 use crate::handler::produce_txn::{self, TxnChecks};
-use crate::handler::HandlerOutput;
+use crate::handler::{HandlerOutput, RequestOrigin};
 use crate::log::batch::{validate_producer_batch, ValidationLimits};
 use crate::log::error::{BatchError, LogError};
 use crate::partition::Partition;
@@ -53,8 +53,11 @@ struct AckWait {
 pub async fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
+    origin: &RequestOrigin<'_>,
     request: ProduceRequest,
 ) -> HandlerOutput {
+    // As in Kafka, only its admin tools (this client id) may append to internal topics.
+    let internal_allowed = origin.client_id == ADMIN_CLIENT_ID;
     let acks = request.acks;
     let valid_acks = matches!(acks, -1..=1);
     let txn_checks = match valid_acks {
@@ -70,7 +73,11 @@ pub async fn handle(
     let mut waits: Vec<(usize, usize, AckWait)> = Vec::new();
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for (topic_index, topic_data) in request.topic_data.into_iter().enumerate() {
-        let topic = lookup_topic(context, topic_data.name.as_str());
+        let name = topic_data.name.as_str();
+        let topic = match crate::topic::is_internal(name) && !internal_allowed {
+            true => Err(ResponseError::InvalidTopicException),
+            false => lookup_topic(context, name),
+        };
         let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
         for (partition_slot, data) in topic_data.partition_data.into_iter().enumerate() {
             let index = data.index;
@@ -153,6 +160,9 @@ async fn wait_for_acks(
         )),
     }
 }
+
+/// The client id Kafka's own admin tools send; the only one allowed to append to internal topics.
+const ADMIN_CLIENT_ID: &str = "__admin_client";
 
 fn lookup_topic(context: &Arc<BrokerContext>, name: &str) -> Result<Arc<Topic>, ResponseError> {
     if let Some(topic) = context.topics.get(name) {

@@ -25,6 +25,19 @@ use crate::log::index::write_file_synced;
 use crate::log::PartitionLog;
 use crate::partition::Partition;
 
+/// Kafka's internal topics (its `Topic.INTERNAL_TOPICS`): flagged internal in Metadata, and
+/// clients may not produce to them. Other names starting with `__` are ordinary topics.
+pub const INTERNAL_TOPICS: [&str; 3] = [
+    "__consumer_offsets",
+    "__transaction_state",
+    "__share_group_state",
+];
+
+/// Whether `name` is one of Kafka's internal topics.
+pub fn is_internal(name: &str) -> bool {
+    INTERNAL_TOPICS.contains(&name)
+}
+
 /// Kafka's limit on topic name length.
 pub const MAX_TOPIC_NAME_CHARS: usize = 249;
 /// Upper bound on partitions per topic, so a typo cannot create millions of directories.
@@ -60,7 +73,7 @@ impl Topic {
     }
 
     pub fn is_internal(&self) -> bool {
-        self.name.starts_with("__")
+        is_internal(&self.name)
     }
 }
 

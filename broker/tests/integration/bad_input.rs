@@ -342,3 +342,120 @@ async fn unknown_topics_and_invalid_names() {
     );
     broker.shutdown().await.unwrap();
 }
+
+/// As in Kafka, clients cannot append to its internal topics (INVALID_TOPIC_EXCEPTION, whether
+/// the topic exists yet or not); only Kafka's admin client id may. A user topic whose name
+/// starts with `__` is an ordinary topic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_cannot_produce_to_internal_topics() {
+    use rdkafka::consumer::{CommitMode, Consumer};
+    use rdkafka::{Offset, TopicPartitionList};
+
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), &[]).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "ordinary", 1, &[]).await;
+    // A committed offset creates __consumer_offsets (through FindCoordinator).
+    let consumer = common::assigned_consumer(
+        &bootstrap,
+        "ordinary",
+        0,
+        Offset::Beginning,
+        &[("group.id", "g")],
+    );
+    let mut offsets = TopicPartitionList::new();
+    offsets
+        .add_partition_offset("ordinary", 0, Offset::Offset(0))
+        .unwrap();
+    consumer.commit(&offsets, CommitMode::Sync).unwrap();
+
+    let mut client = RawClient::connect(broker.local_addr()).await;
+    let record = || batch(&["not an offset"], Compression::None).freeze();
+    for topic in [
+        "__consumer_offsets",
+        "__transaction_state",
+        "__share_group_state",
+    ] {
+        let (code, message) = produce_error(&mut client, topic, record()).await;
+        assert_eq!(
+            code,
+            ResponseError::InvalidTopicException.code(),
+            "{topic}: {message:?}"
+        );
+    }
+    let (code, message) = produce_error(&mut client, "__ordinary", record()).await;
+    assert_eq!(code, 0, "a user topic starting with __: {message:?}");
+
+    let mut admin = RawClient::connect(broker.local_addr())
+        .await
+        .with_client_id("__admin_client");
+    let (code, _) = produce_error(&mut admin, "__consumer_offsets", record()).await;
+    assert_ne!(
+        code,
+        ResponseError::InvalidTopicException.code(),
+        "Kafka's admin client id may append (this keyless record is refused for other reasons)"
+    );
+
+    // The same through a real client: librdkafka reports the broker's error.
+    let producer = common::producer(&bootstrap, &[]);
+    let record = rdkafka::producer::FutureRecord::<str, str>::to("__consumer_offsets")
+        .key("k")
+        .payload("v");
+    let error = producer
+        .send(record, common::TIMEOUT)
+        .await
+        .expect_err("rejected");
+    assert!(
+        matches!(
+            error.0,
+            rdkafka::error::KafkaError::MessageProduction(
+                rdkafka::types::RDKafkaErrorCode::InvalidTopic
+            )
+        ),
+        "{error:?}"
+    );
+    broker.shutdown().await.unwrap();
+}
+
+/// A request whose array count claims far more elements than its frame holds gets a closed
+/// connection (or an error), never an allocation for the claimed count: the broker keeps
+/// serving. These are the 18-byte Metadata v1 request whose topic array claims 2^31-1 entries,
+/// and a Metadata v9 request with a compact array count near 2^32, that used to abort it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_array_count_beyond_its_frame_does_not_stop_the_broker() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), &[]).await;
+    let mut v1 = bytes::BytesMut::new();
+    v1.put_i16(3); // Metadata
+    v1.put_i16(1);
+    v1.put_i32(7); // correlation id
+    v1.put_i16(-1); // no client id
+    v1.put_i32(i32::MAX); // topics: 2^31-1 claimed, none sent
+    let mut v9 = bytes::BytesMut::new();
+    v9.put_i16(3);
+    v9.put_i16(9);
+    v9.put_i32(8);
+    v9.put_i16(-1);
+    v9.put_u8(0); // no tagged fields in the header
+    v9.put_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]); // compact topics: 2^32-2 claimed
+    let mut nested = bytes::BytesMut::new();
+    nested.put_i16(3);
+    nested.put_i16(1);
+    nested.put_i32(9);
+    nested.put_i16(-1);
+    nested.put_i32(1); // one topic…
+    nested.put_i16(1);
+    nested.put_u8(b't');
+    for frame in [v1, v9, nested] {
+        let mut client = RawClient::connect(broker.local_addr()).await;
+        client.send_frame(&frame).await;
+        if let Some(answer) = client.read_frame().await {
+            // An answer must be an error, not a list of 2^31 topics.
+            assert!(answer.len() < 1024, "{} bytes answered", answer.len());
+        }
+        let mut fresh = RawClient::connect(broker.local_addr()).await;
+        let versions = fresh.call(3, &ApiVersionsRequest::default()).await;
+        assert_eq!(versions.error_code, 0, "the broker still serves");
+    }
+    broker.shutdown().await.unwrap();
+}

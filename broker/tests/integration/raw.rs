@@ -10,6 +10,7 @@ use tokio::net::TcpStream;
 pub(crate) struct RawClient {
     stream: TcpStream,
     next_correlation_id: i32,
+    client_id: &'static str,
 }
 
 impl RawClient {
@@ -17,7 +18,14 @@ impl RawClient {
         RawClient {
             stream: TcpStream::connect(addr).await.expect("connect"),
             next_correlation_id: 1,
+            client_id: "weir-raw-test",
         }
+    }
+
+    /// The client id the request headers carry from now on.
+    pub(crate) fn with_client_id(mut self, client_id: &'static str) -> Self {
+        self.client_id = client_id;
+        self
     }
 
     /// Encodes a request (header + body) without the size prefix.
@@ -28,7 +36,7 @@ impl RawClient {
             .with_request_api_key(R::KEY)
             .with_request_api_version(version)
             .with_correlation_id(correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("weir-raw-test")));
+            .with_client_id(Some(StrBytes::from_static_str(self.client_id)));
         let mut body = BytesMut::new();
         header
             .encode(&mut body, R::header_version(version))
