@@ -1,7 +1,7 @@
 //! Background work: retention, log compaction, transaction timeouts, producer expiry, periodic
 //! flushes (`flush.ms`, `flush.messages`), recovery-point and high watermark checkpoints, group
-//! ticks and (cluster mode) the sweep for followers that fell out of the ISR. Each loop stops
-//! when shutdown is signalled.
+//! ticks, the expiry of empty groups' offsets and (cluster mode) the sweep for followers that
+//! fell out of the ISR. Each loop stops when shutdown is signalled.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,6 +54,21 @@ pub(super) fn spawn(
     if CleanerSettings::from_config(&context.config).enabled {
         tasks.spawn(cleaner_loop(Arc::clone(&context), shutdown.clone()));
     }
+    // KIP-211: an empty group's offsets expire `offsets.retention.minutes` after its last
+    // commit (or its last member), checked every `offsets.retention.check.interval.ms`.
+    let offsets_retention_ms = context.config.offsets_retention_ms();
+    tasks.spawn(every(
+        Duration::from_millis(context.config.offsets_retention_check_interval_ms()),
+        shutdown.clone(),
+        {
+            let context = Arc::clone(&context);
+            move || {
+                context
+                    .groups
+                    .expire_offsets(&context.topics, offsets_retention_ms)
+            }
+        },
+    ));
     tasks.spawn(every(
         crate::group::coordinator::TICK_INTERVAL,
         shutdown.clone(),

@@ -622,3 +622,126 @@ async fn a_stable_group_carries_on_through_a_broker_restart_without_a_rebalance(
     std::mem::forget(consumer);
     broker.shutdown().await.unwrap();
 }
+
+/// The committed offset of each of `partitions` of `topic` for `group`, read by a new client.
+fn committed(bootstrap: &str, group: &str, topic: &str, partitions: &[i32]) -> Vec<Offset> {
+    let consumer: BaseConsumer = common::client_config(bootstrap)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut query = TopicPartitionList::new();
+    for partition in partitions {
+        query.add_partition(topic, *partition);
+    }
+    let committed = consumer.committed_offsets(query, TIMEOUT).unwrap();
+    partitions
+        .iter()
+        .map(|p| committed.find_partition(topic, *p).unwrap().offset())
+        .collect()
+}
+
+fn commit(bootstrap: &str, group: &str, topic: &str, offsets: &[(i32, i64)]) {
+    let consumer = common::assigned_consumer(
+        bootstrap,
+        topic,
+        0,
+        Offset::Beginning,
+        &[("group.id", group)],
+    );
+    let mut list = TopicPartitionList::new();
+    for (partition, offset) in offsets {
+        list.add_partition_offset(topic, *partition, Offset::Offset(*offset))
+            .unwrap();
+    }
+    consumer.commit(&list, CommitMode::Sync).unwrap();
+}
+
+/// KIP-211 end to end, on the broker's own schedule: an empty group's offsets expire once
+/// `offsets.retention.minutes` passed since its last commit (and stay expired after a restart);
+/// a group that committed since keeps its offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_groups_offsets_expire_on_the_brokers_schedule() {
+    use weir_broker::clock::{Clock, ManualClock, SystemClock};
+
+    let dir = tempfile::tempdir().unwrap();
+    common::init_logging();
+    let properties = [
+        ("group.initial.rebalance.delay.ms", "0"),
+        ("offsets.retention.minutes", "60"),
+        ("offsets.retention.check.interval.ms", "100"),
+    ];
+    let clock = Arc::new(ManualClock::new(SystemClock.now_ms()));
+    let broker = weir_broker::Broker::start_with_clock(
+        common::config(dir.path(), &properties),
+        Arc::clone(&clock) as Arc<dyn Clock>,
+    )
+    .await
+    .unwrap();
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "expiring", 2, &[]).await;
+    let partitions = [0, 1];
+    let (b, topic) = (bootstrap.clone(), "expiring");
+    tokio::task::spawn_blocking(move || {
+        commit(&b, "idle", topic, &[(0, 7), (1, 3)]);
+        commit(&b, "busy", topic, &[(0, 5), (1, 5)]);
+    })
+    .await
+    .unwrap();
+    clock.advance_ms(30 * 60_000);
+    let b = bootstrap.clone();
+    tokio::task::spawn_blocking(move || commit(&b, "busy", topic, &[(0, 9), (1, 9)]))
+        .await
+        .unwrap();
+    // 61 minutes after idle's commit, 31 after busy's last one.
+    clock.advance_ms(31 * 60_000);
+    let b = bootstrap.clone();
+    let idle = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        loop {
+            let offsets = committed(&b, "idle", topic, &partitions);
+            if offsets.iter().all(|o| *o == Offset::Invalid) || std::time::Instant::now() > deadline
+            {
+                return offsets;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        idle,
+        [Offset::Invalid, Offset::Invalid],
+        "idle's offsets expired"
+    );
+    let b = bootstrap.clone();
+    let busy = tokio::task::spawn_blocking(move || committed(&b, "busy", topic, &partitions))
+        .await
+        .unwrap();
+    assert_eq!(
+        busy,
+        [Offset::Offset(9), Offset::Offset(9)],
+        "busy's offsets kept"
+    );
+    broker.shutdown().await.unwrap();
+
+    let broker = common::start(dir.path(), &properties).await;
+    let b = common::bootstrap(&broker);
+    let after = tokio::task::spawn_blocking(move || {
+        (
+            committed(&b, "idle", topic, &partitions),
+            committed(&b, "busy", topic, &partitions),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        after,
+        (
+            vec![Offset::Invalid, Offset::Invalid],
+            vec![Offset::Offset(9), Offset::Offset(9)]
+        ),
+        "the expiry is durable"
+    );
+    broker.shutdown().await.unwrap();
+}
