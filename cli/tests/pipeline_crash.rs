@@ -3,8 +3,9 @@
 //! process — file source → embedded broker → SQL → PostgreSQL, Parquet in a directory and
 //! Parquet on an S3-compatible object store — is killed with -9 again and again and restarted.
 //! At the end the PostgreSQL rows and each sink's Parquet rows must equal the parseable lines
-//! exactly (counts per status and per minute against the ground truth computed from the
-//! generator), and the dead-letter topic must hold exactly the bad lines.
+//! exactly (line by line — each line carries its number — with its status and minute, against
+//! the ground truth computed from the generator), and the dead-letter topic must hold exactly
+//! the bad lines.
 //!
 //! Needs PostgreSQL (`WEIR_TEST_POSTGRES_URL`) and an S3-compatible server with the bucket
 //! `weir-test` (`WEIR_TEST_S3_ENDPOINT`); scripts/test.sh starts both.
@@ -27,7 +28,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use access_log::{parquet_counts, postgres_counts, postgres_url, total, Counts};
+use access_log::{differences, parquet_counts, postgres_counts, postgres_url, total, Counts};
 use rng::Rng;
 use weir_connectors::generator::AccessLogGenerator;
 
@@ -72,7 +73,7 @@ fn write_log(dir: PathBuf) {
             .min(LINES)
             .min(if n < ROTATE_AT { ROTATE_AT } else { LINES });
         for line in n..end {
-            chunk.push_str(&generator.line(line));
+            chunk.push_str(&access_log::numbered_line(&generator, line));
             chunk.push('\n');
         }
         file.write_all(chunk.as_bytes()).unwrap();
@@ -246,7 +247,7 @@ parallelism: 2
 checkpoint_interval_ms: 300
 transform:
   table: requests
-  sql: SELECT date_trunc('minute', timestamp) AS minute, status, path, bytes FROM requests
+  sql: SELECT remote_user AS line, date_trunc('minute', timestamp) AS minute, status, path, bytes FROM requests
 sinks:
   - kind: postgres
     url: "{postgres}"
@@ -297,9 +298,10 @@ sinks:
         total(&truth),
         "PostgreSQL rows vs parseable lines"
     );
-    assert_eq!(
-        in_postgres, truth,
-        "PostgreSQL counts per status and minute"
+    assert!(
+        in_postgres == truth,
+        "PostgreSQL rows line by line: (missing, repeated or unexpected) {:?}",
+        differences(&in_postgres, &truth)
     );
     for location in [warehouse.display().to_string(), bucket_warehouse] {
         let in_parquet = runtime.block_on(parquet_counts(&location, &s3_options()));
@@ -308,9 +310,10 @@ sinks:
             total(&truth),
             "Parquet rows vs parseable lines in {location}"
         );
-        assert_eq!(
-            in_parquet, truth,
-            "Parquet counts per status and minute in {location}"
+        assert!(
+            in_parquet == truth,
+            "Parquet rows line by line in {location}: (missing, repeated or unexpected) {:?}",
+            differences(&in_parquet, &truth)
         );
     }
     let dead = dead_letters(&pipeline.data_dir, bad_lines.len());

@@ -3,7 +3,9 @@
 //! the generated input, partition by partition, which records are too late and the exact count
 //! and sum of every window the final watermark closes: the job's read_committed output must hold
 //! each of those windows exactly once with exactly those values, and the late topic exactly the
-//! late records.
+//! late records. Each record also carries a random 31-bit fingerprint, summed per window, so a
+//! lost record and a duplicated one in the same window cannot cancel out in its count (they
+//! would only if their fingerprints were equal: a chance of about 2^-31 per pair).
 
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 
@@ -42,6 +44,7 @@ struct Event {
     time_ms: i64,
     user: &'static str,
     amount: i64,
+    fingerprint: i64,
 }
 
 /// Per partition: event time advancing 60 ms a record, 30 % of records up to 1.5 s out of order
@@ -62,14 +65,17 @@ fn generate(rng: &mut Rng) -> Vec<Event> {
                 time_ms,
                 user: USERS[rng.between(0, USERS.len() as u64) as usize],
                 amount: rng.between(1, 100) as i64,
+                fingerprint: rng.between(0, 1 << 31) as i64,
             });
         }
     }
     events
 }
 
-/// (window start, user) → (count, sum).
-type Windows = BTreeMap<(i64, String), (i64, i64)>;
+/// A window's count, sum of amounts and sum of fingerprints.
+type WindowValues = (i64, i64, i64);
+/// (window start, user) → its values.
+type Windows = BTreeMap<(i64, String), WindowValues>;
 
 /// The late ids, and every window the final watermark closes — the job's rules applied to each
 /// partition in order.
@@ -86,6 +92,7 @@ fn oracle(events: &[Event]) -> (BTreeSet<usize>, Windows) {
             let window = windows.entry((start, event.user.to_string())).or_default();
             window.0 += 1;
             window.1 += event.amount;
+            window.2 += event.fingerprint;
         }
         let max = max_times.entry(event.partition).or_insert(event.time_ms);
         *max = (*max).max(event.time_ms);
@@ -96,7 +103,8 @@ fn oracle(events: &[Event]) -> (BTreeSet<usize>, Windows) {
 }
 
 const QUERY: &str = "SELECT CAST(tumble(_timestamp, INTERVAL '10 seconds') AS BIGINT) AS window, \
-                     user, count(*) AS n, sum(amount) AS total FROM events \
+                     user, count(*) AS n, sum(amount) AS total, sum(fingerprint) AS fingerprints \
+                     FROM events \
                      GROUP BY tumble(_timestamp, INTERVAL '10 seconds'), user";
 
 fn produce(bootstrap: &str, events: &[Event]) {
@@ -107,8 +115,8 @@ fn produce(bootstrap: &str, events: &[Event]) {
         .unwrap();
     for (i, event) in events.iter().enumerate() {
         let value = format!(
-            r#"{{"id": {}, "user": "{}", "amount": {}}}"#,
-            event.id, event.user, event.amount
+            r#"{{"id": {}, "user": "{}", "amount": {}, "fingerprint": {}}}"#,
+            event.id, event.user, event.amount, event.fingerprint
         );
         let record = BaseRecord::<(), _>::to("events")
             .partition(event.partition)
@@ -176,14 +184,18 @@ fn a_windowed_job_killed_9_again_and_again_emits_each_window_once_with_exact_cou
     jobs.stop();
     let job_logs = || jobs.logs();
 
-    let mut emitted: BTreeMap<(i64, String), Vec<(i64, i64)>> = BTreeMap::new();
+    let mut emitted: BTreeMap<(i64, String), Vec<WindowValues>> = BTreeMap::new();
     for value in &output {
         let row: serde_json::Value = serde_json::from_slice(value).unwrap();
         let key = (
             row["window"].as_i64().unwrap(),
             row["user"].as_str().unwrap().to_string(),
         );
-        let values = (row["n"].as_i64().unwrap(), row["total"].as_i64().unwrap());
+        let values = (
+            row["n"].as_i64().unwrap(),
+            row["total"].as_i64().unwrap(),
+            row["fingerprints"].as_i64().unwrap(),
+        );
         emitted.entry(key).or_default().push(values);
     }
     let twice: Vec<_> = emitted

@@ -1,5 +1,7 @@
-//! A generated nginx access log and what a pipeline must make of it: rows counted per status
-//! and minute, from the generator (the ground truth) and from a PostgreSQL table.
+//! A generated nginx access log and what a pipeline must make of it: each line carries its
+//! number (its user field is `line-<n>`), so the rows a sink holds are compared with the
+//! generator's (the ground truth) line by line — a lost line and a duplicated one cannot cancel
+//! out. Pipelines select `remote_user AS line`, the minute and the status.
 
 use std::collections::BTreeMap;
 
@@ -10,8 +12,8 @@ use weir_connectors::generator::AccessLogGenerator;
 use weir_connectors::parquet::read_published_at;
 use weir_connectors::weblog::{AccessLogEntry, LogFormat};
 
-/// (status, minute in epoch ms) → lines.
-pub(crate) type Counts = BTreeMap<(i64, i64), u64>;
+/// (line, status, minute in epoch ms) → how many rows (1 for each line, exactly once).
+pub(crate) type Counts = BTreeMap<(String, i64, i64), u64>;
 
 /// Lines 50 ms apart from a fixed start; every `bad_line_every`th line garbage.
 pub(crate) fn generator(bad_line_every: Option<u64>) -> AccessLogGenerator {
@@ -24,21 +26,56 @@ pub(crate) fn generator(bad_line_every: Option<u64>) -> AccessLogGenerator {
     }
 }
 
-/// The counts of the parseable lines among the first `lines`, and the lines that do not parse.
+/// Line `n` of the generator with its user field naming it (`line-<n>`); bad lines as they are.
+pub(crate) fn numbered_line(generator: &AccessLogGenerator, n: u64) -> String {
+    let line = generator.line(n);
+    if generator.is_bad(n) {
+        return line;
+    }
+    let (head, rest) = line.split_once(" [").expect("a good line has a time");
+    let client = head.split(" - ").next().expect("a good line has a client");
+    format!("{client} - line-{n} [{rest}")
+}
+
+/// The rows the parseable lines among the first `lines` make, and the lines that do not parse.
 pub(crate) fn ground_truth(generator: &AccessLogGenerator, lines: u64) -> (Counts, Vec<String>) {
     let mut counts = Counts::new();
     let mut bad = Vec::new();
     for n in 0..lines {
-        let line = generator.line(n);
+        let line = numbered_line(generator, n);
         match AccessLogEntry::parse(&line, true) {
             Ok(entry) => {
                 let minute = entry.timestamp - entry.timestamp.rem_euclid(60_000);
-                *counts.entry((i64::from(entry.status), minute)).or_default() += 1;
+                let id = entry
+                    .remote_user
+                    .map(|u| u.into_owned())
+                    .unwrap_or_default();
+                *counts
+                    .entry((id, i64::from(entry.status), minute))
+                    .or_default() += 1;
             }
             Err(_) => bad.push(line),
         }
     }
     (counts, bad)
+}
+
+/// Where the rows differ from the ground truth, e.g. for a failure message: (lines missing,
+/// lines more than once or not expected), at most five of each.
+pub(crate) fn differences(rows: &Counts, truth: &Counts) -> (Vec<String>, Vec<String>) {
+    let missing = truth
+        .keys()
+        .filter(|k| !rows.contains_key(*k))
+        .take(5)
+        .map(|k| format!("{k:?}"))
+        .collect();
+    let extra = rows
+        .iter()
+        .filter(|(k, n)| truth.get(*k) != Some(*n))
+        .take(5)
+        .map(|(k, n)| format!("{k:?} ×{n}"))
+        .collect();
+    (missing, extra)
 }
 
 pub(crate) fn total(counts: &Counts) -> u64 {
@@ -51,15 +88,15 @@ pub(crate) fn postgres_url() -> String {
     )
 }
 
-/// The rows of `table` (columns `status` and `minute`) counted like [`ground_truth`]; empty
-/// while the table does not exist.
+/// The rows of `table` (columns `line`, `status` and `minute`) counted like [`ground_truth`];
+/// empty while the table does not exist.
 pub(crate) async fn postgres_counts(table: &str) -> Counts {
     let (client, connection) = tokio_postgres::connect(&postgres_url(), tokio_postgres::NoTls)
         .await
         .unwrap();
     tokio::spawn(connection);
     let query = format!(
-        "SELECT status, (extract(epoch FROM minute) * 1000)::bigint AS m, count(*) FROM {table} GROUP BY status, m"
+        "SELECT line, status, (extract(epoch FROM minute) * 1000)::bigint AS m, count(*) FROM {table} GROUP BY line, status, m"
     );
     let Ok(rows) = client.query(&query, &[]).await else {
         return Counts::new();
@@ -67,15 +104,19 @@ pub(crate) async fn postgres_counts(table: &str) -> Counts {
     rows.iter()
         .map(|row| {
             (
-                (row.get::<_, i64>(0), row.get::<_, i64>(1)),
-                row.get::<_, i64>(2) as u64,
+                (
+                    row.get::<_, Option<String>>(0).unwrap_or_default(),
+                    row.get::<_, i64>(1),
+                    row.get::<_, i64>(2),
+                ),
+                row.get::<_, i64>(3) as u64,
             )
         })
         .collect()
 }
 
-/// The rows a Parquet sink published at `location` (columns `status` and `minute`), counted
-/// like [`ground_truth`].
+/// The rows a Parquet sink published at `location` (columns `line`, `status` and `minute`),
+/// counted like [`ground_truth`].
 pub(crate) async fn parquet_counts(location: &str, options: &BTreeMap<String, String>) -> Counts {
     let (_, batches) = read_published_at(location, options, 10_000_000)
         .await
@@ -93,11 +134,16 @@ pub(crate) async fn parquet_counts(location: &str, options: &BTreeMap<String, St
         )
         .unwrap();
         let minute = minute.as_primitive::<TimestampMillisecondType>();
+        let line = cast(batch.column_by_name("line").unwrap(), &DataType::Utf8).unwrap();
+        let line = line.as_string::<i32>();
         for row in 0..batch.num_rows() {
-            assert!(status.is_valid(row) && minute.is_valid(row));
-            *counts
-                .entry((status.value(row), minute.value(row)))
-                .or_default() += 1;
+            assert!(line.is_valid(row) && status.is_valid(row) && minute.is_valid(row));
+            let key = (
+                line.value(row).to_string(),
+                status.value(row),
+                minute.value(row),
+            );
+            *counts.entry(key).or_default() += 1;
         }
     }
     counts
