@@ -11,43 +11,60 @@ libs=$cache/kafka-$version/libs
 bootstrap=$1
 topic=tools-$$
 tool() { java -Xmx256m -Dlog4j2.level=WARN -cp "$libs/*" "$@" 2>&1; }
+# Runs a tool: its output in $out, its exit status in $status (stdin passes through).
+run() { out=$(tool "$@"); status=$?; }
 passed=0
 failed=0
-expect() { # description, pattern, output
-  if grep -qE "$2" <<< "$3"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED $1: $3" | head -20; fi
-}
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAILED $1 (exit status $status): $2" | head -20; }
+# The last tool exited 0 and `text` matches `pattern`. Usage: expect description pattern text
+expect() { if [ "$status" -eq 0 ] && grep -qE "$2" <<< "$3"; then pass; else fail "$1" "$3"; fi; }
+# The last tool exited 0 (what it prints is checked by another tool).
+expect_success() { if [ "$status" -eq 0 ]; then pass; else fail "$1" "$out"; fi; }
+# The last tool exited 0 and printed nothing but warnings and empty lines.
+expect_quiet() { if [ "$status" -eq 0 ] && ! grep -qvE '^(WARNING.*)?$' <<< "$out"; then pass; else fail "$1" "$out"; fi; }
 
-out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic "$topic" --partitions 3 --config retention.ms=3600000)
+run org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic "$topic" --partitions 3 --config retention.ms=3600000
 expect "kafka-topics --create" "Created topic $topic" "$out"
-out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --describe --topic "$topic")
+run org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --describe --topic "$topic"
 expect "kafka-topics --describe" "PartitionCount: 3" "$out"
-out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --alter --topic "$topic" --partitions 4)
-expect "kafka-topics --alter --partitions" "^$|^WARNING" "$out"
-out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --list)
+run org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --alter --topic "$topic" --partitions 4
+expect_quiet "kafka-topics --alter --partitions"
+run org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --describe --topic "$topic"
+expect "kafka-topics --describe after --alter" "PartitionCount: 4" "$out"
+run org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --list
 expect "kafka-topics --list" "^$topic$" "$out"
-out=$(tool org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name "$topic" --alter --add-config retention.bytes=1048576)
+run org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name "$topic" --alter --add-config retention.bytes=1048576
 expect "kafka-configs --alter" "Completed updating config" "$out"
-out=$(tool org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name "$topic" --describe)
+run org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name "$topic" --describe
 expect "kafka-configs --describe" "retention.bytes=1048576" "$out"
-out=$(seq 1 100 | tool org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" --topic "$topic")
-out=$(tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic "$topic")
+run org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" --topic "$topic" < <(seq 1 100)
+expect_success "kafka-console-producer"
+run org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic "$topic"
 total=$(awk -F: '{s += $3} END {print s}' <<< "$out")
 expect "kafka-console-producer + kafka-get-offsets" "^100$" "$total"
-out=$(tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bootstrap" --topic "$topic" \
-  --from-beginning --max-messages 100 --group "console-$topic" --timeout-ms 30000)
+run org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bootstrap" --topic "$topic" \
+  --from-beginning --max-messages 100 --group "console-$topic" --timeout-ms 30000
 expect "kafka-console-consumer (group)" "^100$" "$(grep -cE '^[0-9]+$' <<< "$out")"
-out=$(tool org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records 200000 --record-size 100 --throughput -1 \
-  --producer-props bootstrap.servers="$bootstrap" acks=all linger.ms=5)
+run org.apache.kafka.tools.ProducerPerformance --topic "$topic" --num-records 200000 --record-size 100 --throughput -1 \
+  --producer-props bootstrap.servers="$bootstrap" acks=all linger.ms=5
 expect "kafka-producer-perf-test" "^200000 records sent" "$out"
 grep -E "^200000 records sent" <<< "$out"
-out=$(tool org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$bootstrap" --topic "$topic" --messages 200000 \
-  --group "perf-$topic" --timeout 30000)
+run org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$bootstrap" --topic "$topic" --messages 200000 \
+  --group "perf-$topic" --timeout 30000
 # The data line: start, end, MB, MB/s, records (nMsg), records/s, …
 consumed=$(tail -1 <<< "$out" | awk -F', *' '{print $5}')
 # It stops at the first poll that reaches the target, so slightly more than asked is normal.
 expect "kafka-consumer-perf-test" "^ok$" "$(awk -v n="$consumed" 'BEGIN { print (n >= 200000 && n < 210000) ? "ok" : n }')"
 tail -1 <<< "$out"
-out=$(tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --delete --topic "$topic")
-expect "kafka-topics --delete" "^$" "$out"
+run org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --delete --topic "$topic"
+expect_quiet "kafka-topics --delete"
+# Deleting is asynchronous: the topic leaves the list within seconds.
+for _ in $(seq 1 20); do
+  run org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --list
+  [ "$status" -eq 0 ] && ! grep -qx "$topic" <<< "$out" && break
+  sleep 0.5
+done
+if [ "$status" -eq 0 ] && ! grep -qx "$topic" <<< "$out"; then pass; else fail "kafka-topics --list after --delete" "$out"; fi
 echo "java tools: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
