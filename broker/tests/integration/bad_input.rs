@@ -7,9 +7,25 @@ use kafka_protocol::messages::{ApiVersionsRequest, ProduceRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use kafka_protocol::ResponseError;
+use rdkafka::types::RDKafkaErrorCode;
 
 use crate::common;
 use crate::raw::RawClient;
+
+/// The error librdkafka reports for a record the broker refused.
+async fn refused<K, P>(
+    producer: &rdkafka::producer::FutureProducer,
+    record: rdkafka::producer::FutureRecord<'_, K, P>,
+) -> RDKafkaErrorCode
+where
+    K: rdkafka::message::ToBytes + ?Sized,
+    P: rdkafka::message::ToBytes + ?Sized,
+{
+    match producer.send(record, common::TIMEOUT).await {
+        Err((rdkafka::error::KafkaError::MessageProduction(code), _)) => code,
+        other => panic!("expected a refused record, got {other:?}"),
+    }
+}
 
 fn batch(values: &[&str], compression: Compression) -> bytes::BytesMut {
     let values: Vec<&[u8]> = values.iter().map(|v| v.as_bytes()).collect();
@@ -144,18 +160,9 @@ async fn batch_over_max_message_bytes_is_message_too_large() {
     let record = rdkafka::producer::FutureRecord::<(), String>::to("small")
         .partition(0)
         .payload(&big);
-    let error = producer
-        .send(record, common::TIMEOUT)
-        .await
-        .expect_err("rejected");
-    assert!(
-        matches!(
-            error.0,
-            rdkafka::error::KafkaError::MessageProduction(
-                rdkafka::types::RDKafkaErrorCode::MessageSizeTooLarge
-            )
-        ),
-        "{error:?}"
+    assert_eq!(
+        refused(&producer, record).await,
+        RDKafkaErrorCode::MessageSizeTooLarge
     );
     broker.shutdown().await.unwrap();
 }
@@ -348,26 +355,12 @@ async fn unknown_topics_and_invalid_names() {
 /// starts with `__` is an ordinary topic.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_cannot_produce_to_internal_topics() {
-    use rdkafka::consumer::{CommitMode, Consumer};
-    use rdkafka::{Offset, TopicPartitionList};
-
     let dir = tempfile::tempdir().unwrap();
     let broker = common::start(dir.path(), &[]).await;
     let bootstrap = common::bootstrap(&broker);
     common::create_topic(&bootstrap, "ordinary", 1, &[]).await;
     // A committed offset creates __consumer_offsets (through FindCoordinator).
-    let consumer = common::assigned_consumer(
-        &bootstrap,
-        "ordinary",
-        0,
-        Offset::Beginning,
-        &[("group.id", "g")],
-    );
-    let mut offsets = TopicPartitionList::new();
-    offsets
-        .add_partition_offset("ordinary", 0, Offset::Offset(0))
-        .unwrap();
-    consumer.commit(&offsets, CommitMode::Sync).unwrap();
+    common::commit(&bootstrap, "g", "ordinary", &[(0, 0)]);
 
     let mut client = RawClient::connect(broker.local_addr()).await;
     let record = || batch(&["not an offset"], Compression::None).freeze();
@@ -401,18 +394,9 @@ async fn clients_cannot_produce_to_internal_topics() {
     let record = rdkafka::producer::FutureRecord::<str, str>::to("__consumer_offsets")
         .key("k")
         .payload("v");
-    let error = producer
-        .send(record, common::TIMEOUT)
-        .await
-        .expect_err("rejected");
-    assert!(
-        matches!(
-            error.0,
-            rdkafka::error::KafkaError::MessageProduction(
-                rdkafka::types::RDKafkaErrorCode::InvalidTopic
-            )
-        ),
-        "{error:?}"
+    assert_eq!(
+        refused(&producer, record).await,
+        RDKafkaErrorCode::InvalidTopic
     );
     broker.shutdown().await.unwrap();
 }

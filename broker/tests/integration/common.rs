@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
 use rdkafka::message::OwnedMessage;
 use rdkafka::producer::FutureProducer;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
@@ -172,4 +172,21 @@ pub(crate) async fn produce_values(
         offsets.push(delivery.offset);
     }
     offsets
+}
+
+/// Commits `offsets` (partition, next offset) of `topic` for `group`, outside any membership.
+pub(crate) fn commit(bootstrap: &str, group: &str, topic: &str, offsets: &[(i32, i64)]) {
+    let consumer = assigned_consumer(
+        bootstrap,
+        topic,
+        0,
+        Offset::Beginning,
+        &[("group.id", group)],
+    );
+    let mut list = TopicPartitionList::new();
+    for (partition, offset) in offsets {
+        list.add_partition_offset(topic, *partition, Offset::Offset(*offset))
+            .unwrap();
+    }
+    consumer.commit(&list, CommitMode::Sync).unwrap();
 }

@@ -641,22 +641,6 @@ fn committed(bootstrap: &str, group: &str, topic: &str, partitions: &[i32]) -> V
         .collect()
 }
 
-fn commit(bootstrap: &str, group: &str, topic: &str, offsets: &[(i32, i64)]) {
-    let consumer = common::assigned_consumer(
-        bootstrap,
-        topic,
-        0,
-        Offset::Beginning,
-        &[("group.id", group)],
-    );
-    let mut list = TopicPartitionList::new();
-    for (partition, offset) in offsets {
-        list.add_partition_offset(topic, *partition, Offset::Offset(*offset))
-            .unwrap();
-    }
-    consumer.commit(&list, CommitMode::Sync).unwrap();
-}
-
 /// KIP-211 end to end, on the broker's own schedule: an empty group's offsets expire once
 /// `offsets.retention.minutes` passed since its last commit (and stay expired after a restart);
 /// a group that committed since keeps its offsets.
@@ -683,14 +667,14 @@ async fn an_empty_groups_offsets_expire_on_the_brokers_schedule() {
     let partitions = [0, 1];
     let (b, topic) = (bootstrap.clone(), "expiring");
     tokio::task::spawn_blocking(move || {
-        commit(&b, "idle", topic, &[(0, 7), (1, 3)]);
-        commit(&b, "busy", topic, &[(0, 5), (1, 5)]);
+        common::commit(&b, "idle", topic, &[(0, 7), (1, 3)]);
+        common::commit(&b, "busy", topic, &[(0, 5), (1, 5)]);
     })
     .await
     .unwrap();
     clock.advance_ms(30 * 60_000);
     let b = bootstrap.clone();
-    tokio::task::spawn_blocking(move || commit(&b, "busy", topic, &[(0, 9), (1, 9)]))
+    tokio::task::spawn_blocking(move || common::commit(&b, "busy", topic, &[(0, 9), (1, 9)]))
         .await
         .unwrap();
     // 61 minutes after idle's commit, 31 after busy's last one.
