@@ -8,7 +8,9 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
-use weir_connectors::http::{router, HttpSourceConfig, IngestReport, IngestTarget};
+use weir_connectors::http::{
+    router, BoundedListener, HttpSourceConfig, IngestReport, IngestTarget,
+};
 use weir_connectors::weblog::LogFormat;
 
 /// Writes nothing; waits for a permit per request; fails when told to.
@@ -158,4 +160,85 @@ async fn an_unacknowledged_write_is_503_with_retry_after() {
         "{}",
         answer.body
     );
+}
+
+async fn serve_bounded(config: HttpSourceConfig, target: Target) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let listener = BoundedListener::new(
+        listener,
+        config.max_connections,
+        std::time::Duration::from_secs(config.read_timeout_seconds),
+    );
+    let app = router("events", &config, Arc::new(target));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    port
+}
+
+fn open_target() -> Target {
+    Target {
+        permits: Arc::new(Semaphore::new(100)),
+        fail: false,
+    }
+}
+
+#[tokio::test]
+async fn too_many_lines_and_announced_oversize_bodies_are_413_before_reading() {
+    let mut limited = config(1000, 1000);
+    limited.max_lines = 3;
+    let port = serve(limited, open_target()).await;
+    assert_eq!(
+        post(port, "/ingest/events", b"{}\n{}\n{}").await.status,
+        200
+    );
+    let many = post(port, "/ingest/events", b"{}\n{}\n{}\n{}").await;
+    assert_eq!(many.status, 413, "{}", many.body);
+    assert!(many.body.contains("max_lines"), "{}", many.body);
+
+    // A Content-Length over max_body_bytes is answered without sending the body.
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let head = "POST /ingest/events HTTP/1.1\r\nHost: test\r\nContent-Length: 5000000000\r\n\r\n";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = vec![0u8; 12];
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        stream.read_exact(&mut answer),
+    )
+    .await
+    .expect("answered before the body was sent")
+    .unwrap();
+    assert_eq!(&answer[9..12], b"413");
+}
+
+#[tokio::test]
+async fn the_listener_bounds_connections_and_closes_silent_ones() {
+    let mut bounded = config(1000, 1000);
+    bounded.max_connections = 1;
+    bounded.read_timeout_seconds = 1;
+    let port = serve_bounded(bounded, open_target()).await;
+    // A client stalls in its headers and holds the only connection.
+    let mut stalled = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    stalled
+        .write_all(b"POST /ingest/events HTTP/1.1\r\nHo")
+        .await
+        .unwrap();
+    let waiting = tokio::spawn(async move { post(port, "/ingest/events", b"{}").await });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        !waiting.is_finished(),
+        "a second connection was served at max_connections=1"
+    );
+    // After a second of silence the stalled connection is closed, and the waiting one served.
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        stalled.read_to_end(&mut rest),
+    )
+    .await;
+    assert!(closed.is_ok(), "the silent connection was not closed");
+    let served = tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+        .await
+        .expect("the waiting connection was served once a slot was free")
+        .unwrap();
+    assert_eq!(served.status, 200);
 }

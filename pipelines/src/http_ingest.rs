@@ -129,6 +129,11 @@ pub async fn serve(
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
+    let listener = weir_connectors::http::BoundedListener::new(
+        listener,
+        source.max_connections,
+        Duration::from_secs(source.read_timeout_seconds),
+    );
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await

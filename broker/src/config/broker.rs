@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use super::properties::{broker_property_def, topic_config_def, validate_value};
+use super::properties::{
+    broker_property_def, topic_config_def, validate_value, DEFAULT_QUEUED_MAX_REQUEST_BYTES,
+    REFUSED_PROPERTIES,
+};
 use super::{ConfigError, LogConfig, TopicConfigDef};
 
 /// Parses `controller.quorum.voters`: `id@host:port` separated by commas.
@@ -32,6 +35,32 @@ pub fn parse_quorum_voters(list: &str) -> Result<BTreeMap<u64, String>, ConfigEr
         }
     }
     Ok(voters)
+}
+
+/// Parses `max.connections.per.ip.overrides`: `host:count` separated by commas (the host a name
+/// or an address; IPv6 addresses as they are, the count after the last colon).
+pub fn parse_connection_overrides(list: &str) -> Result<Vec<(String, usize)>, ConfigError> {
+    let mut overrides = Vec::new();
+    for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bad = |reason: &str| ConfigError::InvalidValue {
+            name: "max.connections.per.ip.overrides".into(),
+            value: list.to_string(),
+            reason: format!("'{entry}': {reason}"),
+        };
+        let (host, count) = entry
+            .rsplit_once(':')
+            .ok_or_else(|| bad("expected host:count"))?;
+        let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(bad("the host is empty"));
+        }
+        let count: usize = count
+            .trim()
+            .parse()
+            .map_err(|_| bad("the count is not a whole number"))?;
+        overrides.push((host.to_string(), count));
+    }
+    Ok(overrides)
 }
 
 /// A cluster node's part in the metadata quorum (Kafka's `process.roles`).
@@ -97,6 +126,12 @@ impl BrokerConfig {
 
     /// Sets a broker property by its Kafka name, validating name and value.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        if let Some((_, reason)) = REFUSED_PROPERTIES.iter().find(|(n, _)| *n == name) {
+            return Err(ConfigError::Unsupported {
+                name: name.to_string(),
+                reason: reason.to_string(),
+            });
+        }
         let def = broker_property_def(name).ok_or_else(|| ConfigError::Unknown {
             name: name.to_string(),
         })?;
@@ -106,6 +141,9 @@ impl BrokerConfig {
         }
         if name == "process.roles" {
             parse_process_roles(value)?;
+        }
+        if name == "max.connections.per.ip.overrides" {
+            parse_connection_overrides(value)?;
         }
         self.properties.insert(name.to_string(), value.to_string());
         Ok(())
@@ -213,8 +251,57 @@ impl BrokerConfig {
         self.long_or("socket.request.max.bytes", 104_857_600).max(1) as usize
     }
 
-    pub fn queued_max_requests(&self) -> usize {
-        self.long_or("queued.max.requests", 500).max(1) as usize
+    /// `queued.max.request.bytes`: the request bytes all connections may hold at once, `None`
+    /// for no bound (`-1` or `0`, Kafka's default). Explicit values below
+    /// `socket.request.max.bytes` are refused, as Kafka does, since a largest request could
+    /// never be read.
+    pub fn queued_max_request_bytes(&self) -> Result<Option<usize>, ConfigError> {
+        let largest_request = self.socket_request_max_bytes();
+        let Some(explicit) = self.explicit("queued.max.request.bytes") else {
+            let default: usize = DEFAULT_QUEUED_MAX_REQUEST_BYTES
+                .parse()
+                .unwrap_or(usize::MAX);
+            return Ok(Some(default.max(largest_request)));
+        };
+        let bytes = explicit.trim().parse::<i64>().unwrap_or(-1);
+        if bytes <= 0 {
+            return Ok(None);
+        }
+        if (bytes as u64) < largest_request as u64 {
+            return Err(ConfigError::InvalidValue {
+                name: "queued.max.request.bytes".into(),
+                value: explicit.to_string(),
+                reason: format!(
+                    "must be at least socket.request.max.bytes ({largest_request}), or -1 for \
+                     no bound"
+                ),
+            });
+        }
+        Ok(Some(bytes as usize))
+    }
+
+    /// `max.connections`: open client connections; the listener stops accepting at the limit.
+    pub fn max_connections(&self) -> usize {
+        self.long_or("max.connections", i32::MAX as i64).max(0) as usize
+    }
+
+    /// `max.connections.per.ip` and its overrides (hosts not yet resolved).
+    pub fn max_connections_per_ip(&self) -> Result<(usize, Vec<(String, usize)>), ConfigError> {
+        let default = self
+            .long_or("max.connections.per.ip", i32::MAX as i64)
+            .max(0) as usize;
+        let overrides = parse_connection_overrides(
+            self.explicit("max.connections.per.ip.overrides")
+                .unwrap_or(""),
+        )?;
+        if default == 0 && overrides.is_empty() {
+            return Err(ConfigError::InvalidValue {
+                name: "max.connections.per.ip".into(),
+                value: "0".into(),
+                reason: "can be zero only when max.connections.per.ip.overrides is set".into(),
+            });
+        }
+        Ok((default, overrides))
     }
 
     pub fn fetch_max_bytes(&self) -> i32 {

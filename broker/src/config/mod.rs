@@ -18,7 +18,9 @@ mod properties;
 mod tests;
 mod topic;
 
-pub use broker::{parse_process_roles, parse_quorum_voters, BrokerConfig, QuorumRole};
+pub use broker::{
+    parse_connection_overrides, parse_process_roles, parse_quorum_voters, BrokerConfig, QuorumRole,
+};
 pub use properties::{
     topic_config_def, validate_topic_config, ConfigType, PropertyDef, TopicConfigDef,
     BROKER_PROPERTIES, MAX_DECOMPRESSED_BATCH_BYTES, TOPIC_CONFIGS,

@@ -37,6 +37,17 @@ pub struct PropertyDef {
     pub choices: &'static [&'static str],
 }
 
+/// `queued.max.request.bytes` when unset: 256 MiB (raised to `socket.request.max.bytes` if that
+/// is larger, so that a largest request always fits).
+pub(super) const DEFAULT_QUEUED_MAX_REQUEST_BYTES: &str = "268435456";
+
+/// Kafka properties Weir refuses, with the reason (they would otherwise be silently ignored).
+pub(super) const REFUSED_PROPERTIES: &[(&str, &str)] = &[(
+    "queued.max.requests",
+    "Weir has no queue between network and request threads: each connection handles its own \
+     requests in order. Bound request memory with queued.max.request.bytes",
+)];
+
 const fn prop(name: &'static str, kind: ConfigType, default: &'static str) -> PropertyDef {
     PropertyDef {
         name,
@@ -204,7 +215,16 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     ),
     prop("log.flush.on.ack", ConfigType::Boolean, "false"),
     prop_min("socket.request.max.bytes", ConfigType::Int, "104857600", 1),
-    prop_min("queued.max.requests", ConfigType::Int, "500", 1),
+    // Kafka's default is -1 (no bound); Weir bounds request memory by default.
+    prop_min(
+        "queued.max.request.bytes",
+        ConfigType::Long,
+        DEFAULT_QUEUED_MAX_REQUEST_BYTES,
+        -1,
+    ),
+    prop_min("max.connections", ConfigType::Int, "2147483647", 0),
+    prop_min("max.connections.per.ip", ConfigType::Int, "2147483647", 0),
+    prop("max.connections.per.ip.overrides", ConfigType::String, ""),
     prop_min("fetch.max.bytes", ConfigType::Int, "57671680", 0),
     prop_min("connections.max.idle.ms", ConfigType::Long, "600000", 1),
     prop_min("group.min.session.timeout.ms", ConfigType::Int, "6000", 0),

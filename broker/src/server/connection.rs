@@ -5,6 +5,10 @@
 //! writer half, which sends them strictly in order. Up to `MAX_QUEUED_RESPONSES` responses may be
 //! in flight, which gives pipelining without unbounded memory.
 //!
+//! Before a connection is served it takes a `max.connections` slot (the accept loop waits for
+//! one) and its address's place under `max.connections.per.ip`; before a frame is allocated its
+//! size is reserved in the `queued.max.request.bytes` pool (see `limits`).
+//!
 //! Bad input closes the connection with a log line: a frame over `socket.request.max.bytes`, an
 //! unknown API key, a version outside what we implement (except ApiVersions, which gets the
 //! version-0 fallback), or a body that does not decode. An API we do not implement gets its own
@@ -22,9 +26,10 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 
+use super::limits::{ConnectionLimits, ConnectionSlot, RequestMemory, RequestMemoryPool};
 use crate::context::BrokerContext;
 use crate::handler::{self, api_versions, HandlerOutput};
 
@@ -33,19 +38,35 @@ const MAX_QUEUED_RESPONSES: usize = 64;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 const WRITE_BUFFER_BYTES: usize = 256 * 1024;
 
+/// What every connection of the listener shares: the broker and the bounds on what it holds.
+#[derive(Clone)]
+pub(super) struct Shared {
+    pub context: Arc<BrokerContext>,
+    pub limits: Arc<ConnectionLimits>,
+    pub pool: Arc<RequestMemoryPool>,
+}
+
 pub(super) async fn accept_loop(
     listener: TcpListener,
-    context: Arc<BrokerContext>,
+    shared: Shared,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
     let for_connections = shutdown.clone();
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
+            accepted = accept_with_slot(&listener, &shared.limits) => match accepted {
+                Ok((slot, stream, peer)) => {
+                    let slot = match shared.limits.admit(slot, peer.ip()) {
+                        Ok(slot) => slot,
+                        Err(refused) => {
+                            tracing::info!(%peer, reason = %refused, "refusing connection");
+                            shared.context.metrics.connections_refused_total.with_label_values(&["per_ip"]).inc();
+                            continue;
+                        }
+                    };
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(serve(stream, peer, Arc::clone(&context), for_connections.clone()));
+                    connections.spawn(serve(stream, peer, slot, shared.clone(), for_connections.clone()));
                 }
                 Err(error) => {
                     // Out of file descriptors and similar: back off briefly instead of spinning.
@@ -59,6 +80,17 @@ pub(super) async fn accept_loop(
     }
     drop(listener);
     while connections.join_next().await.is_some() {}
+}
+
+/// Waits for a `max.connections` slot, then for a connection (cancel-safe: an unused slot is
+/// given back when the future is dropped).
+async fn accept_with_slot(
+    listener: &TcpListener,
+    limits: &ConnectionLimits,
+) -> std::io::Result<(OwnedSemaphorePermit, TcpStream, SocketAddr)> {
+    let slot = limits.wait_for_slot().await;
+    let (stream, peer) = listener.accept().await?;
+    Ok((slot, stream, peer))
 }
 
 /// A response on its way to the writer.
@@ -81,9 +113,11 @@ struct FrameHeader {
 async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
-    context: Arc<BrokerContext>,
+    _slot: ConnectionSlot,
+    shared: Shared,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let context = shared.context;
     context.metrics.connections.inc();
     context.metrics.connections_total.inc();
     tracing::debug!(%peer, "connection opened");
@@ -106,7 +140,7 @@ async fn serve(
     );
     loop {
         let frame = tokio::select! {
-            frame = tokio::time::timeout(idle, read_frame(&mut reader, max_frame)) => frame,
+            frame = tokio::time::timeout(idle, read_frame(&mut reader, max_frame, &shared.pool)) => frame,
             _ = crate::shutdown::stopped(&mut shutdown) => break,
         };
         let frame = match frame {
@@ -114,15 +148,19 @@ async fn serve(
                 tracing::debug!(%peer, "closing idle connection");
                 break;
             }
-            Ok(Ok(Some(frame))) => frame,
+            Ok(Ok(Some(read))) => read,
             Ok(Ok(None)) => break,
             Ok(Err(reason)) => {
                 tracing::warn!(%peer, %reason, "closing connection");
                 break;
             }
         };
+        let (frame, reserved) = frame;
         let started = Instant::now();
-        let pending = match handle_frame(&context, peer, frame, started).await {
+        let handled = handle_frame(&context, peer, frame, started).await;
+        // Handled: the request's bytes leave the pool (a deferred response no longer needs them).
+        drop(reserved);
+        let pending = match handled {
             Ok(Some(pending)) => pending,
             Ok(None) => continue,
             Err(reason) => {
@@ -140,11 +178,13 @@ async fn serve(
     tracing::debug!(%peer, "connection closed");
 }
 
-/// Reads one size-prefixed frame; `None` at a clean end of stream.
+/// Reads one size-prefixed frame, its bytes reserved in the pool before they are allocated;
+/// `None` at a clean end of stream.
 async fn read_frame(
     reader: &mut BufReader<OwnedReadHalf>,
     max_frame: usize,
-) -> Result<Option<Bytes>, String> {
+    pool: &RequestMemoryPool,
+) -> Result<Option<(Bytes, RequestMemory)>, String> {
     let size = match reader.read_i32().await {
         Ok(size) => size,
         // A client that goes away between requests (EOF, or a reset when it closes with unread
@@ -164,12 +204,13 @@ async fn read_frame(
             "request of {size} bytes exceeds socket.request.max.bytes {max_frame}"
         ));
     }
+    let reserved = pool.reserve(size as usize).await;
     let mut frame = BytesMut::zeroed(size as usize);
     reader
         .read_exact(&mut frame)
         .await
         .map_err(|e| format!("truncated request: {e}"))?;
-    Ok(Some(frame.freeze()))
+    Ok(Some((frame.freeze(), reserved)))
 }
 
 async fn handle_frame(

@@ -3,6 +3,7 @@
 //! - `startup`: the steps of [`Broker::start`] — recovering the data directory and loading the
 //!   coordinators, binding the listener, joining the cluster.
 //! - `connection`: framing, request decoding, in-order responses with pipelining.
+//! - `limits`: `max.connections`, `max.connections.per.ip` and the request memory pool.
 //! - `metrics_http`: the `/metrics` endpoint.
 //! - `background`: retention, flushing, recovery-point checkpoints, coordinator ticks and the
 //!   sweep for lagging followers.
@@ -10,6 +11,7 @@
 
 mod background;
 mod connection;
+pub(crate) mod limits;
 mod metadata;
 mod metrics_http;
 mod startup;
@@ -55,6 +57,8 @@ impl Broker {
         config: BrokerConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Broker, BrokerError> {
+        let connection_limits = limits::ConnectionLimits::from_config(&config)?;
+        let pool_bytes = config.queued_max_request_bytes()?;
         let storage = startup::open_storage(&config, &clock)?;
         let listener = startup::Listener::bind(&config).await?;
         let (shutdown, shutdown_rx) = watch::channel(false);
@@ -88,9 +92,22 @@ impl Broker {
             startup::spawn_cluster_tasks(&mut tasks, &context, isr_changes, &shutdown_rx);
         }
         let local_addr = listener.local_addr;
+        let pool = limits::RequestMemoryPool::new(
+            pool_bytes,
+            context.metrics.request_memory_used_bytes.clone(),
+        );
+        context
+            .metrics
+            .request_memory_capacity_bytes
+            .set(pool.capacity_bytes().min(i64::MAX as usize) as i64);
+        let shared = connection::Shared {
+            context: Arc::clone(&context),
+            limits: connection_limits,
+            pool,
+        };
         tasks.spawn(connection::accept_loop(
             listener.socket,
-            Arc::clone(&context),
+            shared,
             shutdown_rx,
         ));
         tracing::info!(

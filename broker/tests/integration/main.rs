@@ -17,6 +17,7 @@ mod exactly_once;
 mod fetch;
 mod groups;
 mod idempotence;
+mod limits;
 mod produce_consume;
 mod raw;
 #[path = "../support/records.rs"]

@@ -69,6 +69,15 @@ impl RawClient {
             .expect("broker neither answered nor closed within 10 s")
     }
 
+    /// Whether a response (or the close) arrives within `wait`; only for when the caller expects
+    /// none, as a read cut off by the timeout leaves the stream mid-frame.
+    pub(crate) async fn answers_within(&mut self, wait: std::time::Duration) -> bool {
+        let mut first = [0u8; 1];
+        tokio::time::timeout(wait, self.stream.peek(&mut first))
+            .await
+            .is_ok()
+    }
+
     pub(crate) fn decode<R: Request>(version: i16, mut frame: Bytes) -> (i32, R::Response) {
         let header = ResponseHeader::decode(&mut frame, R::Response::header_version(version))
             .expect("response header");

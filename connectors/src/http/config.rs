@@ -17,6 +17,16 @@ pub struct HttpSourceConfig {
     /// Bodies being written at once, in bytes; beyond it requests get 429.
     #[serde(default = "default_max_pending_bytes")]
     pub max_pending_bytes: usize,
+    /// Bodies with more lines are refused with 413.
+    #[serde(default = "default_max_lines")]
+    pub max_lines: usize,
+    /// Open connections; further clients wait (in the kernel's backlog) until one closes.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// A connection that sends nothing for this long (stalled headers or body, or idle between
+    /// requests) is closed. Above the time a write may take to be acknowledged.
+    #[serde(default = "default_read_timeout_seconds")]
+    pub read_timeout_seconds: u64,
     /// The `Retry-After` of 429 and 503 answers.
     #[serde(default = "default_retry_after_seconds")]
     pub retry_after_seconds: u64,
@@ -27,6 +37,15 @@ fn default_max_body_bytes() -> usize {
 }
 fn default_max_pending_bytes() -> usize {
     64 << 20
+}
+fn default_max_lines() -> usize {
+    100_000
+}
+fn default_max_connections() -> usize {
+    1024
+}
+fn default_read_timeout_seconds() -> u64 {
+    60
 }
 fn default_retry_after_seconds() -> u64 {
     1
@@ -39,6 +58,9 @@ impl HttpSourceConfig {
             format,
             max_body_bytes: default_max_body_bytes(),
             max_pending_bytes: default_max_pending_bytes(),
+            max_lines: default_max_lines(),
+            max_connections: default_max_connections(),
+            read_timeout_seconds: default_read_timeout_seconds(),
             retry_after_seconds: default_retry_after_seconds(),
         }
     }
@@ -54,6 +76,11 @@ impl HttpSourceConfig {
         if self.max_body_bytes == 0 || self.max_pending_bytes < self.max_body_bytes {
             problems.push(
                 "max_pending_bytes: must be at least max_body_bytes (and both positive)".into(),
+            );
+        }
+        if self.max_lines == 0 || self.max_connections == 0 || self.read_timeout_seconds == 0 {
+            problems.push(
+                "max_lines, max_connections and read_timeout_seconds: must be positive".into(),
             );
         }
         problems

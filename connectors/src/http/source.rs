@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
@@ -66,6 +66,13 @@ fn retry_later(status: StatusCode, seconds: u64, reason: String) -> Response {
     response
 }
 
+fn too_large(reason: String) -> Response {
+    answer(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        serde_json::json!({ "error": reason }),
+    )
+}
+
 /// Gives the reserved bytes back however the request ends.
 struct Reservation<'a> {
     pending: &'a AtomicUsize,
@@ -81,7 +88,8 @@ impl Drop for Reservation<'_> {
 async fn ingest(
     State(endpoint): State<Arc<Endpoint>>,
     Path(pipeline): Path<String>,
-    body: Bytes,
+    headers: HeaderMap,
+    body: Body,
 ) -> Response {
     if pipeline != endpoint.pipeline {
         let reason = format!(
@@ -94,13 +102,26 @@ async fn ingest(
         );
     }
     let config = &endpoint.config;
+    // Bytes are reserved before the body is read: what the Content-Length announces, or the
+    // largest body allowed when it is not given (chunked).
+    let announced = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok());
+    if announced.is_some_and(|bytes| bytes > config.max_body_bytes) {
+        return too_large(format!(
+            "the body is larger than max_body_bytes ({})",
+            config.max_body_bytes
+        ));
+    }
+    let reserving = announced.unwrap_or(config.max_body_bytes);
     let reserved = endpoint
         .pending_bytes
-        .fetch_add(body.len(), Ordering::SeqCst)
-        + body.len();
+        .fetch_add(reserving, Ordering::SeqCst)
+        + reserving;
     let _reservation = Reservation {
         pending: &endpoint.pending_bytes,
-        bytes: body.len(),
+        bytes: reserving,
     };
     if reserved > config.max_pending_bytes {
         let reason = format!(
@@ -112,6 +133,21 @@ async fn ingest(
             config.retry_after_seconds,
             reason,
         );
+    }
+    let body = match axum::body::to_bytes(body, reserving).await {
+        Ok(body) => body,
+        Err(error) => {
+            return too_large(format!(
+                "the body could not be read within {reserving} bytes: {error}"
+            ))
+        }
+    };
+    let line_count = body.split(|b| *b == b'\n').count();
+    if line_count > config.max_lines {
+        return too_large(format!(
+            "{line_count} lines is more than max_lines ({})",
+            config.max_lines
+        ));
     }
     let lines: Vec<&[u8]> = body
         .split(|b| *b == b'\n')

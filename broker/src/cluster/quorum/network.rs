@@ -1,6 +1,11 @@
 //! Raft between voters over the controller listener: the client side ([`QuorumNetwork`], one
 //! [`QuorumClient`] per peer) and the server side ([`serve`]), which also takes brokers'
 //! requests to the active controller.
+//!
+//! The listener is bounded as the client one is: at most `MAX_CONTROLLER_CONNECTIONS`
+//! connections (accepting waits for a slot), frame bytes reserved in a pool of
+//! `CONTROLLER_POOL_BYTES` before they are allocated, idle connections closed after
+//! `CONTROLLER_IDLE`, and a started frame due within `CONTROLLER_FRAME_TIMEOUT`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,8 +25,20 @@ use tokio::sync::watch;
 
 use super::controller_service::ControllerHandle;
 use super::rpc::{
-    read_frame, write_frame, CallError, QuorumClient, QuorumRequest, QuorumResponse, RaftRpc,
+    read_request, write_frame, CallError, QuorumClient, QuorumRequest, QuorumResponse, RaftRpc,
+    RequestBounds, MAX_FRAME_BYTES,
 };
+use crate::server::limits::RequestMemoryPool;
+
+/// Connections the controller listener holds (voters and brokers keep one or two each); at the
+/// bound, accepting waits until one closes.
+const MAX_CONTROLLER_CONNECTIONS: usize = 1024;
+/// Request bytes all controller connections may hold at once: four largest frames.
+const CONTROLLER_POOL_BYTES: usize = 4 * MAX_FRAME_BYTES;
+/// A controller connection silent this long is closed (its peer reconnects on next use).
+const CONTROLLER_IDLE: Duration = Duration::from_secs(600);
+/// A started frame must be complete within this.
+const CONTROLLER_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 use super::{MetadataTypes, NodeId};
 
 /// Makes one client per peer; openraft asks again after a client reported a failure.
@@ -146,14 +163,27 @@ pub async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let services = Arc::new(services);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONTROLLER_CONNECTIONS));
+    let pool = RequestMemoryPool::new(
+        Some(CONTROLLER_POOL_BYTES),
+        prometheus::IntGauge::new("controller_request_memory_used_bytes", "unregistered")
+            .expect("valid metric"),
+    );
     loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot.expect("never closed"),
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
+        };
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
                     let services = Arc::clone(&services);
-                    let shutdown = shutdown.clone();
-                    tokio::spawn(serve_connection(stream, peer, services, shutdown));
+                    let (shutdown, pool) = (shutdown.clone(), Arc::clone(&pool));
+                    tokio::spawn(async move {
+                        serve_connection(stream, peer, services, &pool, shutdown).await;
+                        drop(slot);
+                    });
                 }
                 Err(error) => {
                     tracing::warn!(%error, "controller listener: accept failed");
@@ -169,11 +199,17 @@ async fn serve_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
     services: Arc<QuorumServices>,
+    pool: &RequestMemoryPool,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let bounds = RequestBounds {
+        pool,
+        idle: CONTROLLER_IDLE,
+        body_timeout: CONTROLLER_FRAME_TIMEOUT,
+    };
     loop {
         let request = tokio::select! {
-            read = read_frame::<QuorumRequest>(&mut stream) => read,
+            read = read_request::<QuorumRequest>(&mut stream, &bounds) => read,
             _ = crate::shutdown::stopped(&mut shutdown) => return,
         };
         let request = match request {

@@ -17,6 +17,7 @@ use tokio::net::TcpStream;
 
 use super::{MetadataTypes, NodeId, QuorumDescription};
 use crate::cluster::controller::{ControllerError, Registration};
+use crate::server::limits::RequestMemoryPool;
 
 /// A frame longer than this is refused (snapshots travel in chunks well below it).
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
@@ -146,6 +147,43 @@ pub async fn write_frame<T: Serialize>(stream: &mut TcpStream, message: &T) -> i
 
 /// Reads one frame; `Ok(None)` when the peer closed the connection between frames.
 pub async fn read_frame<T: DeserializeOwned>(stream: &mut TcpStream) -> io::Result<Option<T>> {
+    let Some(length) = read_length(stream).await? else {
+        return Ok(None);
+    };
+    decode(&read_payload(stream, length).await?)
+}
+
+/// How the controller listener reads a request: a connection silent for `idle` is closed, a
+/// frame's bytes are reserved in `pool` before they are allocated, and a started frame must
+/// arrive within `body_timeout`.
+pub(crate) struct RequestBounds<'a> {
+    pub(crate) pool: &'a RequestMemoryPool,
+    pub(crate) idle: Duration,
+    pub(crate) body_timeout: Duration,
+}
+
+/// Reads one request frame within `bounds`; `Ok(None)` when the peer closed between frames.
+pub(crate) async fn read_request<T: DeserializeOwned>(
+    stream: &mut TcpStream,
+    bounds: &RequestBounds<'_>,
+) -> io::Result<Option<T>> {
+    let timed_out = |what: &str, after: Duration| {
+        io::Error::new(io::ErrorKind::TimedOut, format!("{what} for {after:?}"))
+    };
+    let length = tokio::time::timeout(bounds.idle, read_length(stream))
+        .await
+        .map_err(|_| timed_out("idle", bounds.idle))??;
+    let Some(length) = length else {
+        return Ok(None);
+    };
+    let _reserved = bounds.pool.reserve(length).await;
+    let payload = tokio::time::timeout(bounds.body_timeout, read_payload(stream, length))
+        .await
+        .map_err(|_| timed_out("a frame incomplete", bounds.body_timeout))??;
+    decode(&payload)
+}
+
+async fn read_length(stream: &mut TcpStream) -> io::Result<Option<usize>> {
     let mut length = [0u8; 4];
     match stream.read_exact(&mut length).await {
         Ok(_) => {}
@@ -159,9 +197,17 @@ pub async fn read_frame<T: DeserializeOwned>(stream: &mut TcpStream) -> io::Resu
             format!("frame of {length} bytes over {MAX_FRAME_BYTES}"),
         ));
     }
+    Ok(Some(length))
+}
+
+async fn read_payload(stream: &mut TcpStream, length: usize) -> io::Result<Vec<u8>> {
     let mut payload = vec![0u8; length];
     stream.read_exact(&mut payload).await?;
-    serde_json::from_slice(&payload)
+    Ok(payload)
+}
+
+fn decode<T: DeserializeOwned>(payload: &[u8]) -> io::Result<Option<T>> {
+    serde_json::from_slice(payload)
         .map(Some)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
@@ -244,5 +290,67 @@ impl QuorumClient {
             Ok(None) => Err(broken(&address, io::ErrorKind::UnexpectedEof.into())),
             Err(e) => Err(broken(&address, e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::*;
+
+    async fn pair() -> (TcpStream, TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        (client, server)
+    }
+
+    fn pool() -> (std::sync::Arc<RequestMemoryPool>, prometheus::IntGauge) {
+        let used = prometheus::IntGauge::new("used", "used").unwrap();
+        (
+            RequestMemoryPool::new(Some(MAX_FRAME_BYTES), used.clone()),
+            used,
+        )
+    }
+
+    #[tokio::test]
+    async fn the_controller_listener_bounds_silence_stalled_frames_and_sizes() {
+        let (pool, used) = pool();
+        let bounds = RequestBounds {
+            pool: &pool,
+            idle: Duration::from_millis(100),
+            body_timeout: Duration::from_millis(100),
+        };
+        // Silent: closed after the idle time.
+        let (_client, mut server) = pair().await;
+        let silent = read_request::<QuorumRequest>(&mut server, &bounds).await;
+        assert_eq!(silent.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        // A frame that never completes: closed after the body timeout, its bytes given back.
+        let (mut client, mut server) = pair().await;
+        client.write_all(&1000u32.to_be_bytes()).await.unwrap();
+        client.write_all(&[b'{'; 10]).await.unwrap();
+        let stalled = read_request::<QuorumRequest>(&mut server, &bounds).await;
+        assert_eq!(stalled.unwrap_err().kind(), io::ErrorKind::TimedOut);
+        assert_eq!(
+            used.get(),
+            0,
+            "the stalled frame's pool bytes were not given back"
+        );
+        // Over the largest frame: refused before anything is allocated.
+        let (mut client, mut server) = pair().await;
+        client.write_all(&u32::MAX.to_be_bytes()).await.unwrap();
+        let oversized = read_request::<QuorumRequest>(&mut server, &bounds).await;
+        assert_eq!(oversized.unwrap_err().kind(), io::ErrorKind::InvalidData);
+        // Hostile JSON is an error, not a panic.
+        let (mut client, mut server) = pair().await;
+        let garbage = b"{\"Raft\":{\"to\":1,\"rpc\":[[[[[[[[[[";
+        client
+            .write_all(&(garbage.len() as u32).to_be_bytes())
+            .await
+            .unwrap();
+        client.write_all(garbage).await.unwrap();
+        let hostile = read_request::<QuorumRequest>(&mut server, &bounds).await;
+        assert_eq!(hostile.unwrap_err().kind(), io::ErrorKind::InvalidData);
     }
 }

@@ -1,0 +1,311 @@
+//! What clients can make the broker hold: connections and request memory.
+//!
+//! - [`ConnectionLimits`]: `max.connections` (the listener stops accepting until a connection
+//!   closes, as Kafka's acceptor waits for a slot) and `max.connections.per.ip` with
+//!   `max.connections.per.ip.overrides` (a new connection over its address's limit is closed at
+//!   once, as Kafka does).
+//! - [`RequestMemoryPool`]: `queued.max.request.bytes` — one pool for the bytes of requests read
+//!   and not yet handled, across all connections. A connection reserves a frame's size before
+//!   allocating it and waits while the pool is exhausted, so memory stays near the pool's size
+//!   whatever clients send. The reservation is given back when the handler returns (as Kafka
+//!   releases a request's buffer after its API handler ran): a deferred response such as an
+//!   `acks=all` Produce waiting for followers holds no pool bytes, so it cannot starve the
+//!   follower fetches it waits for.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
+
+use prometheus::IntGauge;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::{BrokerConfig, ConfigError};
+
+/// The bound of `max.connections` and of the pool when Kafka's "no bound" is asked for.
+const UNBOUNDED: usize = Semaphore::MAX_PERMITS;
+
+/// `max.connections` and the per-address limits of one listener.
+pub(super) struct ConnectionLimits {
+    slots: Arc<Semaphore>,
+    per_ip: usize,
+    per_ip_overrides: HashMap<IpAddr, usize>,
+    open_per_ip: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// A connection's place under the limits, given back when dropped.
+pub(super) struct ConnectionSlot {
+    _slot: OwnedSemaphorePermit,
+    address: IpAddr,
+    limits: Arc<ConnectionLimits>,
+}
+
+/// A new connection from an address that already has its limit of connections.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{address} already has the configured maximum of {limit} connections")]
+pub(super) struct TooManyConnections {
+    pub(super) address: IpAddr,
+    pub(super) limit: usize,
+}
+
+impl ConnectionLimits {
+    /// From the broker's properties; overrides naming a host are resolved now, and a name that
+    /// does not resolve is a configuration error (as in Kafka).
+    pub(super) fn from_config(config: &BrokerConfig) -> Result<Arc<Self>, ConfigError> {
+        let (per_ip, overrides) = config.max_connections_per_ip()?;
+        let mut per_ip_overrides = HashMap::new();
+        for (host, limit) in overrides {
+            for address in resolve(&host)? {
+                per_ip_overrides.insert(address, limit);
+            }
+        }
+        Ok(Arc::new(ConnectionLimits {
+            slots: Arc::new(Semaphore::new(config.max_connections().min(UNBOUNDED))),
+            per_ip,
+            per_ip_overrides,
+            open_per_ip: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// Waits until fewer than `max.connections` connections are open.
+    pub(super) async fn wait_for_slot(&self) -> OwnedSemaphorePermit {
+        Arc::clone(&self.slots)
+            .acquire_owned()
+            .await
+            .expect("the connection semaphore is never closed")
+    }
+
+    /// Admits a connection from `address` holding `slot`, unless the address is at its limit.
+    pub(super) fn admit(
+        self: &Arc<Self>,
+        slot: OwnedSemaphorePermit,
+        address: IpAddr,
+    ) -> Result<ConnectionSlot, TooManyConnections> {
+        let address = address.to_canonical();
+        let limit = self.limit_for(address);
+        let mut open = self.open_per_ip.lock().expect("not poisoned");
+        let count = open.entry(address).or_insert(0);
+        if *count >= limit {
+            if *count == 0 {
+                open.remove(&address);
+            }
+            return Err(TooManyConnections { address, limit });
+        }
+        *count += 1;
+        Ok(ConnectionSlot {
+            _slot: slot,
+            address,
+            limits: Arc::clone(self),
+        })
+    }
+
+    fn limit_for(&self, address: IpAddr) -> usize {
+        self.per_ip_overrides
+            .get(&address)
+            .copied()
+            .unwrap_or(self.per_ip)
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        let mut open = self.limits.open_per_ip.lock().expect("not poisoned");
+        if let Some(count) = open.get_mut(&self.address) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.address);
+            }
+        }
+    }
+}
+
+fn resolve(host: &str) -> Result<Vec<IpAddr>, ConfigError> {
+    if let Ok(address) = host.parse::<IpAddr>() {
+        return Ok(vec![address.to_canonical()]);
+    }
+    let unresolved = |reason: String| ConfigError::InvalidValue {
+        name: "max.connections.per.ip.overrides".into(),
+        value: host.to_string(),
+        reason,
+    };
+    let addresses: Vec<IpAddr> = (host, 0)
+        .to_socket_addrs()
+        .map_err(|e| unresolved(format!("cannot resolve the host: {e}")))?
+        .map(|socket| socket.ip().to_canonical())
+        .collect();
+    if addresses.is_empty() {
+        return Err(unresolved("the host resolves to no address".into()));
+    }
+    Ok(addresses)
+}
+
+/// `queued.max.request.bytes`: request bytes held across all connections.
+pub(crate) struct RequestMemoryPool {
+    bytes: Arc<Semaphore>,
+    capacity_bytes: usize,
+    used_bytes: IntGauge,
+}
+
+/// Pool bytes reserved for one request, given back when dropped.
+pub(crate) struct RequestMemory {
+    _permit: Option<OwnedSemaphorePermit>,
+    bytes: usize,
+    used_bytes: IntGauge,
+}
+
+impl RequestMemoryPool {
+    /// A pool of `capacity_bytes` (`None`: no bound); `used_bytes` follows what is reserved.
+    pub(crate) fn new(capacity_bytes: Option<usize>, used_bytes: IntGauge) -> Arc<Self> {
+        let capacity_bytes = capacity_bytes.unwrap_or(UNBOUNDED).min(UNBOUNDED);
+        Arc::new(RequestMemoryPool {
+            bytes: Arc::new(Semaphore::new(capacity_bytes)),
+            capacity_bytes,
+            used_bytes,
+        })
+    }
+
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        self.capacity_bytes
+    }
+
+    /// Waits until `bytes` are free and reserves them. `bytes` is at most
+    /// `socket.request.max.bytes`, which the pool is never smaller than.
+    pub(crate) async fn reserve(&self, bytes: usize) -> RequestMemory {
+        let permits = u32::try_from(bytes.min(self.capacity_bytes)).unwrap_or(u32::MAX);
+        let permit = if permits == 0 {
+            None
+        } else {
+            Some(
+                Arc::clone(&self.bytes)
+                    .acquire_many_owned(permits)
+                    .await
+                    .expect("the pool's semaphore is never closed"),
+            )
+        };
+        self.used_bytes.add(bytes as i64);
+        RequestMemory {
+            _permit: permit,
+            bytes,
+            used_bytes: self.used_bytes.clone(),
+        }
+    }
+}
+
+impl Drop for RequestMemory {
+    fn drop(&mut self) {
+        self.used_bytes.sub(self.bytes as i64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn config(properties: &[(&str, &str)]) -> BrokerConfig {
+        let mut config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), "/unused".into());
+        for (name, value) in properties {
+            config.set(name, value).unwrap();
+        }
+        config
+    }
+
+    #[tokio::test]
+    async fn an_address_at_its_limit_is_refused_until_one_of_its_connections_closes() {
+        let limits = ConnectionLimits::from_config(&config(&[
+            ("max.connections.per.ip", "2"),
+            ("max.connections.per.ip.overrides", "10.0.0.9:0,[::1]:1"),
+        ]))
+        .unwrap();
+        let local: IpAddr = "127.0.0.1".parse().unwrap();
+        let first = limits.admit(limits.wait_for_slot().await, local).unwrap();
+        let _second = limits.admit(limits.wait_for_slot().await, local).unwrap();
+        let refused = limits.admit(limits.wait_for_slot().await, local);
+        assert_eq!(
+            refused.err(),
+            Some(TooManyConnections {
+                address: local,
+                limit: 2
+            })
+        );
+        drop(first);
+        let _third = limits.admit(limits.wait_for_slot().await, local).unwrap();
+        let banned: IpAddr = "10.0.0.9".parse().unwrap();
+        assert!(limits.admit(limits.wait_for_slot().await, banned).is_err());
+        let loopback6: IpAddr = "::1".parse().unwrap();
+        let _one = limits
+            .admit(limits.wait_for_slot().await, loopback6)
+            .unwrap();
+        assert!(limits
+            .admit(limits.wait_for_slot().await, loopback6)
+            .is_err());
+        // An IPv4 client seen through an IPv6 socket counts as its IPv4 address.
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert!(limits.admit(limits.wait_for_slot().await, mapped).is_err());
+    }
+
+    #[tokio::test]
+    async fn the_listener_waits_for_a_slot_at_max_connections() {
+        let limits = ConnectionLimits::from_config(&config(&[("max.connections", "1")])).unwrap();
+        let local: IpAddr = "127.0.0.1".parse().unwrap();
+        let open = limits.admit(limits.wait_for_slot().await, local).unwrap();
+        let waiting = tokio::time::timeout(Duration::from_millis(50), limits.wait_for_slot());
+        assert!(waiting.await.is_err(), "a second slot was handed out");
+        drop(open);
+        let slot = tokio::time::timeout(Duration::from_secs(5), limits.wait_for_slot()).await;
+        assert!(
+            slot.is_ok(),
+            "the closed connection's slot was not given back"
+        );
+    }
+
+    #[test]
+    fn bad_limits_are_configuration_errors() {
+        let mut broker = config(&[]);
+        assert!(broker
+            .set("max.connections.per.ip.overrides", "host-without-count")
+            .is_err());
+        assert!(broker
+            .set("max.connections.per.ip.overrides", "localhost:many")
+            .is_err());
+        broker.set("max.connections.per.ip", "0").unwrap();
+        assert!(ConnectionLimits::from_config(&broker).is_err());
+        let unresolvable =
+            config(&[("max.connections.per.ip.overrides", "no-such-host.invalid:3")]);
+        assert!(ConnectionLimits::from_config(&unresolvable).is_err());
+        let mut fresh = config(&[]);
+        let refused = fresh.set("queued.max.requests", "500");
+        assert!(matches!(refused, Err(ConfigError::Unsupported { .. })));
+    }
+
+    #[test]
+    fn the_pool_is_never_smaller_than_the_largest_request() {
+        assert_eq!(
+            config(&[]).queued_max_request_bytes().unwrap(),
+            Some(256 << 20)
+        );
+        let large = config(&[("socket.request.max.bytes", "536870912")]);
+        assert_eq!(large.queued_max_request_bytes().unwrap(), Some(512 << 20));
+        let small_pool = config(&[("queued.max.request.bytes", "1048576")]);
+        assert!(small_pool.queued_max_request_bytes().is_err());
+        let unbounded = config(&[("queued.max.request.bytes", "-1")]);
+        assert_eq!(unbounded.queued_max_request_bytes().unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_reservation_waits_while_the_pool_is_exhausted() {
+        let used = IntGauge::new("used", "used").unwrap();
+        let pool = RequestMemoryPool::new(Some(100), used.clone());
+        let held = pool.reserve(70).await;
+        assert_eq!(used.get(), 70);
+        let waiting = tokio::time::timeout(Duration::from_millis(50), pool.reserve(40));
+        assert!(
+            waiting.await.is_err(),
+            "the pool handed out more than it has"
+        );
+        drop(held);
+        assert_eq!(used.get(), 0);
+        let granted = tokio::time::timeout(Duration::from_secs(5), pool.reserve(40)).await;
+        assert!(granted.is_ok());
+    }
+}
