@@ -36,6 +36,11 @@ pub enum BrokerError {
     Controller(#[from] crate::cluster::ControllerError),
     #[error("no controller answered: {0}")]
     ControllerUnavailable(String),
+    #[error("data directory {}: {reason}", path.display())]
+    DataDirectory {
+        path: std::path::PathBuf,
+        reason: String,
+    },
 }
 
 impl From<BatchError> for BrokerError {

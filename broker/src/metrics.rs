@@ -34,6 +34,7 @@ pub struct Metrics {
     pub log_last_stable_offset: IntGaugeVec,
     pub open_transactions: IntGaugeVec,
     pub recovered_bytes_cut_total: IntCounter,
+    pub offline_log_partitions: IntGauge,
     pub group_committed_offset: IntGaugeVec,
     pub group_lag: IntGaugeVec,
     pub cleaner_passes_total: IntCounterVec,
@@ -357,6 +358,11 @@ impl Metrics {
             request_duration_seconds,
             connections,
             connections_total,
+            offline_log_partitions: gauge(
+                &registry,
+                "log_offline_partitions",
+                "Partitions offline after a storage failure (I/O error) until the broker restarts",
+            ),
             connections_refused_total: counter_vec(
                 &registry,
                 "connections_refused_total",
@@ -412,7 +418,13 @@ impl Metrics {
         self.log_last_stable_offset.reset();
         self.open_transactions.reset();
         self.replica_lag.reset();
-        for partition in topics.all_partitions() {
+        let partitions = topics.all_partitions();
+        let offline = partitions
+            .iter()
+            .filter(|partition| partition.offline_reason().is_some())
+            .count();
+        self.offline_log_partitions.set(offline as i64);
+        for partition in partitions {
             let index = partition.index.to_string();
             let labels = [&*partition.topic, index.as_str()];
             let log = partition.log();

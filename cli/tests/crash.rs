@@ -100,3 +100,65 @@ fn kill_9_during_transactions_and_idempotent_writes_loses_and_duplicates_nothing
     let vanished = history.vanished(&last_uncommitted);
     assert!(vanished.is_empty(), "seed {seed}: {vanished:#?}");
 }
+
+/// Start-up on a data directory the broker cannot use: one line naming the path and the reason,
+/// and a non-zero exit — never a panic or a half-started broker.
+#[test]
+fn an_unusable_data_directory_is_one_line_and_a_failed_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let read_only = dir.path().join("read-only");
+    std::fs::create_dir(&read_only).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs"])
+        .arg(&read_only)
+        .output()
+        .unwrap();
+    assert!(
+        mounted.status.success(),
+        "mounting a read-only tmpfs needs root (the test command runs as root): {}",
+        String::from_utf8_lossy(&mounted.stderr)
+    );
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let cases = [
+        (read_only.join("data"), "Read-only file system"),
+        (read_only.clone(), "Read-only file system"),
+        (file.join("data"), "Not a directory"),
+    ];
+    for (data_dir, reason) in cases {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args([
+                "broker",
+                "--listen",
+                "127.0.0.1:0",
+                "--metrics-listen",
+                "off",
+            ])
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .env("RUST_LOG", "off")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{}: {stderr}",
+            data_dir.display()
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let path = data_dir.display().to_string();
+        assert!(
+            stderr.contains(&path) && stderr.contains(reason),
+            "{stderr}"
+        );
+        assert_eq!(
+            stderr.matches(reason).count(),
+            1,
+            "the reason is repeated: {stderr}"
+        );
+    }
+    let _ = std::process::Command::new("umount")
+        .arg(&read_only)
+        .status();
+}

@@ -34,6 +34,7 @@ pub fn error_for(error: &BrokerError) -> ResponseError {
         BrokerError::ShuttingDown => ResponseError::NotLeaderOrFollower,
         BrokerError::Controller(controller) => controller_error(controller),
         BrokerError::ControllerUnavailable(_) => ResponseError::RequestTimedOut,
+        BrokerError::DataDirectory { .. } => ResponseError::KafkaStorageError,
     }
 }
 
@@ -82,7 +83,7 @@ pub fn producer_id_error(error: &crate::producer::id_manager::ProducerIdError) -
 
 pub fn log_error(error: &LogError) -> ResponseError {
     match error {
-        LogError::Io { .. } | LogError::CorruptCheckpoint { .. } => {
+        LogError::Io { .. } | LogError::CorruptCheckpoint { .. } | LogError::Offline { .. } => {
             ResponseError::KafkaStorageError
         }
         LogError::Batch(batch) => batch_error(batch),

@@ -51,6 +51,8 @@ pub enum LogError {
     },
     #[error("the log is closed")]
     Closed,
+    #[error("the partition is offline after a storage failure ({reason}); restart the broker once the disk is fixed")]
+    Offline { reason: String },
     #[error("this replica does not lead (leader epoch {leader_epoch})")]
     NotLeader { leader_epoch: i32 },
     #[error("this replica does not follow at that leader epoch: it takes no copied batches")]

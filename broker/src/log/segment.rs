@@ -228,9 +228,14 @@ impl Segment {
         eager_writeback: bool,
     ) -> Result<(), LogError> {
         let position = self.size;
-        self.file
-            .write_all_at(bytes, position)
-            .map_err(|e| LogError::io(&self.path, e))?;
+        if let Err(error) = self.file.write_all_at(bytes, position) {
+            // A write cut short (a full disk) leaves a torn batch: cut it off, so that the file
+            // ends at the last whole batch whether or not the next append succeeds.
+            if let Err(cut) = self.file.set_len(position) {
+                tracing::warn!(path = %self.path.display(), %cut, "cannot cut a torn write");
+            }
+            return Err(LogError::io(&self.path, error));
+        }
         if eager_writeback {
             start_writeback(&self.file, position, bytes.len());
         }

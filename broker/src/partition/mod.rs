@@ -12,6 +12,7 @@
 
 pub mod leader_replicas;
 pub mod role;
+pub mod storage_health;
 
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,6 +28,7 @@ use crate::log::control::MarkerKind;
 use crate::log::error::LogError;
 use crate::log::{AppendInfo, PartitionLog, ReadResult};
 use role::Role;
+use storage_health::{DiskOp, StorageHealth};
 
 /// A request's `current_leader_epoch` that is not this replica's (KIP-320).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -64,6 +66,7 @@ pub struct Partition {
     checkpointed_high_watermark: AtomicI64,
     durable_offset: watch::Sender<i64>,
     flush_lock: tokio::sync::Mutex<()>,
+    health: StorageHealth,
     clock: Arc<dyn Clock>,
 }
 
@@ -88,6 +91,7 @@ impl Partition {
             checkpointed_high_watermark: AtomicI64::new(-1),
             durable_offset: watch::Sender::new(0),
             flush_lock: tokio::sync::Mutex::new(()),
+            health: StorageHealth::default(),
             clock,
         }
     }
@@ -199,9 +203,12 @@ impl Partition {
         max_bytes: usize,
         min_one_batch: bool,
     ) -> Result<ReadResult, LogError> {
+        self.health.check()?;
         let high_watermark = self.high_watermark();
-        self.log()
-            .read(fetch_offset, max_bytes, high_watermark, min_one_batch)
+        let read = self
+            .log()
+            .read(fetch_offset, max_bytes, high_watermark, min_one_batch);
+        self.judge(read)
     }
 
     /// Reads for a follower: everything up to the log end.
@@ -210,9 +217,12 @@ impl Partition {
         fetch_offset: i64,
         max_bytes: usize,
     ) -> Result<ReadResult, LogError> {
+        self.health.check()?;
         let log = self.log();
         let log_end = log.log_end_offset();
-        log.read(fetch_offset, max_bytes, log_end, true)
+        let read = log.read(fetch_offset, max_bytes, log_end, true);
+        drop(log);
+        self.judge(read)
     }
 
     /// Reads for a read_committed consumer: below the last stable offset, with the aborted
@@ -223,10 +233,12 @@ impl Partition {
         max_bytes: usize,
         min_one_batch: bool,
     ) -> Result<(ReadResult, Vec<AbortedTxn>), LogError> {
+        self.health.check()?;
         let high_watermark = self.high_watermark();
         let log = self.log();
         let last_stable_offset = Self::last_stable_offset_of(&log, high_watermark);
-        let read = log.read(fetch_offset, max_bytes, last_stable_offset, min_one_batch)?;
+        let read = log.read(fetch_offset, max_bytes, last_stable_offset, min_one_batch);
+        let read = self.judge(read)?;
         let aborted = if read.records.is_empty() {
             Vec::new()
         } else {
@@ -271,16 +283,26 @@ impl Partition {
 
     /// Fsyncs all appended data now (outside the log lock).
     pub async fn flush_now(&self) -> Result<(), LogError> {
+        self.health.check()?;
         let plan = self.log().flush_plan();
         let files: Vec<_> = plan.files.clone();
-        tokio::task::spawn_blocking(move || {
+        let injected = self
+            .health
+            .injected(DiskOp::Sync)
+            .and_then(|error| error.raw_os_error());
+        let synced = tokio::task::spawn_blocking(move || {
             for (file, path) in &files {
-                file.sync_data().map_err(|e| LogError::io(path, e))?;
+                let result = match injected {
+                    Some(errno) => Err(std::io::Error::from_raw_os_error(errno)),
+                    None => file.sync_data(),
+                };
+                result.map_err(|e| LogError::io(path, e))?;
             }
             Ok::<(), LogError>(())
         })
         .await
-        .map_err(|_| LogError::Closed)??;
+        .map_err(|_| LogError::Closed)?;
+        self.health.judge(synced, &self.name(), true)?;
         let up_to = plan.up_to_offset;
         self.log().mark_flushed(&plan, self.clock.now_ms());
         self.durable_offset.send_if_modified(|durable| {
@@ -338,6 +360,27 @@ impl Partition {
         let now_ms = self.clock.now_ms();
         let plan = compaction::plan(&self.log(), self.high_watermark(), now_ms)?;
         Ok(plan.filter(|p| p.is_due(now_ms)).map(|p| p.dirty_ratio()))
+    }
+
+    /// Why the partition is offline after a storage failure, if it is (see `storage_health`).
+    pub fn offline_reason(&self) -> Option<&str> {
+        self.health.failure()
+    }
+
+    /// Makes the next writes (`DiskOp::Write`) or fsyncs (`DiskOp::Sync`) of this partition fail
+    /// with OS error `errno` (e.g. `libc::EIO` = 5) as if the disk returned it; `None` clears it.
+    /// For fault-injection tests.
+    pub fn inject_disk_fault(&self, fault: Option<(DiskOp, i32)>) {
+        self.health.inject(fault);
+    }
+
+    fn name(&self) -> String {
+        format!("{}-{}", self.topic, self.index)
+    }
+
+    /// Takes the partition offline if `result` is an I/O error other than a full disk.
+    fn judge<T>(&self, result: Result<T, LogError>) -> Result<T, LogError> {
+        self.health.judge(result, &self.name(), false)
     }
 
     pub fn set_config(&self, config: LogConfig) {

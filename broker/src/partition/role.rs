@@ -128,6 +128,7 @@ impl Partition {
         &self,
         append: impl FnOnce(&mut crate::log::PartitionLog, i32) -> Result<T, LogError>,
     ) -> Result<T, LogError> {
+        self.health.check()?;
         let mut role = self.role();
         if !role.leads() {
             return Err(LogError::NotLeader {
@@ -135,7 +136,11 @@ impl Partition {
             });
         }
         let mut log = self.log();
-        let result = append(&mut log, self.leader_epoch())?;
+        let appended = match self.health.injected(super::storage_health::DiskOp::Write) {
+            Some(error) => Err(LogError::io(log.dir(), error)),
+            None => append(&mut log, self.leader_epoch()),
+        };
+        let result = self.judge(appended)?;
         let log_end = log.log_end_offset();
         drop(log);
         self.log_end.send_replace(log_end);
@@ -267,6 +272,7 @@ impl Partition {
         records: &Bytes,
         leader_high_watermark: i64,
     ) -> Result<i64, LogError> {
+        self.health.check()?;
         let role = self.role();
         self.check_following(&role, leader_epoch)?;
         let now_ms = self.clock.now_ms();
@@ -276,7 +282,12 @@ impl Partition {
             if header.base_offset < log.log_end_offset() {
                 continue; // Already copied (a retried fetch).
             }
-            log.append_as_is(&records[position..position + header.total_bytes()], now_ms)?;
+            let batch = &records[position..position + header.total_bytes()];
+            let copied = match self.health.injected(super::storage_health::DiskOp::Write) {
+                Some(error) => Err(LogError::io(log.dir(), error)),
+                None => log.append_as_is(batch, now_ms),
+            };
+            self.judge(copied)?;
         }
         let log_end = log.log_end_offset();
         drop(log);

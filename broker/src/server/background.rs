@@ -299,6 +299,9 @@ async fn flush_loop(context: Arc<BrokerContext>, mut shutdown: watch::Receiver<b
             _ = crate::shutdown::stopped(&mut shutdown) => return,
         }
         for partition in context.topics.all_partitions() {
+            if partition.offline_reason().is_some() {
+                continue; // Reported when it went offline; nothing more to flush.
+            }
             let due = partition.log().flush_due(partition.now_ms());
             if due {
                 if let Err(error) = partition.flush_now().await {

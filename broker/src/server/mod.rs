@@ -166,7 +166,13 @@ impl Broker {
         }
         let now_ms = self.context.clock.now_ms();
         let mut first_error = None;
+        let mut offline = 0;
         for partition in self.context.topics.all_partitions() {
+            if partition.offline_reason().is_some() {
+                // Its files may hold torn writes: leave them to recovery at the next start.
+                offline += 1;
+                continue;
+            }
             if let Err(error) = partition.log().close(now_ms) {
                 tracing::error!(%error, topic = %partition.topic, partition = partition.index, "closing log failed");
                 first_error.get_or_insert(error);
@@ -174,6 +180,14 @@ impl Broker {
         }
         if let Some(error) = first_error {
             return Err(error.into());
+        }
+        if offline > 0 {
+            tracing::warn!(
+                offline,
+                "partitions offline after storage failures: no clean-shutdown marker, so the \
+                 next start recovers every log"
+            );
+            return Ok(());
         }
         let marker = self
             .context

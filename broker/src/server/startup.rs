@@ -49,7 +49,7 @@ pub(super) fn open_storage(
     clock: &Arc<dyn Clock>,
 ) -> Result<Storage, BrokerError> {
     let data_dir = &config.data_dir;
-    std::fs::create_dir_all(data_dir).map_err(|e| LogError::io(data_dir, e))?;
+    check_data_dir(data_dir)?;
     let clean_shutdown = take_clean_shutdown_marker(data_dir)?;
     if !clean_shutdown {
         tracing::info!(data_dir = %data_dir.display(), "no clean-shutdown marker: recovering logs");
@@ -205,6 +205,19 @@ pub(super) fn spawn_cluster_tasks(
         Arc::clone(&context.producer_ids),
         shutdown.clone(),
     ));
+}
+
+/// The data directory exists (it is created if missing, as Kafka creates its log directories)
+/// and takes writes: else start-up stops here with the path and the reason.
+fn check_data_dir(data_dir: &Path) -> Result<(), BrokerError> {
+    let failed = |what: &str, error: std::io::Error| BrokerError::DataDirectory {
+        path: data_dir.to_path_buf(),
+        reason: format!("{what}: {error}"),
+    };
+    std::fs::create_dir_all(data_dir).map_err(|e| failed("cannot be created", e))?;
+    let probe = data_dir.join(".write-probe");
+    std::fs::write(&probe, b"").map_err(|e| failed("is not writable", e))?;
+    std::fs::remove_file(&probe).map_err(|e| failed("is not writable", e))
 }
 
 fn take_clean_shutdown_marker(data_dir: &Path) -> Result<bool, BrokerError> {

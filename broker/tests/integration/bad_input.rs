@@ -32,7 +32,7 @@ fn batch(values: &[&str], compression: Compression) -> bytes::BytesMut {
     crate::records::encode_batch_with_timestamps(&values, compression, 1_700_000_000_000)
 }
 
-fn produce_request(topic: &str, records: bytes::Bytes) -> ProduceRequest {
+pub(crate) fn produce_request(topic: &str, records: bytes::Bytes) -> ProduceRequest {
     ProduceRequest::default()
         .with_acks(1)
         .with_timeout_ms(5000)
@@ -43,7 +43,7 @@ fn produce_request(topic: &str, records: bytes::Bytes) -> ProduceRequest {
                 .with_records(Some(records))])])
 }
 
-async fn produce_error(
+pub(crate) async fn produce_error(
     client: &mut RawClient,
     topic: &str,
     records: bytes::Bytes,
