@@ -59,6 +59,15 @@ struct CoordinatorState {
     owned: BTreeMap<i32, i32>,
 }
 
+/// A `__consumer_offsets` record left out while loading, with the reason.
+fn skipped(record: &Record, reason: &str) {
+    tracing::warn!(
+        offset = record.offset,
+        reason,
+        "skipping a __consumer_offsets record while loading"
+    );
+}
+
 impl CoordinatorState {
     /// Applies one record of `__consumer_offsets` read at start-up; true when it was an offset
     /// commit or group metadata.
@@ -73,16 +82,32 @@ impl CoordinatorState {
             return false;
         }
         if let Some(group_id) = metadata::decode_key(key) {
-            match record.value.as_deref().and_then(metadata::decode_value) {
-                Some(snapshot) => self.persisted.insert(group_id, snapshot),
+            match record.value.as_deref().map(metadata::decode_value) {
+                Some(Some(snapshot)) => self.persisted.insert(group_id, snapshot),
+                Some(None) => {
+                    skipped(record, "group metadata that does not decode");
+                    return false;
+                }
                 None => self.persisted.remove(&group_id),
             };
             return true;
         }
         let Some((group, topic, index)) = offsets::decode_key(key) else {
+            skipped(
+                record,
+                "a key that is neither an offset commit nor group metadata",
+            );
             return false;
         };
-        let value = record.value.as_deref().and_then(offsets::decode_value);
+        let value = match record.value.as_deref().map(offsets::decode_value) {
+            Some(Some(value)) => Some(value),
+            // A damaged value is not a tombstone: the offset committed before stays.
+            Some(None) => {
+                skipped(record, "an offset commit whose value does not decode");
+                return false;
+            }
+            None => None,
+        };
         if record.transactional {
             if let Some(value) = value {
                 self.pending_txn

@@ -685,6 +685,35 @@ impl PartitionLog {
         fs::remove_dir_all(&self.dir).map_err(|e| LogError::io(&self.dir, e))
     }
 
+    /// Every batch from the start, for loading a coordinator's state from an internal topic. A
+    /// segment that cannot be read, or its part from the first batch that does not parse, is
+    /// skipped with a warning naming the file and the reason: loading goes on with the rest.
+    pub fn batches_for_loading(&self) -> Vec<(BatchHeader, Bytes)> {
+        let mut out = Vec::new();
+        for segment in self.segments.values() {
+            let path = segment.path();
+            let bytes = match read_file_at(&segment.file(), path, 0, segment.size() as usize) {
+                Ok(bytes) => Bytes::from(bytes),
+                Err(error) => {
+                    tracing::warn!(path = %path.display(), %error, "skipping an unreadable segment");
+                    continue;
+                }
+            };
+            for item in BatchIter::new(&bytes) {
+                match item {
+                    Ok((at, header)) => {
+                        out.push((header, bytes.slice(at..at + header.total_bytes())))
+                    }
+                    Err(error) => {
+                        tracing::warn!(path = %path.display(), %error, "skipping the rest of a damaged segment");
+                        break;
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Reads raw bytes of the log for tests and tools: all batches from the start.
     pub fn read_all_batches(&self) -> Result<Vec<(BatchHeader, Bytes)>, LogError> {
         let mut out = Vec::new();

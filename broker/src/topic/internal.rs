@@ -10,6 +10,7 @@ use kafka_protocol::records::{
 };
 
 use crate::error::BrokerError;
+use crate::log::compression::CompressionCodec;
 use crate::partition::Partition;
 use crate::topic::{Topic, TopicRegistry};
 
@@ -86,19 +87,37 @@ pub fn for_each_record(topic: &Topic, mut visit: impl FnMut(Record)) -> Result<(
     Ok(())
 }
 
-/// Calls `visit` with every record of one partition of an internal topic, in offset order.
+/// Calls `visit` with every record of one partition of an internal topic, in offset order. A
+/// batch that cannot be trusted — its CRC does not match, it is compressed (Weir's coordinators
+/// never compress), or its records do not decode — is skipped with a warning giving the reason.
 pub fn for_each_record_of(
     partition: &Partition,
     mut visit: impl FnMut(Record),
 ) -> Result<(), BrokerError> {
-    let batches = partition.log().read_all_batches()?;
-    for (_, batch) in batches {
-        let mut bytes = batch;
-        let Ok(set) = RecordBatchDecoder::decode(&mut bytes) else {
-            tracing::warn!(topic = %partition.topic, partition = partition.index, "skipping an unreadable batch");
-            continue;
+    let batches = partition.log().batches_for_loading();
+    for (header, batch) in batches {
+        let skip = |reason: &str| {
+            tracing::warn!(
+                topic = %partition.topic,
+                partition = partition.index,
+                offset = header.base_offset,
+                reason,
+                "skipping a batch while loading"
+            );
         };
-        set.records.into_iter().for_each(&mut visit);
+        if let Err(error) = crate::log::batch::verify_crc(&batch, &header) {
+            skip(&error.to_string());
+            continue;
+        }
+        if !matches!(header.compression(), Ok(CompressionCodec::None)) {
+            skip("the batch is compressed, which Weir's coordinators never write");
+            continue;
+        }
+        let mut bytes = batch;
+        match RecordBatchDecoder::decode(&mut bytes) {
+            Ok(set) => set.records.into_iter().for_each(&mut visit),
+            Err(error) => skip(&format!("its records do not decode: {error}")),
+        }
     }
     Ok(())
 }

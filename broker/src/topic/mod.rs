@@ -88,6 +88,30 @@ struct TopicRecord {
     hosted: Option<Vec<i32>>,
 }
 
+/// A topic's metadata file, checked before anything is opened for it: the name it is stored
+/// under and the partition counts must be ones the broker could have written.
+fn read_topic_record(path: &Path, name: &str) -> Result<TopicRecord, String> {
+    validate_topic_name(name).map_err(|e| e.to_string())?;
+    let bytes = fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
+    let record: TopicRecord =
+        serde_json::from_slice(&bytes).map_err(|e| format!("does not decode: {e}"))?;
+    if !(1..=MAX_PARTITIONS_PER_TOPIC).contains(&record.partitions) {
+        return Err(format!(
+            "{} partitions is outside 1..={MAX_PARTITIONS_PER_TOPIC}",
+            record.partitions
+        ));
+    }
+    let hosted_outside = record
+        .hosted
+        .iter()
+        .flatten()
+        .any(|index| !(0..record.partitions).contains(index));
+    if hosted_outside {
+        return Err("it hosts a partition the topic does not have".into());
+    }
+    Ok(record)
+}
+
 /// Checks a topic name as Kafka does.
 /// Whether a topic partition exists: in the cluster's metadata when there is a cluster (this
 /// broker may host none of the topic's replicas), else in the local registry.
@@ -170,13 +194,18 @@ impl TopicRegistry {
             let Some(name) = file_name.strip_suffix(".json") else {
                 continue;
             };
-            let bytes = fs::read(entry.path()).map_err(|e| LogError::io(entry.path(), e))?;
-            let record: TopicRecord = serde_json::from_slice(&bytes).map_err(|e| {
-                BrokerError::InvalidRequest(format!(
-                    "topic metadata {} is unreadable: {e}",
-                    entry.path().display()
-                ))
-            })?;
+            let record = match read_topic_record(&entry.path(), name) {
+                Ok(record) => record,
+                Err(reason) => {
+                    tracing::warn!(
+                        path = %entry.path().display(),
+                        %reason,
+                        "not loading a topic whose metadata cannot be trusted; its data stays \
+                         in the data directory untouched"
+                    );
+                    continue;
+                }
+            };
             let topic = registry.open_topic(name, record, clean_shutdown)?;
             loaded.insert(Arc::clone(&topic.name), Arc::new(topic));
         }

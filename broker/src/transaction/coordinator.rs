@@ -535,11 +535,24 @@ fn apply_record(
     loaded: &mut HashMap<String, TxnMetadata>,
     record: kafka_protocol::records::Record,
 ) {
+    let skipped = |reason: &str| {
+        tracing::warn!(
+            offset = record.offset,
+            reason,
+            "skipping a __transaction_state record while loading"
+        );
+    };
     let Some(id) = record.key.as_deref().and_then(records::decode_key) else {
+        skipped("its key does not decode");
         return;
     };
-    match record.value.as_deref().and_then(records::decode_value) {
-        Some(txn) => loaded.insert(id, txn),
+    match record.value.as_deref().map(records::decode_value) {
+        Some(Some(txn)) => loaded.insert(id, txn),
+        // A damaged value is not a tombstone: the state loaded before stays.
+        Some(None) => {
+            skipped("its value does not decode");
+            None
+        }
         None => loaded.remove(&id),
     };
 }

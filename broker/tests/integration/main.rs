@@ -12,6 +12,7 @@ mod cluster_observers;
 mod cluster_transactions;
 mod common;
 mod compaction;
+mod damaged_files;
 mod disk_faults;
 mod durability;
 mod exactly_once;

@@ -65,18 +65,31 @@ impl QuorumLogStore {
         fs::create_dir_all(dir)?;
         let last_purged: Option<LogId<NodeId>> = read_json(&dir.join("purged.json"))?.flatten();
         let path = dir.join("log");
-        let (entries, valid_bytes) = read_frames(&path)?;
+        let (entries, mut valid_bytes) = read_frames(&path)?;
         let mut memory = LogMemory {
             entries: BTreeMap::new(),
             last_purged,
         };
-        for entry in entries {
+        let mut expected = last_purged.map(|id| id.index + 1);
+        for (entry, frame_start) in entries {
             if last_purged.is_some_and(|purged| entry.log_id.index <= purged.index) {
                 continue;
             }
-            memory.entries.insert(entry.log_id.index, entry);
+            let index = entry.log_id.index;
+            if expected.is_some_and(|expected| index != expected) {
+                // A hole or a repeat: keep the contiguous prefix; the leader resends the rest.
+                tracing::warn!(
+                    path = %path.display(),
+                    index,
+                    expected = expected.unwrap_or_default(),
+                    "quorum log: entries stop following each other here; cutting the log"
+                );
+                valid_bytes = frame_start;
+                break;
+            }
+            expected = Some(index + 1);
+            memory.entries.insert(index, entry);
         }
-        check_contiguous(&memory, &path)?;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -123,26 +136,6 @@ impl QuorumLogStore {
     }
 }
 
-fn check_contiguous(memory: &LogMemory, path: &Path) -> io::Result<()> {
-    let mut expected = memory.last_purged.map(|id| id.index + 1);
-    for &index in memory.entries.keys() {
-        if let Some(expected) = expected {
-            if index != expected {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!(
-                        "{}: entry {index} follows {} (a hole in the log)",
-                        path.display(),
-                        expected - 1
-                    ),
-                ));
-            }
-        }
-        expected = Some(index + 1);
-    }
-    Ok(())
-}
-
 fn encode_frame(entry: &Entry<MetadataTypes>, out: &mut Vec<u8>) -> io::Result<()> {
     let payload = serde_json::to_vec(entry).map_err(io::Error::other)?;
     out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
@@ -151,8 +144,12 @@ fn encode_frame(entry: &Entry<MetadataTypes>, out: &mut Vec<u8>) -> io::Result<(
     Ok(())
 }
 
-/// The entries of a log file up to its first torn or corrupt frame, and that frame's position.
-fn read_frames(path: &Path) -> io::Result<(Vec<Entry<MetadataTypes>>, u64)> {
+/// An entry read back, with the position its frame starts at.
+type FramedEntry = (Entry<MetadataTypes>, u64);
+
+/// The entries of a log file up to its first torn or corrupt frame, and that first bad frame's
+/// position (logged with the reason).
+fn read_frames(path: &Path) -> io::Result<(Vec<FramedEntry>, u64)> {
     let mut bytes = Vec::new();
     match File::open(path) {
         Ok(mut file) => {
@@ -168,17 +165,26 @@ fn read_frames(path: &Path) -> io::Result<(Vec<Entry<MetadataTypes>>, u64)> {
         let length = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
         let crc = u32::from_be_bytes([header[4], header[5], header[6], header[7]]);
         let start = position + FRAME_HEADER_BYTES;
+        let stop = |reason: &str| {
+            tracing::warn!(path = %path.display(), position, reason, "quorum log: the log ends here");
+        };
         if length > MAX_ENTRY_BYTES || bytes.len() - start < length {
+            stop("a frame longer than an entry can be or than the file");
             break;
         }
         let payload = &bytes[start..start + length];
         if crc32c::crc32c(payload) != crc {
+            stop("a frame whose CRC does not match");
             break;
         }
-        let Ok(entry) = serde_json::from_slice(payload) else {
-            break;
+        let entry = match serde_json::from_slice(payload) {
+            Ok(entry) => entry,
+            Err(error) => {
+                stop(&format!("an entry that does not decode: {error}"));
+                break;
+            }
         };
-        entries.push(entry);
+        entries.push((entry, position as u64));
         position = start + length;
     }
     Ok((entries, position as u64))

@@ -425,3 +425,58 @@ async fn a_node_listed_under_another_id_is_refused_and_elects_nobody() {
     let _ = stop.send(true);
     node.shutdown().await;
 }
+
+/// Hostile or damaged frames in the middle of the quorum log — valid CRC over bytes that do not
+/// decode, or entries that skip an index — end the log there with a logged reason; start-up goes
+/// on with the contiguous entries before them.
+#[tokio::test]
+async fn hostile_log_frames_end_the_log_where_they_start() {
+    use openraft::storage::RaftLogStorageExt;
+    use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, RaftLogReader};
+
+    let entry = |index| Entry::<MetadataTypes> {
+        log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+        payload: EntryPayload::Blank,
+    };
+    let written = |entries: Vec<u64>| async move {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = QuorumLogStore::open(dir.path()).unwrap();
+        for index in entries {
+            store.blocking_append([entry(index)]).await.unwrap();
+        }
+        drop(store);
+        dir
+    };
+    let frame = |payload: &[u8]| {
+        let mut frame = (payload.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&crc32c::crc32c(payload).to_be_bytes());
+        frame.extend_from_slice(payload);
+        frame
+    };
+
+    // A well-formed frame whose payload is not an entry, followed by a good-looking entry.
+    let dir = written(vec![1, 2]).await;
+    let path = dir.path().join("log");
+    let good_length = std::fs::metadata(&path).unwrap().len();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend(frame(br#"{"log_id": [[[[[[[[[[[[[[[[[[[[[[[["#));
+    bytes.extend(frame(&serde_json::to_vec(&entry(3)).unwrap()));
+    std::fs::write(&path, &bytes).unwrap();
+    let mut store = QuorumLogStore::open(dir.path()).unwrap();
+    let entries = store.try_get_log_entries(0..10).await.unwrap();
+    assert_eq!(entries, vec![entry(1), entry(2)]);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), good_length);
+
+    // Entry 4 after entry 2: a hole. The log keeps 1 and 2 and is cut before 4.
+    let dir = written(vec![1, 2]).await;
+    let path = dir.path().join("log");
+    let good_length = std::fs::metadata(&path).unwrap().len();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend(frame(&serde_json::to_vec(&entry(4)).unwrap()));
+    std::fs::write(&path, &bytes).unwrap();
+    let mut store = QuorumLogStore::open(dir.path()).unwrap();
+    let entries = store.try_get_log_entries(0..10).await.unwrap();
+    assert_eq!(entries, vec![entry(1), entry(2)]);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), good_length);
+    store.blocking_append([entry(3)]).await.unwrap();
+}
