@@ -7,6 +7,8 @@
 # the pipeline crash test, and a private S3-compatible server (gofakes3, built from the Go module
 # proxy) for the Parquet sink's object-store tests. Last, the Helm chart's checks (helm/check.sh:
 # the real helm binary, Kubernetes' schemas, and the rendered broker pods run as processes).
+# Formatting (cargo fmt --check), clippy with -D warnings and the fuzz targets' bounded run
+# (scripts/fuzz.sh) fail the run too.
 #
 # Caches live outside the clone so repeated runs are fast: CARGO_TARGET_DIR (default
 # ~/.cache/weir/target), the Python venv, node modules and Kafka's jars in ~/.cache/weir,
@@ -96,6 +98,14 @@ cargo test --release --workspace
 # The yardsticks compare against a fresh Kafka (no topics left by the bridge test).
 KAFKA_PORT=29192 compat/kafka/stop.sh
 status=0
+# Formatting and lints: a failure fails the run, after the remaining stages have run.
+stage lint
+cargo fmt --all --check || status=1
+cargo clippy --release --workspace --all-targets -- -D warnings || status=1
+# Coverage-guided fuzzing (libFuzzer) of request frames, record batches and segment recovery:
+# the committed corpus and regressions replayed, then a bounded run per target.
+stage fuzz
+scripts/fuzz.sh || status=1
 # The broker's layers: no module imports one above it (the order is in the script).
 stage layers
 scripts/layers/check.py --self-test && scripts/layers/check.py broker/src || status=1

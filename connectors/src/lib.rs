@@ -3,7 +3,8 @@
 //! Where records come from and where they go outside Weir's topics.
 //!
 //! ## Module map
-//! - [`weblog`]: web-server log formats (nginx/apache combined, apache common, JSON lines, raw)
+//! - [`weblog`] (the `weir-weblog` crate, re-exported): web-server log formats (nginx/apache
+//!   combined, apache common, JSON lines, raw)
 //!   parsed into typed columns; bad lines are errors with a reason and a column.
 //! - [`source`]: the pull-source trait — records polled, positions taken for the pipeline to
 //!   commit in the same transaction. Sources: [`file`] (tailing with rotation),
@@ -36,7 +37,7 @@ pub mod registry;
 pub mod sink;
 pub mod source;
 pub mod stdout;
-pub mod weblog;
+pub use weir_weblog as weblog;
 
 pub use error::ConnectorError;
 pub use source::{PositionUpdate, Source, SourceRecord};

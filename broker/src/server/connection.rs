@@ -19,16 +19,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use futures::future::BoxFuture;
-use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind};
-use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::protocol::Encodable;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 
+use super::frame::{decode_request, Decoded, FrameHeader};
 use super::limits::{ConnectionLimits, ConnectionSlot, RequestMemory, RequestMemoryPool};
 use crate::context::BrokerContext;
 use crate::handler::{self, api_versions, HandlerOutput};
@@ -101,13 +102,6 @@ enum Pending {
         header: FrameHeader,
         started: Instant,
     },
-}
-
-#[derive(Clone, Copy)]
-struct FrameHeader {
-    api_key: ApiKey,
-    version: i16,
-    correlation_id: i32,
 }
 
 async fn serve(
@@ -216,50 +210,38 @@ async fn read_frame(
 async fn handle_frame(
     context: &Arc<BrokerContext>,
     peer: SocketAddr,
-    mut frame: Bytes,
+    frame: Bytes,
     started: Instant,
 ) -> Result<Option<Pending>, String> {
-    if frame.len() < 8 {
-        return Err(format!(
-            "request of {} bytes is too short for a header",
-            frame.len()
-        ));
-    }
-    let raw_key = i16::from_be_bytes([frame[0], frame[1]]);
-    let version = i16::from_be_bytes([frame[2], frame[3]]);
-    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
-    let api_key = ApiKey::try_from(raw_key).map_err(|_| format!("unknown API key {raw_key}"))?;
-    let header_info = FrameHeader {
+    let (header_info, request_header, request) = match decode_request(frame)? {
+        Decoded::Request {
+            header,
+            request_header,
+            request,
+        } => (header, request_header, request),
+        Decoded::ApiVersionsTooNew(header) => {
+            // KIP-511: answer in v0 so the client learns what we support.
+            let response = ResponseKind::ApiVersions(api_versions::unsupported_version_response());
+            let header = FrameHeader {
+                version: 0,
+                ..header
+            };
+            return encode(context, header, &response, started).map(|b| Some(Pending::Ready(b)));
+        }
+        Decoded::Unimplemented { header, request } => {
+            return unimplemented_api(context, header, &request, started);
+        }
+    };
+    let FrameHeader {
         api_key,
         version,
         correlation_id,
-    };
-    let Some((min, max)) = handler::supported_versions(api_key) else {
-        return unimplemented_api(context, frame, header_info, started);
-    };
-    if api_key == ApiKey::ApiVersions && version > max {
-        // KIP-511: answer in v0 so the client learns what we support.
-        let response = ResponseKind::ApiVersions(api_versions::unsupported_version_response());
-        let header = FrameHeader {
-            version: 0,
-            ..header_info
-        };
-        return encode(context, header, &response, started).map(|b| Some(Pending::Ready(b)));
-    }
-    if version < min || version > max {
-        return Err(format!(
-            "{api_key:?} v{version} is not supported (v{min}–v{max})"
-        ));
-    }
-    let header_version = api_key.request_header_version(version);
-    let header = RequestHeader::decode(&mut frame, header_version)
-        .map_err(|e| format!("malformed {api_key:?} v{version} request header: {e}"))?;
-    let request = RequestKind::decode(api_key, &mut frame, version)
-        .map_err(|e| format!("malformed {api_key:?} v{version} request: {e}"))?;
-    if frame.has_remaining() {
-        tracing::debug!(api = ?api_key, version, trailing = frame.remaining(), "ignoring trailing request bytes");
-    }
-    let client_id = header.client_id.as_ref().map(|c| c.as_str()).unwrap_or("");
+    } = header_info;
+    let client_id = request_header
+        .client_id
+        .as_ref()
+        .map(|c| c.as_str())
+        .unwrap_or("");
     tracing::trace!(api = ?api_key, version, correlation_id, client_id, "request");
     let origin = handler::RequestOrigin { client_id, peer };
     match handler::handle(context, version, &origin, request).await {
@@ -282,24 +264,14 @@ async fn handle_frame(
 /// An API we do not implement: answer UNSUPPORTED_VERSION where the API allows it, else close.
 fn unimplemented_api(
     context: &Arc<BrokerContext>,
-    mut frame: Bytes,
     header: FrameHeader,
+    request: &RequestKind,
     started: Instant,
 ) -> Result<Option<Pending>, String> {
     let FrameHeader {
         api_key, version, ..
     } = header;
-    let valid = api_key.valid_versions();
-    if version < valid.min || version > valid.max {
-        return Err(format!(
-            "{api_key:?} v{version} is not a version of the protocol"
-        ));
-    }
-    RequestHeader::decode(&mut frame, api_key.request_header_version(version))
-        .map_err(|e| format!("malformed {api_key:?} v{version} request header: {e}"))?;
-    let request = RequestKind::decode(api_key, &mut frame, version)
-        .map_err(|e| format!("malformed {api_key:?} v{version} request: {e}"))?;
-    let response = handler::unsupported::response(version, &request)
+    let response = handler::unsupported::response(version, request)
         .ok_or_else(|| format!("{api_key:?} is not implemented"))?;
     tracing::debug!(api = ?api_key, version, "answered an unimplemented API with UNSUPPORTED_VERSION");
     encode(context, header, &response, started).map(|b| Some(Pending::Ready(b)))

@@ -2,7 +2,8 @@
 //!
 //! - `startup`: the steps of [`Broker::start`] — recovering the data directory and loading the
 //!   coordinators, binding the listener, joining the cluster.
-//! - `connection`: framing, request decoding, in-order responses with pipelining.
+//! - `connection`: framing, in-order responses with pipelining.
+//! - `frame`: decoding one request frame (also what the fuzz targets drive).
 //! - `limits`: `max.connections`, `max.connections.per.ip` and the request memory pool.
 //! - `metrics_http`: the `/metrics` endpoint.
 //! - `background`: retention, flushing, recovery-point checkpoints, coordinator ticks and the
@@ -11,6 +12,7 @@
 
 mod background;
 mod connection;
+pub mod frame;
 pub(crate) mod limits;
 mod metadata;
 mod metrics_http;

@@ -12,7 +12,7 @@ use axum::routing::post;
 use axum::Router;
 
 use super::config::HttpSourceConfig;
-use crate::weblog::LogFormat;
+use crate::weblog::body::{body_lines, BodyError};
 
 /// What became of a request's lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -142,29 +142,16 @@ async fn ingest(
             ))
         }
     };
-    let line_count = body.split(|b| *b == b'\n').count();
-    if line_count > config.max_lines {
-        return too_large(format!(
-            "{line_count} lines is more than max_lines ({})",
-            config.max_lines
-        ));
-    }
-    let lines: Vec<&[u8]> = body
-        .split(|b| *b == b'\n')
-        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
-        .collect();
-    if config.format == LogFormat::Json {
-        if let Some(problem) = first_bad_json_line(&lines) {
+    let lines = match body_lines(&body, config.format, config.max_lines) {
+        Ok(lines) => lines,
+        Err(error @ BodyError::TooManyLines { .. }) => return too_large(error.to_string()),
+        Err(BodyError::BadJsonLine(problem)) => {
             return answer(
                 StatusCode::BAD_REQUEST,
                 serde_json::json!({ "error": problem }),
-            );
+            )
         }
-    }
-    let lines: Vec<&[u8]> = lines
-        .into_iter()
-        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
-        .collect();
+    };
     match endpoint.target.ingest(lines).await {
         Ok(report) => answer(StatusCode::OK, serde_json::json!(report)),
         Err(error) => retry_later(
@@ -173,19 +160,4 @@ async fn ingest(
             format!("not written: {error}"),
         ),
     }
-}
-
-/// `line N: …` for the first line that is not a JSON object (blank lines are skipped).
-fn first_bad_json_line(lines: &[&[u8]]) -> Option<String> {
-    for (index, line) in lines.iter().enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let text = String::from_utf8_lossy(line);
-        let mut out = Vec::new();
-        if let Err(error) = LogFormat::Json.parse_into(&text, &mut out) {
-            return Some(format!("line {}: {error}", index + 1));
-        }
-    }
-    None
 }
