@@ -8,7 +8,8 @@
 //! The modules stack bottom-up; each uses only its own layer and those below
 //! (`scripts/layers/check.py` enforces it in the test command):
 //!
-//! 1. [`clock`] (time behind a seam), `shutdown` (the stop signal every task watches)
+//! 1. [`clock`] (time behind a seam), `shutdown` (the stop signal every task watches),
+//!    [`memory_pool`] (bytes reserved before they are allocated)
 //! 2. [`config`] (broker and topic properties by Kafka's names), [`client`] (a small Kafka
 //!    protocol client: followers' fetches, the CLI's admin calls)
 //! 3. [`log`] (storage: batches, segments, indexes, recovery, retention, compaction) beside
@@ -55,6 +56,7 @@ pub mod error;
 pub mod group;
 pub mod handler;
 pub mod log;
+pub mod memory_pool;
 pub mod metrics;
 pub mod partition;
 pub mod producer;

@@ -19,7 +19,7 @@ from collections import defaultdict
 
 # Bottom first. Modules in one layer may use each other.
 LAYERS = [
-    ["clock", "seeded_rng", "shutdown"],
+    ["clock", "memory_pool", "seeded_rng", "shutdown"],
     ["config", "client"],
     ["log", "producer"],
     ["partition"],

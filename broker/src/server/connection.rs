@@ -30,9 +30,10 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 
 use super::frame::{decode_request, Decoded, FrameHeader};
-use super::limits::{ConnectionLimits, ConnectionSlot, RequestMemory, RequestMemoryPool};
+use super::limits::{ConnectionLimits, ConnectionSlot};
 use crate::context::BrokerContext;
 use crate::handler::{self, api_versions, HandlerOutput};
+use crate::memory_pool::{RequestMemory, RequestMemoryPool};
 
 /// Responses queued per connection before the reader stops taking requests.
 const MAX_QUEUED_RESPONSES: usize = 64;

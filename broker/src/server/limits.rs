@@ -4,24 +4,23 @@
 //!   closes, as Kafka's acceptor waits for a slot) and `max.connections.per.ip` with
 //!   `max.connections.per.ip.overrides` (a new connection over its address's limit is closed at
 //!   once, as Kafka does).
-//! - [`RequestMemoryPool`]: `queued.max.request.bytes` — one pool for the bytes of requests read
-//!   and not yet handled, across all connections. A connection reserves a frame's size before
-//!   allocating it and waits while the pool is exhausted, so memory stays near the pool's size
-//!   whatever clients send. The reservation is given back when the handler returns (as Kafka
-//!   releases a request's buffer after its API handler ran): a deferred response such as an
-//!   `acks=all` Produce waiting for followers holds no pool bytes, so it cannot starve the
+//! - `queued.max.request.bytes`: one `crate::memory_pool::RequestMemoryPool` for the bytes of
+//!   requests read and not yet handled, across all connections. A connection reserves a frame's
+//!   size before allocating it and waits while the pool is exhausted, so memory stays near the
+//!   pool's size whatever clients send. The reservation is given back when the handler returns
+//!   (as Kafka releases a request's buffer after its API handler ran): a deferred response such
+//!   as an `acks=all` Produce waiting for followers holds no pool bytes, so it cannot starve the
 //!   follower fetches it waits for.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 
-use prometheus::IntGauge;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{BrokerConfig, ConfigError};
 
-/// The bound of `max.connections` and of the pool when Kafka's "no bound" is asked for.
+/// The bound of `max.connections` when Kafka's "no bound" is asked for.
 const UNBOUNDED: usize = Semaphore::MAX_PERMITS;
 
 /// `max.connections` and the per-address limits of one listener.
@@ -138,64 +137,6 @@ fn resolve(host: &str) -> Result<Vec<IpAddr>, ConfigError> {
     Ok(addresses)
 }
 
-/// `queued.max.request.bytes`: request bytes held across all connections.
-pub(crate) struct RequestMemoryPool {
-    bytes: Arc<Semaphore>,
-    capacity_bytes: usize,
-    used_bytes: IntGauge,
-}
-
-/// Pool bytes reserved for one request, given back when dropped.
-pub(crate) struct RequestMemory {
-    _permit: Option<OwnedSemaphorePermit>,
-    bytes: usize,
-    used_bytes: IntGauge,
-}
-
-impl RequestMemoryPool {
-    /// A pool of `capacity_bytes` (`None`: no bound); `used_bytes` follows what is reserved.
-    pub(crate) fn new(capacity_bytes: Option<usize>, used_bytes: IntGauge) -> Arc<Self> {
-        let capacity_bytes = capacity_bytes.unwrap_or(UNBOUNDED).min(UNBOUNDED);
-        Arc::new(RequestMemoryPool {
-            bytes: Arc::new(Semaphore::new(capacity_bytes)),
-            capacity_bytes,
-            used_bytes,
-        })
-    }
-
-    pub(crate) fn capacity_bytes(&self) -> usize {
-        self.capacity_bytes
-    }
-
-    /// Waits until `bytes` are free and reserves them. `bytes` is at most
-    /// `socket.request.max.bytes`, which the pool is never smaller than.
-    pub(crate) async fn reserve(&self, bytes: usize) -> RequestMemory {
-        let permits = u32::try_from(bytes.min(self.capacity_bytes)).unwrap_or(u32::MAX);
-        let permit = if permits == 0 {
-            None
-        } else {
-            Some(
-                Arc::clone(&self.bytes)
-                    .acquire_many_owned(permits)
-                    .await
-                    .expect("the pool's semaphore is never closed"),
-            )
-        };
-        self.used_bytes.add(bytes as i64);
-        RequestMemory {
-            _permit: permit,
-            bytes,
-            used_bytes: self.used_bytes.clone(),
-        }
-    }
-}
-
-impl Drop for RequestMemory {
-    fn drop(&mut self) {
-        self.used_bytes.sub(self.bytes as i64);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -290,22 +231,5 @@ mod tests {
         assert!(small_pool.queued_max_request_bytes().is_err());
         let unbounded = config(&[("queued.max.request.bytes", "-1")]);
         assert_eq!(unbounded.queued_max_request_bytes().unwrap(), None);
-    }
-
-    #[tokio::test]
-    async fn a_reservation_waits_while_the_pool_is_exhausted() {
-        let used = IntGauge::new("used", "used").unwrap();
-        let pool = RequestMemoryPool::new(Some(100), used.clone());
-        let held = pool.reserve(70).await;
-        assert_eq!(used.get(), 70);
-        let waiting = tokio::time::timeout(Duration::from_millis(50), pool.reserve(40));
-        assert!(
-            waiting.await.is_err(),
-            "the pool handed out more than it has"
-        );
-        drop(held);
-        assert_eq!(used.get(), 0);
-        let granted = tokio::time::timeout(Duration::from_secs(5), pool.reserve(40)).await;
-        assert!(granted.is_ok());
     }
 }

@@ -13,7 +13,7 @@
 mod background;
 mod connection;
 pub mod frame;
-pub(crate) mod limits;
+mod limits;
 mod metadata;
 mod metrics_http;
 mod startup;
@@ -94,7 +94,7 @@ impl Broker {
             startup::spawn_cluster_tasks(&mut tasks, &context, isr_changes, &shutdown_rx);
         }
         let local_addr = listener.local_addr;
-        let pool = limits::RequestMemoryPool::new(
+        let pool = crate::memory_pool::RequestMemoryPool::new(
             pool_bytes,
             context.metrics.request_memory_used_bytes.clone(),
         );

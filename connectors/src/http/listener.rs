@@ -1,7 +1,7 @@
 //! The endpoint's listener: at most `max_connections` open connections (accepting waits for a
 //! slot, so further clients queue in the kernel's backlog), and a connection that sends nothing
 //! for `read_timeout_seconds` — a client stalling in its headers or body, or an idle keep-alive
-//! connection — is closed.
+//! connection — is closed (the silence is counted from the last byte received or sent).
 
 use std::future::Future;
 use std::io;
@@ -106,7 +106,15 @@ impl AsyncWrite for BoundedStream {
         context: &mut Context<'_>,
         bytes: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(context, bytes)
+        let this = &mut *self;
+        let written = Pin::new(&mut this.stream).poll_write(context, bytes);
+        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+            // An answer just went out (perhaps after a long write to the cluster): the client's
+            // silence is counted from here, not from its request.
+            let deadline = Instant::now() + this.read_timeout;
+            this.silence.as_mut().reset(deadline);
+        }
+        written
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<io::Result<()>> {

@@ -28,7 +28,7 @@ use super::rpc::{
     read_request, write_frame, CallError, QuorumClient, QuorumRequest, QuorumResponse, RaftRpc,
     RequestBounds, MAX_FRAME_BYTES,
 };
-use crate::server::limits::RequestMemoryPool;
+use crate::memory_pool::RequestMemoryPool;
 
 /// Connections the controller listener holds (voters and brokers keep one or two each); at the
 /// bound, accepting waits until one closes.

@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 
 use super::{MetadataTypes, NodeId, QuorumDescription};
 use crate::cluster::controller::{ControllerError, Registration};
-use crate::server::limits::RequestMemoryPool;
+use crate::memory_pool::RequestMemoryPool;
 
 /// A frame longer than this is refused (snapshots travel in chunks well below it).
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
