@@ -2,6 +2,8 @@
 # What connections make the broker hold: its RSS idle, with 2,000 idle connections, and its peak
 # RSS while 48 connections each send a whole 96 MiB request at once — with the default
 # queued.max.request.bytes pool (256 MiB) and with Kafka's default of no bound (-1).
+# The same measurements are then taken of the reference Apache Kafka (compat/kafka/start.sh,
+# JVM heap KAFKA_HEAP, default 512m; its default queued.max.request.bytes is -1).
 # Prints a Markdown report on stdout. Usage:
 #   scripts/bench/connections.sh [path/to/weir]   (default: the release build in the cache)
 # Environment: BENCH_IDLE_CONNECTIONS (2000), BENCH_FLOOD_CONNECTIONS (48),
@@ -18,7 +20,8 @@ port=29192
 bootstrap=127.0.0.1:$port
 client="$root/scripts/bench/connection_flood.py"
 broker=
-trap '[ -n "$broker" ] && kill "$broker" 2>/dev/null; rm -rf "$data"' EXIT
+kafka_port=29193
+trap '[ -n "$broker" ] && kill "$broker" 2>/dev/null; KAFKA_PORT=$kafka_port KAFKA_RUN_DIR="$data/kafka" "$root/compat/kafka/stop.sh" >/dev/null 2>&1; rm -rf "$data"' EXIT
 ulimit -n $(( idle_connections + 1024 )) 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 start_broker() {
@@ -41,19 +44,29 @@ echo "## RSS by what connections hold"
 echo
 echo "| broker | idle | $idle_connections idle connections | peak, $flood_connections × $flood_mib MiB requests at once | flood result |"
 echo "|---|---|---|---|---|"
-for pool in default -1; do
-  if [ "$pool" = default ]; then start_broker; label="Weir, queued.max.request.bytes default (256 MiB)"
-  else start_broker --set queued.max.request.bytes="$pool"; label="Weir, queued.max.request.bytes=-1 (Kafka's default: no bound)"; fi
+measure() {
+  local label=$1 address=$2
   sleep 1
   idle_rss=$(rss_mib VmRSS)
-  python3 "$client" idle "$bootstrap" "$idle_connections" 3 > "$data/idle.out" &
+  python3 "$client" idle "$address" "$idle_connections" 3 > "$data/idle.out" &
   idle_client=$!
   for _ in $(seq 1 600); do [ -s "$data/idle.out" ] && break; sleep 0.1; done
   sleep 1
   connections_rss=$(rss_mib VmRSS)
   wait "$idle_client"
-  flood=$(python3 "$client" flood "$bootstrap" "$flood_connections" $(( flood_mib << 20 )))
+  flood=$(python3 "$client" flood "$address" "$flood_connections" $(( flood_mib << 20 )) 2>&1 | head -2 | tr '\n' ' ' || true)
   peak_rss=$(rss_mib VmHWM)
-  echo "| $label | $idle_rss MiB | $connections_rss MiB | $peak_rss MiB | $flood |"
+  alive=$(kill -0 "$broker" 2>/dev/null && echo "still serving" || echo "process gone")
+  echo "| $label | $idle_rss MiB | $connections_rss MiB | $peak_rss MiB | $flood ($alive) |"
+}
+for pool in default -1; do
+  if [ "$pool" = default ]; then start_broker; label="Weir, queued.max.request.bytes default (256 MiB)"
+  else start_broker --set queued.max.request.bytes="$pool"; label="Weir, queued.max.request.bytes=-1 (Kafka's default: no bound)"; fi
+  measure "$label" "$bootstrap"
   stop_broker
 done
+KAFKA_PORT=$kafka_port KAFKA_RUN_DIR="$data/kafka" "$root/compat/kafka/start.sh" > /dev/null
+broker=$(cat "$data/kafka/kafka.pid")
+measure "Apache Kafka $(grep -o '<kafka.version>[^<]*' "$root/compat/kafka/pom.xml" | cut -d'>' -f2), heap ${KAFKA_HEAP:-512m}, defaults" "127.0.0.1:$kafka_port"
+KAFKA_PORT=$kafka_port KAFKA_RUN_DIR="$data/kafka" "$root/compat/kafka/stop.sh" > /dev/null 2>&1 || true
+broker=
