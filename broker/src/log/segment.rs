@@ -254,17 +254,33 @@ impl Segment {
             .offset_index
             .lookup(relative)
             .map_or(0, |entry| entry.position as u64);
-        self.find_batch_from(start, |header| header.last_offset() >= offset)
+        let matches = |header: &BatchHeader| header.last_offset() >= offset;
+        match self.search_from(start, matches)? {
+            Ok(found) => Ok(found),
+            // An index entry that does not point at a batch (a damaged or hostile index file,
+            // trusted after a clean shutdown): search from the segment's start instead.
+            Err(stop) if start > 0 => {
+                tracing::warn!(
+                    path = %self.path.display(),
+                    position = start,
+                    error = %stop.error,
+                    "an offset index entry does not point at a batch; searching from the start"
+                );
+                Ok(self.search_from(0, matches)?.unwrap_or(None))
+            }
+            Err(_) => Ok(None),
+        }
     }
 
-    /// The first batch at or after `start` for which `matches` holds.
-    pub fn find_batch_from(
+    /// The first batch at or after `start` for which `matches` holds (`None`: none up to the
+    /// end), or where the scan met bytes that are not a batch.
+    fn search_from(
         &self,
         start: u64,
         mut matches: impl FnMut(&BatchHeader) -> bool,
-    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
+    ) -> Result<Result<Option<(u64, BatchHeader)>, ScanStop>, LogError> {
         let mut found = None;
-        self.scan(start, self.size, false, |position, header, _| {
+        let stop = self.scan(start, self.size, false, |position, header, _| {
             if matches(header) {
                 found = Some((position, *header));
                 ControlFlow::Break(BatchError::InvalidLength(0))
@@ -272,7 +288,20 @@ impl Segment {
                 ControlFlow::Continue(())
             }
         })?;
-        Ok(found)
+        Ok(match (found, stop) {
+            (Some(found), _) => Ok(Some(found)),
+            (None, Some(stop)) => Err(stop),
+            (None, None) => Ok(None),
+        })
+    }
+
+    /// The first batch at or after `start` for which `matches` holds.
+    pub fn find_batch_from(
+        &self,
+        start: u64,
+        matches: impl FnMut(&BatchHeader) -> bool,
+    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        Ok(self.search_from(start, matches)?.unwrap_or(None))
     }
 
     /// Position to start a search for the first batch with a timestamp ≥ `timestamp`.

@@ -187,3 +187,48 @@ fn idempotent_retries_are_answered_with_the_original_offsets_across_restarts() {
     assert!(!again.duplicate);
     assert_eq!(again.base_offset, 12);
 }
+
+/// An offset index entry that points inside a batch (a damaged or hostile file of a sealed
+/// segment, trusted after a clean shutdown) must not make its offsets unreadable: the search
+/// starts over from the segment's start.
+#[test]
+fn an_index_entry_pointing_inside_a_batch_falls_back_to_a_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = encode_batch(&[b"value-0"], Compression::None).len() as u64;
+    let config = LogConfig {
+        index_interval_bytes: 1,
+        // Four batches to a segment: the first segment is sealed, its index read back as is.
+        segment_bytes: 4 * one,
+        ..LogConfig::default()
+    };
+    let mut log = open(dir.path(), config.clone());
+    for i in 0..10 {
+        let value = format!("value-{i}");
+        log.append(encode_batch(&[value.as_bytes()], Compression::None), 0, 0)
+            .unwrap();
+    }
+    assert!(log.segment_count() > 1);
+    log.close(0).unwrap();
+    drop(log);
+    // Move every entry after the first 7 bytes into its batch: still increasing, still inside.
+    let index_path = dir.path().join("00000000000000000000.index");
+    let mut index = std::fs::read(&index_path).unwrap();
+    assert!(
+        index.len() >= 16,
+        "the sealed segment's index has several entries"
+    );
+    for entry in index.chunks_exact_mut(8).skip(1) {
+        let position = u32::from_be_bytes([entry[4], entry[5], entry[6], entry[7]]) + 7;
+        entry[4..8].copy_from_slice(&position.to_be_bytes());
+    }
+    std::fs::write(&index_path, &index).unwrap();
+    let log = PartitionLog::open(dir.path(), config, true, 0).unwrap();
+    for offset in 0..10 {
+        let read = log.read(offset, 1, 10, true).unwrap();
+        let (_, header) = BatchIter::new(&read.records)
+            .next()
+            .unwrap_or_else(|| panic!("offset {offset} unreadable"))
+            .unwrap();
+        assert_eq!(header.base_offset, offset);
+    }
+}
