@@ -8,6 +8,9 @@ use std::collections::HashMap;
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::Marker;
 
+/// Nesting beyond this many levels gets no locations.
+const MAX_DEPTH: usize = 128;
+
 /// 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Location {
@@ -22,11 +25,22 @@ pub struct Locations {
 }
 
 impl Locations {
-    /// The locations of `text` (a document that does not parse has none).
+    /// The locations of `text`'s first document, as far as it parses and nests at most
+    /// `MAX_DEPTH` deep (serde_yaml refuses deeper documents anyway).
     pub fn of(text: &str) -> Self {
         let mut receiver = Receiver::default();
         let mut parser = Parser::new_from_str(text);
-        let _ = parser.load(&mut receiver, false);
+        // Event by event, not `Parser::load`: that recurses once per level of nesting, and a
+        // hostile file nested thousands of levels deep overflowed the stack.
+        while let Ok((event, mark)) = parser.next_token() {
+            if matches!(event, Event::DocumentEnd | Event::StreamEnd) {
+                break;
+            }
+            receiver.on_event(event, mark);
+            if receiver.stack.len() > MAX_DEPTH {
+                break;
+            }
+        }
         receiver.locations
     }
 

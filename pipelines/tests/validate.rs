@@ -194,3 +194,41 @@ async fn unreachable_databases_are_reported_unless_offline() {
         "{found:?}"
     );
 }
+
+/// Hostile pipeline files — nesting far past any real file (5,000 levels of block mappings
+/// overflowed the stack of the YAML locator, aborting the process), an alias bomb, a huge
+/// document of keys, control characters around valid YAML, broken interpolation — are errors
+/// with a diagnostic, never a panic, a stack overflow or unbounded memory.
+#[tokio::test]
+async fn hostile_yaml_is_a_diagnostic_not_a_crash() {
+    let deep_flow = format!("name: {}x{}\n", "[".repeat(10_000), "]".repeat(10_000));
+    let deep_block: String = (0..5_000)
+        .map(|depth| format!("{}k{depth}:\n", " ".repeat(depth)))
+        .collect();
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for level in 1..12 {
+        let previous = format!("*a{}", level - 1);
+        bomb.push_str(&format!(
+            "a{level}: &a{level} [{}]\n",
+            vec![previous; 10].join(", ")
+        ));
+    }
+    bomb.push_str("name: *a11\n");
+    let many_keys: String = (0..20_000).map(|i| format!("k{i}: {i}\n")).collect();
+    let cases = [
+        deep_flow,
+        deep_block,
+        bomb,
+        many_keys,
+        format!("{GOOD}\u{0}\u{feff}\n  - ]: [\n"),
+        GOOD.replace("kind: file", "kind: &k file\n  <<: *k"),
+        "${UNSET_WEIR_VARIABLE_FOR_TEST}".into(),
+        "name: ${".into(),
+    ];
+    for (index, text) in cases.iter().enumerate() {
+        let printed = tokio::time::timeout(std::time::Duration::from_secs(60), problems(text))
+            .await
+            .unwrap_or_else(|_| panic!("case {index} took over 60 s"));
+        assert!(!printed.is_empty(), "case {index} was accepted");
+    }
+}
