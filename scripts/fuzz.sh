@@ -12,7 +12,7 @@ seconds=${FUZZ_SECONDS:-30}
 export CARGO_TARGET_DIR=${FUZZ_TARGET_DIR:-$cache/fuzz-target}
 cd "$root/fuzz"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(request_frame record_batch segment_recovery log_line http_body)
+[ ${#targets[@]} -gt 0 ] || targets=(request_frame record_batch segment_recovery log_line http_body pipeline_yaml)
 
 export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
@@ -40,9 +40,12 @@ for target in "${targets[@]}"; do
   scratch=$(mktemp -d)
   log=$scratch.log
   status=0
+  # A target whose input has a grammar (YAML) gets its tokens from a dictionary.
+  dictionary=()
+  [ ! -f "dictionaries/$target.dict" ] || dictionary=(-dict="dictionaries/$target.dict")
   "$binary" "$scratch" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -malloc_limit_mb=2048 -artifact_prefix="artifacts/$target/" -print_final_stats=1 \
-    > "$log" 2>&1 || status=$?
+    "${dictionary[@]}" > "$log" 2>&1 || status=$?
   rm -rf "$scratch"
   grep -E "^(#[0-9]+ *DONE|stat::number_of_executed_units|stat::peak_rss_mb)" "$log" || true
   if [ "$status" -ne 0 ]; then

@@ -102,8 +102,12 @@ status=0
 stage lint
 cargo fmt --all --check || status=1
 cargo clippy --release --workspace --all-targets -- -D warnings || status=1
-# Coverage-guided fuzzing (libFuzzer) of request frames, record batches and segment recovery:
-# the committed corpus and regressions replayed, then a bounded run per target.
+# The settings-only build the pipeline fuzz target uses (no `runtime` feature).
+cargo clippy --release -p weir-pipelines -p weir-connectors --no-default-features --lib \
+  -- -D warnings || status=1
+# Coverage-guided fuzzing (libFuzzer) of request frames, record batches, segment recovery, log
+# lines, HTTP bodies and pipeline files: the committed corpus and regressions replayed, then a
+# bounded run per target.
 stage fuzz
 scripts/fuzz.sh || status=1
 # The broker's layers: no module imports one above it (the order is in the script).

@@ -5,64 +5,73 @@
 //! Adding a connector: its folder (config with `deny_unknown_fields`, the source or sink, the
 //! trait implemented beside the config) and one line in `sources!` or `sinks!` below.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 
-use crate::error::ConnectorError;
 use crate::file::FileSourceConfig;
 use crate::generator::GeneratorSourceConfig;
 use crate::http::HttpSourceConfig;
 use crate::kafka::{KafkaSinkConfig, KafkaSourceConfig};
 use crate::parquet::ParquetSinkConfig;
 use crate::postgres::PostgresSinkConfig;
-use crate::sink::Sink;
-use crate::source::Source;
 use crate::stdout::StdoutSinkConfig;
-use crate::weblog::LogFormat;
+#[cfg(feature = "runtime")]
+pub use connectors::{SinkConnector, SinkTarget, SourceConnector, Unreachable};
 
-/// What a pipeline asks of a source's config.
-pub trait SourceConnector {
-    /// What is wrong with the settings (each "field: problem"); empty when nothing is.
-    fn problems(&self) -> Vec<String>;
-    /// The format of the lines the source yields: it decides the pipeline topic's columns.
-    fn format(&self) -> LogFormat;
-    /// The source, polled by the pipeline's ingest stage.
-    fn open(&self) -> Result<Box<dyn Source>, ConnectorError>;
-    /// A source that is pushed to instead (an HTTP endpoint the pipeline serves), or `None`.
-    fn served(&self) -> Option<&HttpSourceConfig> {
-        None
+/// What a pipeline asks of a connector (not in a settings-only build: every answer needs the
+/// connector itself).
+#[cfg(feature = "runtime")]
+mod connectors {
+    use std::time::Duration;
+
+    use crate::error::ConnectorError;
+    use crate::http::HttpSourceConfig;
+    use crate::sink::Sink;
+    use crate::source::Source;
+    use crate::weblog::LogFormat;
+
+    /// What a pipeline asks of a source's config.
+    pub trait SourceConnector {
+        /// What is wrong with the settings (each "field: problem"); empty when nothing is.
+        fn problems(&self) -> Vec<String>;
+        /// The format of the lines the source yields: it decides the pipeline topic's columns.
+        fn format(&self) -> LogFormat;
+        /// The source, polled by the pipeline's ingest stage.
+        fn open(&self) -> Result<Box<dyn Source>, ConnectorError>;
+        /// A source that is pushed to instead (an HTTP endpoint the pipeline serves), or `None`.
+        fn served(&self) -> Option<&HttpSourceConfig> {
+            None
+        }
     }
-}
 
-/// What a sink writes, for its constructor.
-pub struct SinkTarget<'a> {
-    /// The pipeline's name (keys the sink's offsets).
-    pub pipeline: &'a str,
-    /// The topic the sink reads.
-    pub topic: &'a str,
-}
-
-/// A sink's destination did not answer (`pipeline validate` without `--offline`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unreachable {
-    /// The config field to point at (`url`, `path`).
-    pub field: &'static str,
-    pub message: String,
-    pub hint: Option<String>,
-}
-
-/// What a pipeline asks of a sink's config.
-#[async_trait::async_trait]
-pub trait SinkConnector: Sync {
-    /// What is wrong with the settings (each "field: problem"); empty when nothing is.
-    fn problems(&self) -> Vec<String> {
-        Vec::new()
+    /// What a sink writes, for its constructor.
+    pub struct SinkTarget<'a> {
+        /// The pipeline's name (keys the sink's offsets).
+        pub pipeline: &'a str,
+        /// The topic the sink reads.
+        pub topic: &'a str,
     }
-    fn open(&self, target: &SinkTarget<'_>) -> Result<Box<dyn Sink>, ConnectorError>;
-    /// Whether the destination answers within `timeout`.
-    async fn reach(&self, _timeout: Duration) -> Result<(), Unreachable> {
-        Ok(())
+
+    /// A sink's destination did not answer (`pipeline validate` without `--offline`).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Unreachable {
+        /// The config field to point at (`url`, `path`).
+        pub field: &'static str,
+        pub message: String,
+        pub hint: Option<String>,
+    }
+
+    /// What a pipeline asks of a sink's config.
+    #[async_trait::async_trait]
+    pub trait SinkConnector: Sync {
+        /// What is wrong with the settings (each "field: problem"); empty when nothing is.
+        fn problems(&self) -> Vec<String> {
+            Vec::new()
+        }
+        fn open(&self, target: &SinkTarget<'_>) -> Result<Box<dyn Sink>, ConnectorError>;
+        /// Whether the destination answers within `timeout`.
+        async fn reach(&self, _timeout: Duration) -> Result<(), Unreachable> {
+            Ok(())
+        }
     }
 }
 
@@ -85,6 +94,7 @@ macro_rules! registry {
             }
 
             /// The connector behind the kind.
+            #[cfg(feature = "runtime")]
             pub fn connector(&self) -> &dyn $connector {
                 match self {
                     $(Self::$variant(config) => config),+

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "runtime")]
 use weir_client::ClientSettings;
 /// The source and sink configs, by `kind:`, come from the connectors' registry.
 pub use weir_connectors::registry::{SinkConfig, SourceConfig};
@@ -157,6 +158,7 @@ impl PipelineConfig {
 
     /// The pipeline's cluster at `bootstrap` (its own, or the embedded broker's) with its
     /// client properties.
+    #[cfg(feature = "runtime")]
     pub fn client(&self, bootstrap: &str) -> ClientSettings {
         ClientSettings::new(bootstrap).with_properties(self.client_properties.clone())
     }

@@ -24,29 +24,47 @@
 //!   a sink's partitions, or a lease on the source and on one-writer sinks.
 //! - [`run`]: stages started, watched and stopped together. [`metrics`]: Prometheus.
 //!
+//! Features: `runtime` (default) is everything; without it the crate is the loader only
+//! (`config`, `load`, `interpolate`, `locate`, `diagnostic`), which `fuzz/` builds with
+//! coverage instrumentation without DataFusion or librdkafka.
+//!
 //! ## Data flow and invariants
 //! source → (one transaction: records + dead letters + positions) → topic → (read_committed)
 //! → decode → SQL → sink (one commit: rows + offsets). Each arrow commits atomically, and each
 //! resume point (positions topic, sink offsets) is written in the same commit as the data it
 //! covers, so a `kill -9` anywhere loses and repeats nothing.
 
+#[cfg(feature = "runtime")]
 pub mod cluster;
 pub mod config;
+#[cfg(feature = "runtime")]
 pub mod deliver;
 pub mod diagnostic;
+#[cfg(feature = "runtime")]
 pub mod error;
+#[cfg(feature = "runtime")]
 pub mod http_ingest;
+#[cfg(feature = "runtime")]
 pub mod ingest;
 pub mod interpolate;
 pub mod load;
 pub mod locate;
+#[cfg(feature = "runtime")]
 pub mod membership;
+#[cfg(feature = "runtime")]
 pub mod metrics;
+#[cfg(feature = "runtime")]
 pub mod positions;
+#[cfg(feature = "runtime")]
 pub mod rows;
+#[cfg(feature = "runtime")]
 pub mod run;
+#[cfg(feature = "runtime")]
 pub mod schema;
+#[cfg(feature = "runtime")]
 pub mod validate;
+#[cfg(feature = "runtime")]
 pub mod windows;
 
+#[cfg(feature = "runtime")]
 pub use error::{PipelineError, Result};

@@ -2,6 +2,7 @@
 //! of `*.yaml`/`*.yml` files; variables interpolated; every problem a [`Diagnostic`] with its
 //! file, line and column.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -9,8 +10,11 @@ use serde::de::DeserializeOwned;
 
 use crate::config::{PipelineConfig, PipelinesFile};
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::interpolate::interpolate;
+use crate::interpolate::{interpolate, Environment, ProcessEnvironment};
 use crate::locate::{Location, Locations};
+
+/// The most a pipeline file may hold (a file that large is a mistake, or not a pipeline).
+pub const MAX_PIPELINE_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A pipeline and where it was declared.
 #[derive(Debug, Clone)]
@@ -106,13 +110,41 @@ fn single(file: &Path, location: Option<Location>, message: String) -> Diagnosti
 }
 
 fn load_file(file: &Path) -> Result<Vec<LoadedPipeline>, Diagnostics> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| single(file, None, format!("cannot read: {e}")))?;
-    let text = interpolate(&text, |name| std::env::var(name).ok())
-        .map_err(|e| single(file, Some(e.location), e.message))?;
+    let text = read_bounded(file).map_err(|message| single(file, None, message))?;
+    load_text(file, &text, &ProcessEnvironment)
+}
+
+fn read_bounded(file: &Path) -> Result<String, String> {
+    let opened = std::fs::File::open(file).map_err(|e| format!("cannot read: {e}"))?;
+    let mut text = String::new();
+    opened
+        .take(MAX_PIPELINE_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if text.len() as u64 > MAX_PIPELINE_FILE_BYTES {
+        return Err(format!(
+            "larger than {MAX_PIPELINE_FILE_BYTES} bytes: not a pipeline file"
+        ));
+    }
+    Ok(text)
+}
+
+/// The pipelines of `text`, read from `file`, its `${…}` references taken from `environment`.
+pub fn load_text(
+    file: &Path,
+    text: &str,
+    environment: &impl Environment,
+) -> Result<Vec<LoadedPipeline>, Diagnostics> {
+    let text =
+        interpolate(text, environment).map_err(|e| single(file, Some(e.location), e.message))?;
     let locations = Arc::new(Locations::of(&text));
-    let document: serde_yaml::Value = serde_yaml::from_str(&text)
-        .map_err(|e| single(file, yaml_location(&e), strip_location(&e.to_string())))?;
+    let document: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| {
+        single(
+            file,
+            yaml_location(&e, &text),
+            strip_location(&e.to_string()),
+        )
+    })?;
     let several = document
         .as_mapping()
         .is_some_and(|m| m.contains_key("pipelines"));
@@ -156,7 +188,7 @@ fn parse<T: DeserializeOwned>(
             .unwrap_or(message);
         // Inside a tagged connector serde_yaml has no real place (it reports 1:1): find it.
         let reliable =
-            yaml_location(&inner).filter(|l| path.is_empty() || (l.line, l.column) != (1, 1));
+            yaml_location(&inner, text).filter(|l| path.is_empty() || (l.line, l.column) != (1, 1));
         let location = unknown_field(&message)
             .and_then(|name| locations.key_under(&path, name))
             .or(reliable)
@@ -172,11 +204,16 @@ fn parse<T: DeserializeOwned>(
     })
 }
 
-fn yaml_location(error: &serde_yaml::Error) -> Option<Location> {
-    error.location().map(|l| Location {
-        line: l.line(),
-        column: l.column(),
-    })
+/// Where serde_yaml places an error, kept inside `text`: at the end of a file without a final
+/// line break it names the line after the last.
+fn yaml_location(error: &serde_yaml::Error, text: &str) -> Option<Location> {
+    let place = error.location()?;
+    let place = Location {
+        line: place.line(),
+        column: place.column(),
+    };
+    let end = Location::end_of(text);
+    Some(if place.line > end.line { end } else { place })
 }
 
 /// serde_yaml appends " at line L column C"; the diagnostic shows the place itself.

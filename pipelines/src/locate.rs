@@ -11,11 +11,38 @@ use yaml_rust2::scanner::Marker;
 /// Nesting beyond this many levels gets no locations.
 const MAX_DEPTH: usize = 128;
 
-/// 1-based line and column.
+/// 1-based line and column (in characters). Lines end as YAML's do: `\r\n`, `\r` or `\n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Location {
     pub line: usize,
     pub column: usize,
+}
+
+impl Location {
+    /// Where byte `at` of `text` is (`text.len()` at most, and on a character boundary).
+    pub fn at_byte(text: &str, at: usize) -> Location {
+        let mut location = Location { line: 1, column: 1 };
+        let mut after_carriage_return = false;
+        for c in text[..at].chars() {
+            match c {
+                '\n' if after_carriage_return => {}
+                '\n' | '\r' => {
+                    location = Location {
+                        line: location.line + 1,
+                        column: 1,
+                    }
+                }
+                _ => location.column += 1,
+            }
+            after_carriage_return = c == '\r';
+        }
+        location
+    }
+
+    /// Where `text` ends: its last line, after its last character.
+    pub fn end_of(text: &str) -> Location {
+        Location::at_byte(text, text.len())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -41,7 +68,20 @@ impl Locations {
                 break;
             }
         }
-        receiver.locations
+        // An empty value at the end of a file without a final line break is marked on the
+        // line after the last: it is shown where the file ends.
+        let end = Location::end_of(text);
+        let mut locations = receiver.locations;
+        for location in locations
+            .keys
+            .values_mut()
+            .chain(locations.values.values_mut())
+        {
+            if location.line > end.line {
+                *location = end;
+            }
+        }
+        locations
     }
 
     /// Where the value at `path` is; else its key; else the nearest enclosing value.
@@ -173,6 +213,18 @@ impl MarkedEventReceiver for Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_end_as_yamls_do() {
+        let at = |line, column| Location { line, column };
+        let text = "a\nbé\r\nc\rd";
+        assert_eq!(Location::at_byte(text, 0), at(1, 1));
+        assert_eq!(Location::at_byte(text, 2), at(2, 1));
+        assert_eq!(Location::at_byte(text, 5), at(2, 3), "é is one column");
+        assert_eq!(Location::at_byte(text, 7), at(3, 1), "\\r\\n is one break");
+        assert_eq!(Location::end_of(text), at(4, 2), "a lone \\r is a break");
+        assert_eq!(Location::end_of(""), at(1, 1));
+    }
 
     #[test]
     fn keys_and_values_by_path() {

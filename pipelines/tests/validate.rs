@@ -143,6 +143,35 @@ async fn missing_variables_and_bad_yaml() {
     );
     let found = problems("name: [unclosed\n").await;
     assert!(found.starts_with("DIR/pipeline.yaml:2:1:"), "{found}");
+    // serde_yaml places the end of a file without a final newline on the line after the last;
+    // the diagnostic stays inside the file (found by fuzz/pipeline_yaml).
+    let found = problems("# only a comment").await;
+    assert_eq!(found, "DIR/pipeline.yaml:1:17: missing field `name`");
+    let found = problems("name: x\nsource: [unclosed").await;
+    assert!(found.starts_with("DIR/pipeline.yaml:2:"), "{found}");
+    let found = problems("a` b:").await;
+    assert!(
+        found.starts_with("DIR/pipeline.yaml:1:6: a` b: unknown field"),
+        "{found}"
+    );
+}
+
+/// Files that cannot be pipelines are refused at a bound, not read until memory runs out.
+#[tokio::test]
+async fn oversized_files_are_refused_before_they_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = weir_pipelines::load::MAX_PIPELINE_FILE_BYTES as usize + 1;
+    let big = write(
+        &dir,
+        "big.yaml",
+        &format!("name: x\n#{}\n", "x".repeat(size)),
+    );
+    let found = load(&big).unwrap_err().to_string();
+    assert!(found.contains("larger than 16777216 bytes"), "{found}");
+    let found = load(std::path::Path::new("/dev/zero"))
+        .unwrap_err()
+        .to_string();
+    assert!(found.contains("larger than"), "{found}");
 }
 
 #[tokio::test]

@@ -94,6 +94,7 @@ impl FileSourceConfig {
     }
 }
 
+#[cfg(feature = "runtime")]
 impl crate::registry::SourceConnector for FileSourceConfig {
     fn problems(&self) -> Vec<String> {
         FileSourceConfig::problems(self)

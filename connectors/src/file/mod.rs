@@ -4,11 +4,15 @@
 //! for the file it replaced.
 
 mod config;
+#[cfg(feature = "runtime")]
 mod position;
+#[cfg(feature = "runtime")]
 mod source;
+#[cfg(feature = "runtime")]
 mod tracked;
 
 pub use config::{FileSourceConfig, StartAt};
+#[cfg(feature = "runtime")]
 pub use source::FileSource;
 
 #[cfg(test)]

@@ -61,6 +61,7 @@ impl GeneratorSourceConfig {
     }
 }
 
+#[cfg(feature = "runtime")]
 impl crate::registry::SourceConnector for GeneratorSourceConfig {
     fn problems(&self) -> Vec<String> {
         GeneratorSourceConfig::problems(self)

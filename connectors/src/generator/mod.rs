@@ -3,9 +3,13 @@
 //! exactly-once holds for demos and benchmarks too. Its position is the next line's number.
 
 mod config;
+#[cfg(feature = "runtime")]
 mod lines;
+#[cfg(feature = "runtime")]
 mod source;
 
 pub use config::GeneratorSourceConfig;
+#[cfg(feature = "runtime")]
 pub use lines::AccessLogGenerator;
+#[cfg(feature = "runtime")]
 pub use source::GeneratorSource;

@@ -87,6 +87,7 @@ impl HttpSourceConfig {
     }
 }
 
+#[cfg(feature = "runtime")]
 impl crate::registry::SourceConnector for HttpSourceConfig {
     fn problems(&self) -> Vec<String> {
         HttpSourceConfig::problems(self)

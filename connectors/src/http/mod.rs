@@ -11,9 +11,13 @@
 //! `max_connections` connections and closes one that is silent for `read_timeout_seconds`.
 
 mod config;
+#[cfg(feature = "runtime")]
 mod listener;
+#[cfg(feature = "runtime")]
 mod source;
 
 pub use config::HttpSourceConfig;
+#[cfg(feature = "runtime")]
 pub use listener::{BoundedListener, BoundedStream};
+#[cfg(feature = "runtime")]
 pub use source::{router, IngestReport, IngestTarget};

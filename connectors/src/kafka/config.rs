@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "runtime")]
 use weir_client::ClientSettings;
 
 use crate::weblog::LogFormat;
@@ -83,6 +84,7 @@ impl KafkaSourceConfig {
     }
 
     /// The far cluster and its client properties.
+    #[cfg(feature = "runtime")]
     pub fn client(&self) -> ClientSettings {
         ClientSettings::new(&self.bootstrap).with_properties(self.client_properties.clone())
     }
@@ -107,6 +109,7 @@ impl KafkaSinkConfig {
     }
 
     /// The far cluster and its client properties.
+    #[cfg(feature = "runtime")]
     pub fn client(&self) -> ClientSettings {
         ClientSettings::new(&self.bootstrap).with_properties(self.client_properties.clone())
     }
@@ -126,6 +129,7 @@ impl KafkaSinkConfig {
     }
 }
 
+#[cfg(feature = "runtime")]
 impl crate::registry::SourceConnector for KafkaSourceConfig {
     fn problems(&self) -> Vec<String> {
         KafkaSourceConfig::problems(self)
@@ -140,6 +144,7 @@ impl crate::registry::SourceConnector for KafkaSourceConfig {
     }
 }
 
+#[cfg(feature = "runtime")]
 #[async_trait::async_trait]
 impl crate::registry::SinkConnector for KafkaSinkConfig {
     fn problems(&self) -> Vec<String> {

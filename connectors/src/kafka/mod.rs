@@ -10,9 +10,13 @@
 //!   every row exactly once.
 
 mod config;
+#[cfg(feature = "runtime")]
 mod sink;
+#[cfg(feature = "runtime")]
 mod source;
 
 pub use config::{KafkaSinkConfig, KafkaSourceConfig, StartAt};
+#[cfg(feature = "runtime")]
 pub use sink::KafkaSink;
+#[cfg(feature = "runtime")]
 pub use source::KafkaSource;

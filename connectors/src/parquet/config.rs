@@ -79,6 +79,7 @@ impl ParquetSinkConfig {
         }
     }
 
+    #[cfg(feature = "runtime")]
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.path.is_empty() {
@@ -105,6 +106,7 @@ impl ParquetSinkConfig {
     }
 }
 
+#[cfg(feature = "runtime")]
 #[async_trait::async_trait]
 impl crate::registry::SinkConnector for ParquetSinkConfig {
     fn problems(&self) -> Vec<String> {

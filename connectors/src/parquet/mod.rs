@@ -15,22 +15,29 @@
 //! directories of rows), `read` (reading published files back).
 
 mod config;
+#[cfg(feature = "runtime")]
 mod manifest;
+#[cfg(feature = "runtime")]
 mod partitioning;
+#[cfg(feature = "runtime")]
 mod read;
+#[cfg(feature = "runtime")]
 mod sink;
+#[cfg(feature = "runtime")]
 mod store;
 
 pub use config::{ParquetCompression, ParquetSinkConfig};
+#[cfg(feature = "runtime")]
 pub use manifest::Manifest;
+#[cfg(feature = "runtime")]
 pub use read::{published_files, read_published, read_published_at};
+#[cfg(feature = "runtime")]
 pub use sink::ParquetSink;
-
-use crate::error::ConnectorError;
 
 /// Checks that an object-store sink's bucket answers with the given settings (a local
 /// directory needs no check: it is created on open).
-pub async fn reach(config: &ParquetSinkConfig) -> Result<(), ConnectorError> {
+#[cfg(feature = "runtime")]
+pub async fn reach(config: &ParquetSinkConfig) -> Result<(), crate::error::ConnectorError> {
     match store::is_object_store(&config.path) {
         true => store::open(config)?.prepare().await,
         false => Ok(()),

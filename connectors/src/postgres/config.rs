@@ -66,6 +66,7 @@ impl PostgresSinkConfig {
         }
     }
 
+    #[cfg(feature = "runtime")]
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if let Err(error) = self.url.parse::<tokio_postgres::Config>() {
@@ -83,6 +84,7 @@ impl PostgresSinkConfig {
     }
 
     /// The connection settings, with the password from `password_file` when given.
+    #[cfg(feature = "runtime")]
     pub fn connection(&self) -> Result<tokio_postgres::Config, String> {
         let mut config: tokio_postgres::Config = self
             .url
@@ -101,6 +103,7 @@ impl PostgresSinkConfig {
     }
 }
 
+#[cfg(feature = "runtime")]
 #[async_trait::async_trait]
 impl crate::registry::SinkConnector for PostgresSinkConfig {
     fn problems(&self) -> Vec<String> {
@@ -131,6 +134,7 @@ impl crate::registry::SinkConnector for PostgresSinkConfig {
     }
 }
 
+#[cfg(feature = "runtime")]
 /// Connects once, within `timeout`; the server's own message when it refuses.
 async fn reach(config: &PostgresSinkConfig, timeout: std::time::Duration) -> Result<(), String> {
     let mut connection = config.connection()?;

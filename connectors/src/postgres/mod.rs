@@ -10,10 +10,14 @@
 //! a commit checks and moves only its partitions' rows of `weir_offsets`, under row locks, and
 //! a writer that finds them moved by another is fenced (its rows are not committed).
 
+#[cfg(feature = "runtime")]
 mod cell;
 mod config;
+#[cfg(feature = "runtime")]
 mod schema;
+#[cfg(feature = "runtime")]
 mod sink;
 
 pub use config::PostgresSinkConfig;
+#[cfg(feature = "runtime")]
 pub use sink::PostgresSink;

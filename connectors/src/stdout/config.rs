@@ -1,0 +1,17 @@
+//! The `stdout` sink's YAML settings (none yet).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct StdoutSinkConfig {}
+
+#[cfg(feature = "runtime")]
+impl crate::registry::SinkConnector for StdoutSinkConfig {
+    fn open(
+        &self,
+        _target: &crate::registry::SinkTarget<'_>,
+    ) -> Result<Box<dyn crate::sink::Sink>, crate::ConnectorError> {
+        Ok(Box::new(super::StdoutSink::new(self.clone())))
+    }
+}
