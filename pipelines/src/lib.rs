@@ -34,37 +34,32 @@
 //! resume point (positions topic, sink offsets) is written in the same commit as the data it
 //! covers, so a `kill -9` anywhere loses and repeats nothing.
 
-#[cfg(feature = "runtime")]
-pub mod cluster;
+// The loader, in every build.
 pub mod config;
-#[cfg(feature = "runtime")]
-pub mod deliver;
 pub mod diagnostic;
-#[cfg(feature = "runtime")]
-pub mod error;
-#[cfg(feature = "runtime")]
-pub mod http_ingest;
-#[cfg(feature = "runtime")]
-pub mod ingest;
 pub mod interpolate;
 pub mod load;
 pub mod locate;
-#[cfg(feature = "runtime")]
-pub mod membership;
-#[cfg(feature = "runtime")]
-pub mod metrics;
-#[cfg(feature = "runtime")]
-pub mod positions;
-#[cfg(feature = "runtime")]
-pub mod rows;
-#[cfg(feature = "runtime")]
-pub mod run;
-#[cfg(feature = "runtime")]
-pub mod schema;
-#[cfg(feature = "runtime")]
-pub mod validate;
-#[cfg(feature = "runtime")]
-pub mod windows;
 
-#[cfg(feature = "runtime")]
-pub use error::{PipelineError, Result};
+/// Items that run pipelines: not in a settings-only build.
+macro_rules! runtime {
+    ($($item:item)*) => { $(#[cfg(feature = "runtime")] $item)* };
+}
+
+runtime! {
+    pub mod cluster;
+    pub mod deliver;
+    pub mod error;
+    pub mod http_ingest;
+    pub mod ingest;
+    pub mod membership;
+    pub mod metrics;
+    pub mod positions;
+    pub mod rows;
+    pub mod run;
+    pub mod schema;
+    pub mod validate;
+    pub mod windows;
+
+    pub use error::{PipelineError, Result};
+}
