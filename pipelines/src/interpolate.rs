@@ -6,6 +6,7 @@
 //! text after interpolation at most [`MAX_INTERPOLATED_BYTES`].
 
 use std::io::Read;
+use std::path::Path;
 
 use crate::locate::Location;
 
@@ -37,16 +38,30 @@ impl Environment for ProcessEnvironment {
     }
 
     fn secret_file(&self, path: &str) -> Result<String, String> {
-        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-        let mut secret = String::new();
-        file.take(MAX_SECRET_FILE_BYTES + 1)
-            .read_to_string(&mut secret)
-            .map_err(|e| e.to_string())?;
-        if secret.len() as u64 > MAX_SECRET_FILE_BYTES {
-            return Err(format!("larger than {MAX_SECRET_FILE_BYTES} bytes"));
-        }
-        Ok(secret)
+        read_bounded(Path::new(path), MAX_SECRET_FILE_BYTES).map_err(|e| e.to_string())
     }
+}
+
+/// Why a file's text was not read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ReadError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("larger than {max_bytes} bytes")]
+    TooLarge { max_bytes: u64 },
+}
+
+/// A file's text, refused once it passes `max_bytes` (never read past `max_bytes + 1`: a device
+/// that never ends is refused, not read until memory runs out).
+pub(crate) fn read_bounded(path: &Path, max_bytes: u64) -> Result<String, ReadError> {
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(max_bytes + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > max_bytes {
+        return Err(ReadError::TooLarge { max_bytes });
+    }
+    Ok(text)
 }
 
 /// `text` with every reference replaced by its value in `environment`.

@@ -2,7 +2,6 @@
 //! of `*.yaml`/`*.yml` files; variables interpolated; every problem a [`Diagnostic`] with its
 //! file, line and column.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -10,7 +9,7 @@ use serde::de::DeserializeOwned;
 
 use crate::config::{PipelineConfig, PipelinesFile};
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::interpolate::{interpolate, Environment, ProcessEnvironment};
+use crate::interpolate::{interpolate, read_bounded, Environment, ProcessEnvironment, ReadError};
 use crate::locate::{Location, Locations};
 
 /// The most a pipeline file may hold (a file that large is a mistake, or not a pipeline).
@@ -110,23 +109,14 @@ fn single(file: &Path, location: Option<Location>, message: String) -> Diagnosti
 }
 
 fn load_file(file: &Path) -> Result<Vec<LoadedPipeline>, Diagnostics> {
-    let text = read_bounded(file).map_err(|message| single(file, None, message))?;
+    let text = read_bounded(file, MAX_PIPELINE_FILE_BYTES).map_err(|e| {
+        let message = match e {
+            ReadError::TooLarge { .. } => format!("{e}: not a pipeline file"),
+            ReadError::Io(_) => format!("cannot read: {e}"),
+        };
+        single(file, None, message)
+    })?;
     load_text(file, &text, &ProcessEnvironment)
-}
-
-fn read_bounded(file: &Path) -> Result<String, String> {
-    let opened = std::fs::File::open(file).map_err(|e| format!("cannot read: {e}"))?;
-    let mut text = String::new();
-    opened
-        .take(MAX_PIPELINE_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if text.len() as u64 > MAX_PIPELINE_FILE_BYTES {
-        return Err(format!(
-            "larger than {MAX_PIPELINE_FILE_BYTES} bytes: not a pipeline file"
-        ));
-    }
-    Ok(text)
 }
 
 /// The pipelines of `text`, read from `file`, its `${…}` references taken from `environment`.
@@ -212,8 +202,7 @@ fn yaml_location(error: &serde_yaml::Error, text: &str) -> Option<Location> {
         line: place.line(),
         column: place.column(),
     };
-    let end = Location::end_of(text);
-    Some(if place.line > end.line { end } else { place })
+    Some(place.within(Location::end_of(text)))
 }
 
 /// serde_yaml appends " at line L column C"; the diagnostic shows the place itself.

@@ -43,6 +43,16 @@ impl Location {
     pub fn end_of(text: &str) -> Location {
         Location::at_byte(text, text.len())
     }
+
+    /// This place, or `end` when it names a line after `end`'s (YAML parsers mark the end of a
+    /// file without a final line break on the line after the last).
+    pub fn within(self, end: Location) -> Location {
+        if self.line > end.line {
+            end
+        } else {
+            self
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -77,9 +87,7 @@ impl Locations {
             .values_mut()
             .chain(locations.values.values_mut())
         {
-            if location.line > end.line {
-                *location = end;
-            }
+            *location = location.within(end);
         }
         locations
     }
