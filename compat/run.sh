@@ -3,7 +3,8 @@
 # broker, then
 #   1. the differential test: compat/scenario against both, transcripts compared (compare.py),
 #      allowed to differ only where compat/known-differences.json says why;
-#   2. the Java client session (compat/java/ClientSession.java) against both;
+#   2. the Java client session (compat/java/ClientSession.java) against both, and the
+#      confluent-kafka conformance checks (compat/confluent/conformance.py) against both;
 #   3. Kafka's command-line tools (compat/java/tools.sh) against both;
 #   4. franz-go's pkg/kgo integration tests on compat/franz-go/allow-list.txt against Weir;
 #   5. a Kafka Streams exactly_once_v2 word count killed -9 mid-way (compat/streams/run.sh)
@@ -16,6 +17,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 weir=$1
 scenario=$2
+python=${WEIR_CACHE:-$HOME/.cache/weir}/venv/bin/python
 work=$(mktemp -d)
 weir_pid=
 export KAFKA_PORT=${KAFKA_PORT:-29192}
@@ -46,6 +48,8 @@ differential() {
 record differential
 record "$here/java/run.sh" "$weir_bootstrap"
 record "$here/java/run.sh" "$kafka"
+record "$python" "$here/confluent/conformance.py" "$weir_bootstrap"
+record "$python" "$here/confluent/conformance.py" "$kafka"
 record "$here/java/tools.sh" "$weir_bootstrap"
 record "$here/java/tools.sh" "$kafka"
 record "$here/franz-go/run.sh" "$weir_bootstrap"

@@ -208,8 +208,19 @@ pub struct GroupSummary {
     pub state: &'static str,
     pub protocol_type: String,
     pub protocol_name: String,
-    /// (member id, client id, client host, metadata for the chosen protocol, assignment)
-    pub members: Vec<(String, String, String, Bytes, Bytes)>,
+    pub members: Vec<MemberSummary>,
+}
+
+/// One member as DescribeGroups shows it.
+pub struct MemberSummary {
+    pub member_id: String,
+    /// KIP-345: the static member's `group.instance.id`.
+    pub group_instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    /// The member's metadata for the group's chosen protocol.
+    pub metadata: Bytes,
+    pub assignment: Bytes,
 }
 
 pub struct GroupCoordinator {
@@ -563,20 +574,18 @@ impl GroupCoordinator {
             members: group
                 .members
                 .values()
-                .map(|m| {
-                    let metadata = m
+                .map(|m| MemberSummary {
+                    member_id: m.member_id.clone(),
+                    group_instance_id: m.group_instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    metadata: m
                         .protocols
                         .iter()
                         .find(|(n, _)| *n == protocol)
                         .map(|(_, b)| b.clone())
-                        .unwrap_or_default();
-                    (
-                        m.member_id.clone(),
-                        m.client_id.clone(),
-                        m.client_host.clone(),
-                        metadata,
-                        m.assignment.clone(),
-                    )
+                        .unwrap_or_default(),
+                    assignment: m.assignment.clone(),
                 })
                 .collect(),
         })

@@ -6,9 +6,14 @@ use std::sync::Arc;
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse};
 
 use crate::context::BrokerContext;
+use crate::handler::errors::fenced_for_version;
+
+/// The first version whose clients know PRODUCER_FENCED (KIP-588).
+const PRODUCER_FENCED_VERSION: i16 = 2;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
+    version: i16,
     request: AddOffsetsToTxnRequest,
 ) -> AddOffsetsToTxnResponse {
     let result = context
@@ -21,5 +26,8 @@ pub async fn handle(
             request.group_id.as_str(),
         )
         .await;
-    AddOffsetsToTxnResponse::default().with_error_code(super::errors::code(result.err()))
+    let error = result
+        .err()
+        .map(|e| fenced_for_version(e.into(), version, PRODUCER_FENCED_VERSION));
+    AddOffsetsToTxnResponse::default().with_error_code(super::errors::code(error))
 }

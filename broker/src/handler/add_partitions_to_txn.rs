@@ -9,10 +9,15 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
 
 use crate::context::BrokerContext;
+use crate::handler::errors::fenced_for_version;
 use crate::transaction::state::TopicPartition;
 use crate::transaction::verify::{self, TxnWrite};
+
+/// The first version whose clients know PRODUCER_FENCED (KIP-588).
+const PRODUCER_FENCED_VERSION: i16 = 2;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
@@ -26,7 +31,15 @@ pub async fn handle(
             producer_epoch: request.v3_and_below_producer_epoch,
             adds_partition: true,
         };
-        let results = add(context, &write, &request.v3_and_below_topics).await;
+        let mut results = add(context, &write, &request.v3_and_below_topics).await;
+        if version < PRODUCER_FENCED_VERSION {
+            for partition in results.iter_mut().flat_map(|t| &mut t.results_by_partition) {
+                if let Some(error) = ResponseError::try_from_code(partition.partition_error_code) {
+                    partition.partition_error_code =
+                        fenced_for_version(error, version, PRODUCER_FENCED_VERSION).code();
+                }
+            }
+        }
         return AddPartitionsToTxnResponse::default().with_results_by_topic_v3_and_below(results);
     }
     let mut results = Vec::with_capacity(request.transactions.len());

@@ -1,5 +1,6 @@
-//! DescribeGroups: state, protocol and members (with metadata and assignment) of each group.
-//! An unknown group is described as Dead with no error, as Kafka does.
+//! DescribeGroups: state, protocol and members (with static members' instance ids, metadata
+//! and assignment) of each group, and (v3+, when asked) the operations allowed on it. An
+//! unknown group is described as Dead with no error, as Kafka does.
 
 use std::sync::Arc;
 
@@ -8,11 +9,13 @@ use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, Gr
 use kafka_protocol::protocol::StrBytes;
 
 use crate::context::BrokerContext;
+use crate::handler::authorized_operations::group_operations;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
     request: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
+    let operations = group_operations(request.include_authorized_operations);
     let groups = request
         .groups
         .into_iter()
@@ -22,7 +25,7 @@ pub fn handle(
                     .with_group_id(group_id)
                     .with_error_code(super::errors::code(Some(error)));
             }
-            describe(context, group_id)
+            describe(context, group_id).with_authorized_operations(operations)
         })
         .collect();
     DescribeGroupsResponse::default().with_groups(groups)
@@ -39,16 +42,17 @@ fn describe(context: &BrokerContext, group_id: GroupId) -> DescribedGroup {
                 summary
                     .members
                     .into_iter()
-                    .map(
-                        |(member_id, client_id, client_host, metadata, assignment)| {
-                            DescribedGroupMember::default()
-                                .with_member_id(StrBytes::from_string(member_id))
-                                .with_client_id(StrBytes::from_string(client_id))
-                                .with_client_host(StrBytes::from_string(client_host))
-                                .with_member_metadata(metadata)
-                                .with_member_assignment(assignment)
-                        },
-                    )
+                    .map(|member| {
+                        DescribedGroupMember::default()
+                            .with_member_id(StrBytes::from_string(member.member_id))
+                            .with_group_instance_id(
+                                member.group_instance_id.map(StrBytes::from_string),
+                            )
+                            .with_client_id(StrBytes::from_string(member.client_id))
+                            .with_client_host(StrBytes::from_string(member.client_host))
+                            .with_member_metadata(member.metadata)
+                            .with_member_assignment(member.assignment)
+                    })
                     .collect(),
             ),
         None if context

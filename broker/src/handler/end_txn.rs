@@ -8,9 +8,12 @@ use std::sync::Arc;
 use kafka_protocol::messages::{EndTxnRequest, EndTxnResponse, ProducerId};
 
 use crate::context::BrokerContext;
+use crate::handler::errors::fenced_for_version;
 
 /// The first EndTxn version of transaction version 2.
 const EPOCH_BUMP_VERSION: i16 = 5;
+/// The first version whose clients know PRODUCER_FENCED (KIP-588).
+const PRODUCER_FENCED_VERSION: i16 = 2;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
@@ -37,6 +40,8 @@ pub async fn handle(
             .with_producer_id(ProducerId(producer_id))
             .with_producer_epoch(epoch),
         Ok(_) => response,
-        Err(error) => response.with_error_code(super::errors::code(Some(error))),
+        Err(error) => response.with_error_code(
+            fenced_for_version(error.into(), version, PRODUCER_FENCED_VERSION).code(),
+        ),
     }
 }

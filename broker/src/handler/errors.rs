@@ -182,7 +182,9 @@ impl From<TxnError> for ResponseError {
             }
             TxnError::Fenced { .. } => ResponseError::ProducerFenced,
             TxnError::Concurrent => ResponseError::ConcurrentTransactions,
-            TxnError::InvalidState { .. } => ResponseError::InvalidTxnState,
+            TxnError::InvalidState { .. } | TxnError::NotInTransaction { .. } => {
+                ResponseError::InvalidTxnState
+            }
             TxnError::NotCoordinator => ResponseError::NotCoordinator,
             TxnError::CoordinatorUnavailable => ResponseError::CoordinatorNotAvailable,
             TxnError::UnknownPartition { .. } => ResponseError::UnknownTopicOrPartition,
@@ -208,4 +210,17 @@ impl From<MarkerWriteError> for ResponseError {
 /// The code of an optional error (0 for none).
 pub fn code<E: Into<ResponseError>>(error: Option<E>) -> i16 {
     error.map_or(0, |e| e.into().code())
+}
+
+/// A fenced producer epoch as a client of `version` knows it: PRODUCER_FENCED came with
+/// KIP-588 (`first_version`: InitProducerId v4, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
+/// v2); before that the same fence is INVALID_PRODUCER_EPOCH, as Kafka answers it. Clients
+/// treat either as fatal only at the version that expects it.
+pub fn fenced_for_version(error: ResponseError, version: i16, first_version: i16) -> ResponseError {
+    match error {
+        ResponseError::ProducerFenced if version < first_version => {
+            ResponseError::InvalidProducerEpoch
+        }
+        other => other,
+    }
 }

@@ -10,10 +10,14 @@ use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, Pr
 use kafka_protocol::ResponseError;
 
 use crate::context::BrokerContext;
-use crate::handler::errors::producer_id_error;
+use crate::handler::errors::{fenced_for_version, producer_id_error};
+
+/// The first version whose clients know PRODUCER_FENCED (KIP-588).
+const PRODUCER_FENCED_VERSION: i16 = 4;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
+    version: i16,
     request: InitProducerIdRequest,
 ) -> InitProducerIdResponse {
     let failed = |error: ResponseError| {
@@ -38,7 +42,11 @@ pub async fn handle(
             Ok((producer_id, epoch)) => InitProducerIdResponse::default()
                 .with_producer_id(ProducerId(producer_id))
                 .with_producer_epoch(epoch),
-            Err(error) => failed(error.into()),
+            Err(error) => failed(fenced_for_version(
+                error.into(),
+                version,
+                PRODUCER_FENCED_VERSION,
+            )),
         };
     }
     match context.producer_ids.next_id() {

@@ -7,6 +7,7 @@
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod api_versions;
+pub mod authorized_operations;
 pub mod configs;
 pub mod create_partitions;
 pub mod create_topics;
@@ -219,13 +220,13 @@ pub async fn handle(
             context, r,
         ))),
         RequestKind::InitProducerId(r) => ready(ResponseKind::InitProducerId(
-            init_producer_id::handle(context, r).await,
+            init_producer_id::handle(context, version, r).await,
         )),
         RequestKind::AddPartitionsToTxn(r) => ready(ResponseKind::AddPartitionsToTxn(
             add_partitions_to_txn::handle(context, version, r).await,
         )),
         RequestKind::AddOffsetsToTxn(r) => ready(ResponseKind::AddOffsetsToTxn(
-            add_offsets_to_txn::handle(context, r).await,
+            add_offsets_to_txn::handle(context, version, r).await,
         )),
         RequestKind::EndTxn(r) => ready(ResponseKind::EndTxn(
             end_txn::handle(context, version, r).await,

@@ -118,7 +118,11 @@ async fn check(
     let services = context.txn_services();
     let checked = verify::check(&context.transactions, &services, &write, offsets_partition).await;
     if let Some(error) = checked.into_iter().find_map(|(_, error)| error) {
-        return Some(error);
+        // As Kafka's group coordinator answers a fenced epoch, at every version.
+        return Some(match error {
+            ResponseError::ProducerFenced => ResponseError::InvalidProducerEpoch,
+            other => other,
+        });
     }
     if request.generation_id < 0 && request.member_id.is_empty() {
         return None;

@@ -315,12 +315,14 @@ impl Partition {
         Ok(())
     }
 
-    /// Moves the log start offset (DeleteRecords); returns the new log start offset.
+    /// Moves the log start offset (DeleteRecords); returns the new log start offset. As Kafka:
+    /// -1 means the high watermark, any other offset must be within [0, high watermark] (one
+    /// below the log start offset leaves it where it is).
     pub fn delete_records_before(&self, offset: i64) -> Result<i64, LogError> {
         let now_ms = self.clock.now_ms();
         let high_watermark = self.high_watermark();
         let target = if offset == -1 { high_watermark } else { offset };
-        if target > high_watermark {
+        if !(0..=high_watermark).contains(&target) {
             let log = self.log();
             return Err(LogError::OffsetOutOfRange {
                 requested: offset,

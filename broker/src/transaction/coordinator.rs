@@ -393,14 +393,20 @@ impl TransactionCoordinator {
         .await
     }
 
-    /// Whether a transactional write from `producer_id`/`epoch` to a partition belongs to an
-    /// open transaction that added it (KIP-890 part 1). Only ids coordinated here are known.
-    pub fn verify(&self, producer_id: i64, epoch: i16, topic: &str, partition: i32) -> bool {
-        let tp = (topic.to_string(), partition);
-        self.lock()
-            .transactions
-            .values()
-            .any(|txn| txn.covers(producer_id, epoch, &tp))
+    /// Whether a transactional write of `transactional_id`'s producer (`producer_id`/`epoch`)
+    /// to a partition belongs to its open transaction (KIP-890 part 1), and if not, why. Only
+    /// ids coordinated here are known.
+    pub fn verify(
+        &self,
+        transactional_id: &str,
+        producer_id: i64,
+        epoch: i16,
+        partition: &TopicPartition,
+    ) -> Result<(), TxnError> {
+        match self.lock().transactions.get(transactional_id) {
+            Some(txn) => txn.verify(producer_id, epoch, partition),
+            None => Err(TxnError::UnknownTransactionalId),
+        }
     }
 
     /// Transaction version 2 (KIP-890 part 2): a transactional produce adds its partition to

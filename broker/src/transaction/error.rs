@@ -32,6 +32,9 @@ pub enum TxnError {
     /// The state could not be written or replicated now; the client retries.
     #[error("the coordinator cannot persist the transaction state now")]
     CoordinatorUnavailable,
+    /// A transactional write to a partition the producer's open transaction does not hold.
+    #[error("the producer's open transaction does not hold {topic}-{partition}")]
+    NotInTransaction { topic: String, partition: i32 },
     #[error("partition {topic}-{partition} does not exist")]
     UnknownPartition { topic: String, partition: i32 },
     /// Another partition of the same request was refused, so this one was not added.

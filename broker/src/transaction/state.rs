@@ -149,13 +149,26 @@ impl TxnMetadata {
         Ok(())
     }
 
-    /// Whether a transactional produce to `partition` belongs to the open transaction
-    /// (KIP-890 part 1: no write lands outside a transaction the coordinator knows).
-    pub fn covers(&self, producer_id: i64, epoch: i16, partition: &TopicPartition) -> bool {
-        self.producer_id == producer_id
-            && self.producer_epoch == epoch
-            && self.state == TxnState::Ongoing
-            && self.partitions.contains(partition)
+    /// Whether a transactional write to `partition` belongs to the open transaction (KIP-890
+    /// part 1: no write lands outside a transaction the coordinator knows); if not, why — a
+    /// fenced epoch first, as Kafka answers it, so that the zombie learns it is one.
+    pub fn verify(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        partition: &TopicPartition,
+    ) -> Result<(), TxnError> {
+        self.check_producer(producer_id, epoch)?;
+        if self.state.is_preparing() {
+            return Err(TxnError::Concurrent);
+        }
+        if self.state == TxnState::Ongoing && self.partitions.contains(partition) {
+            return Ok(());
+        }
+        Err(TxnError::NotInTransaction {
+            topic: partition.0.clone(),
+            partition: partition.1,
+        })
     }
 
     /// EndTxn: decides the open transaction. Returns whether markers must be written (false for
@@ -319,8 +332,19 @@ mod tests {
         txn.add_partitions([tp("a", 0)], 10).unwrap();
         txn.add_partitions([tp("b", 1)], 20).unwrap();
         assert_eq!(txn.start_ms, 10);
-        assert!(txn.covers(7, 0, &tp("b", 1)));
-        assert!(!txn.covers(7, 0, &tp("c", 0)) && !txn.covers(7, 1, &tp("a", 0)));
+        assert_eq!(kafka(txn.verify(7, 0, &tp("b", 1))), Ok(()));
+        assert_eq!(
+            kafka(txn.verify(7, 0, &tp("c", 0))),
+            Err(ResponseError::InvalidTxnState)
+        );
+        assert_eq!(
+            kafka(txn.verify(7, 1, &tp("a", 0))),
+            Err(ResponseError::ProducerFenced)
+        );
+        assert_eq!(
+            kafka(txn.verify(8, 0, &tp("a", 0))),
+            Err(ResponseError::InvalidProducerIdMapping)
+        );
         assert_eq!(kafka(txn.end(true, 30)), Ok(true));
         assert_eq!(txn.state, TxnState::PrepareCommit);
         assert_eq!(
@@ -352,7 +376,11 @@ mod tests {
             (txn.state, txn.producer_epoch),
             (TxnState::PrepareCommit, 1)
         );
-        assert!(!txn.covers(7, 0, &tp("a", 0)), "nothing more with epoch 0");
+        assert_eq!(
+            kafka(txn.verify(7, 0, &tp("a", 0))),
+            Err(ResponseError::ProducerFenced),
+            "nothing more with epoch 0"
+        );
         txn.complete(30);
         // The client's retry of that EndTxn (epoch 0) is answered as before…
         assert_eq!(

@@ -105,13 +105,14 @@ pub async fn check_here(
     }
     partitions
         .into_iter()
-        .map(|(topic, index)| {
-            let covered =
-                coordinator.verify(write.producer_id, write.producer_epoch, &topic, index);
-            (
-                (topic, index),
-                (!covered).then_some(ResponseError::InvalidTxnState),
-            )
+        .map(|tp| {
+            let verified = coordinator.verify(
+                write.transactional_id,
+                write.producer_id,
+                write.producer_epoch,
+                &tp,
+            );
+            (tp, verified.err().map(ResponseError::from))
         })
         .collect()
 }

@@ -318,6 +318,29 @@ async fn delete_records_moves_the_log_start_offset() {
         Err(_) => true,
     };
     assert!(bad, "deleting beyond the high watermark fails");
+    // An offset never set (librdkafka's -1001) or any negative one but -1 (the high
+    // watermark; -2 here) is OFFSET_OUT_OF_RANGE, as Kafka answers; the log start stays at 60.
+    for offset in [None, Some(Offset::Beginning)] {
+        let mut invalid = TopicPartitionList::new();
+        match offset {
+            None => drop(invalid.add_partition("trimmed", 0)),
+            Some(offset) => invalid.add_partition_offset("trimmed", 0, offset).unwrap(),
+        }
+        let result = admin.delete_records(&invalid, &admin_options()).await;
+        let error = match result {
+            Ok(list) => list.find_partition("trimmed", 0).unwrap().error().err(),
+            Err(error) => Some(error),
+        };
+        assert_eq!(
+            error.and_then(|e| e.rdkafka_error_code()),
+            Some(RDKafkaErrorCode::OffsetOutOfRange),
+            "DeleteRecords to {offset:?}"
+        );
+    }
+    assert_eq!(
+        consumer.fetch_watermarks("trimmed", 0, TIMEOUT).unwrap(),
+        (60, 100)
+    );
     drop(consumer);
     drop(admin);
     drop(producer);

@@ -2,7 +2,8 @@
 //! coordinator is the leader of the id's `__transaction_state` partition, markers go to
 //! partition leaders on other brokers, offsets sent to the transaction commit with it at the
 //! group's coordinator — and a transaction open when its coordinator dies commits through the
-//! next one, exactly once.
+//! next one, exactly once. A producer fenced by a newer incarnation fails fatally on every path,
+//! wherever its partitions lead.
 
 use std::collections::BTreeSet;
 use std::sync::mpsc;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use rdkafka::admin::{NewTopic, TopicReplication};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
 
 use crate::cluster::{find_coordinator, wait_for_metadata, TestCluster};
@@ -67,6 +69,22 @@ fn transaction(
     }
 }
 
+/// Creates each (topic, partitions) with replication factor 3.
+async fn create_replicated_topics(cluster: &TestCluster, topics: &[(&str, i32)]) {
+    let admin = admin(&cluster.bootstrap(1));
+    let topics: Vec<NewTopic> = topics
+        .iter()
+        .map(|(name, partitions)| NewTopic::new(name, *partitions, TopicReplication::Fixed(3)))
+        .collect();
+    for created in admin
+        .create_topics(topics.iter(), &admin_options())
+        .await
+        .unwrap()
+    {
+        created.expect("topic created");
+    }
+}
+
 /// Every value read_committed consumers see in OUT (through `bootstrap`).
 fn read_committed(bootstrap: &str, expected: usize) -> Vec<String> {
     let consumer: BaseConsumer = client_config(bootstrap)
@@ -104,18 +122,7 @@ fn read_committed(bootstrap: &str, expected: usize) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_span_brokers_and_commit_through_their_coordinators_death() {
     let mut cluster = TestCluster::start_all_registered(3).await;
-    let admin = admin(&cluster.bootstrap(1));
-    let topics = [
-        NewTopic::new(OUT, 3, TopicReplication::Fixed(3)),
-        NewTopic::new(IN, 1, TopicReplication::Fixed(3)),
-    ];
-    for created in admin
-        .create_topics(topics.iter(), &admin_options())
-        .await
-        .unwrap()
-    {
-        created.expect("topic created");
-    }
+    create_replicated_topics(&cluster, &[(OUT, 3), (IN, 1)]).await;
     let leaders: BTreeSet<i32> =
         wait_for_metadata(&cluster.bootstrap(1), Some(OUT), "leaders", |m| {
             m.topics()[0].partitions().len() == 3
@@ -201,4 +208,109 @@ async fn transactions_span_brokers_and_commit_through_their_coordinators_death()
         read, expected,
         "committed records once each, aborted ones never"
     );
+}
+
+const FENCE_OUT: &str = "fence-out";
+
+/// A producer with a transaction open (`before_fence` run in it), then fenced by a newer
+/// incarnation with the same transactional id: (zombie, newer).
+fn fenced_zombie(
+    bootstrap: &str,
+    transactional_id: &str,
+    before_fence: impl FnOnce(&BaseProducer),
+) -> (BaseProducer, BaseProducer) {
+    let transactional = |bootstrap: &str| {
+        let producer: BaseProducer = client_config(bootstrap)
+            .set("transactional.id", transactional_id)
+            .set("linger.ms", "0")
+            .set("message.timeout.ms", "30000")
+            .create()
+            .expect("transactional producer");
+        producer
+            .init_transactions(CALL_TIMEOUT)
+            .expect("init_transactions");
+        producer
+    };
+    let zombie = transactional(bootstrap);
+    zombie.begin_transaction().expect("begin");
+    before_fence(&zombie);
+    let newer = transactional(bootstrap);
+    (zombie, newer)
+}
+
+fn produce_to(producer: &BaseProducer, partition: i32) {
+    let record = BaseRecord::<(), str>::to(FENCE_OUT)
+        .partition(partition)
+        .payload("fence");
+    producer.send(record).expect("enqueue");
+    // A fenced producer's flush may fail: what counts is the state it leaves the producer in.
+    let _ = producer.flush(CALL_TIMEOUT);
+}
+
+/// librdkafka raises a fatal _FENCED error at once for the answers Kafka gives a zombie.
+fn assert_fatally_fenced(zombie: &BaseProducer, path: &str) {
+    let fatal = zombie.client().fatal_error();
+    assert!(
+        matches!(fatal, Some((RDKafkaErrorCode::Fenced, _))),
+        "{path}: the zombie's error must be fatal _FENCED, is {fatal:?}"
+    );
+}
+
+/// Every path a fenced transactional producer can take fails fatally with _FENCED (issue 22),
+/// also when the partition leader is not the transaction's coordinator and asks it remotely
+/// (KIP-890 verification, AddPartitionsToTxn v5) — each broker leads a partition here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_producer_fails_fatally_on_every_path_across_brokers() {
+    let cluster = TestCluster::start_all_registered(3).await;
+    create_replicated_topics(&cluster, &[(FENCE_OUT, 3), (IN, 1)]).await;
+    wait_for_metadata(&cluster.bootstrap(1), Some(FENCE_OUT), "leaders", |m| {
+        let partitions = m.topics()[0].partitions();
+        let leaders: BTreeSet<i32> = partitions.iter().map(|p| p.leader()).collect();
+        partitions.len() == 3 && leaders.len() == 3 && !leaders.contains(&-1)
+    })
+    .await;
+    let all = (1..=3)
+        .map(|id| cluster.bootstrap(id))
+        .collect::<Vec<_>>()
+        .join(",");
+    tokio::task::spawn_blocking(move || {
+        for partition in 0..3 {
+            let id = format!("fence-same-{partition}");
+            let (zombie, newer) = fenced_zombie(&all, &id, |p| produce_to(p, partition));
+            produce_to(&zombie, partition);
+            assert_fatally_fenced(&zombie, &format!("produce to partition {partition} again"));
+            newer
+                .begin_transaction()
+                .expect("the newer instance goes on");
+            produce_to(&newer, partition);
+            newer.commit_transaction(CALL_TIMEOUT).expect("its commit");
+        }
+        let (zombie, _newer) = fenced_zombie(&all, "fence-new", |p| produce_to(p, 0));
+        produce_to(&zombie, 1);
+        assert_fatally_fenced(&zombie, "produce to a partition new to the transaction");
+        let (zombie, _newer) = fenced_zombie(&all, "fence-offsets", |p| produce_to(p, 0));
+        let consumer: BaseConsumer = client_config(&all).set("group.id", GROUP).create().unwrap();
+        let mut offsets = TopicPartitionList::new();
+        offsets
+            .add_partition_offset(IN, 0, Offset::Offset(1))
+            .unwrap();
+        let metadata = consumer.group_metadata().expect("group metadata");
+        let sent = zombie.send_offsets_to_transaction(&offsets, &metadata, CALL_TIMEOUT);
+        assert!(sent.is_err(), "send_offsets_to_transaction of a zombie");
+        assert_fatally_fenced(&zombie, "send_offsets_to_transaction");
+        for (id, commit) in [("fence-commit", true), ("fence-abort", false)] {
+            let (zombie, _newer) = fenced_zombie(&all, id, |p| produce_to(p, 2));
+            let ended = match commit {
+                true => zombie.commit_transaction(CALL_TIMEOUT),
+                false => zombie.abort_transaction(CALL_TIMEOUT),
+            };
+            assert!(
+                ended.is_err(),
+                "{id}: the zombie cannot end the transaction"
+            );
+            assert_fatally_fenced(&zombie, id);
+        }
+    })
+    .await
+    .unwrap();
 }

@@ -281,7 +281,10 @@ async fn static_member_restarts_without_rebalance_and_fences_its_zombie() {
         "no rebalance for a static member's return"
     );
     assert_eq!(after.members.len(), 1);
-    assert_ne!(after.members[0].0, before.members[0].0, "a new member id");
+    assert_ne!(
+        after.members[0].member_id, before.members[0].member_id,
+        "a new member id"
+    );
 
     // The old incarnation is fenced on its next heartbeat.
     let zombie = Arc::clone(&old);
@@ -615,7 +618,7 @@ async fn a_stable_group_carries_on_through_a_broker_restart_without_a_rebalance(
     let summary = broker.context().groups.describe("steady-group").unwrap();
     assert_eq!((summary.state, summary.generation_id), ("Stable", 1));
     assert_eq!(
-        summary.members[0].2, "/127.0.0.1",
+        summary.members[0].client_host, "/127.0.0.1",
         "client host as Kafka shows it"
     );
     consumer.unsubscribe();

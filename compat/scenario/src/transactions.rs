@@ -12,7 +12,11 @@ use serde_json::{json, Value};
 use crate::{name, Scenario};
 
 /// A transactional batch: `values` with sequences from `first_sequence`.
-fn transactional_batch(producer: (i64, i16), first_sequence: i32, values: &[&str]) -> Bytes {
+pub(crate) fn transactional_batch(
+    producer: (i64, i16),
+    first_sequence: i32,
+    values: &[&str],
+) -> Bytes {
     let records: Vec<Record> = values
         .iter()
         .enumerate()
@@ -41,7 +45,7 @@ fn transactional_batch(producer: (i64, i16), first_sequence: i32, values: &[&str
     buf.freeze()
 }
 
-fn txn_id(id: &str) -> TransactionalId {
+pub(crate) fn txn_id(id: &str) -> TransactionalId {
     TransactionalId(StrBytes::from_string(id.to_string()))
 }
 
@@ -80,7 +84,7 @@ fn records_by_batch(bytes: &Bytes, out: &mut Vec<Value>) -> Option<i64> {
 }
 
 impl Scenario {
-    async fn init_transactional(
+    pub(crate) async fn init_transactional(
         &mut self,
         id: &str,
         timeout_ms: i32,
@@ -121,6 +125,19 @@ impl Scenario {
         topic: &str,
         partitions: &[i32],
     ) -> anyhow::Result<Value> {
+        self.add_partitions_at(3, id, producer, topic, partitions)
+            .await
+    }
+
+    /// AddPartitionsToTxn as a client of `version` (≤ 3) sends it.
+    pub(crate) async fn add_partitions_at(
+        &mut self,
+        version: i16,
+        id: &str,
+        producer: (i64, i16),
+        topic: &str,
+        partitions: &[i32],
+    ) -> anyhow::Result<Value> {
         let request = AddPartitionsToTxnRequest::default()
             .with_v3_and_below_transactional_id(txn_id(id))
             .with_v3_and_below_producer_id(ProducerId(producer.0))
@@ -130,19 +147,14 @@ impl Scenario {
                     .with_name(name(topic))
                     .with_partitions(partitions.to_vec()),
             ]);
-        let mut response = self.client.call(3, &request).await?;
-        // CONCURRENT_TRANSACTIONS while Kafka still writes the previous markers: retry.
-        for _ in 0..100 {
-            let busy = response.results_by_topic_v3_and_below[0]
+        // CONCURRENT_TRANSACTIONS while Kafka still writes the previous markers.
+        let busy = |r: &AddPartitionsToTxnResponse| {
+            r.results_by_topic_v3_and_below[0]
                 .results_by_partition
                 .iter()
-                .any(|p| p.partition_error_code == 51);
-            if !busy {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            response = self.client.call(3, &request).await?;
-        }
+                .any(|p| p.partition_error_code == 51)
+        };
+        let response = self.call_retrying(version, &request, busy).await?;
         let mut errors: Vec<(i32, i16)> = response.results_by_topic_v3_and_below[0]
             .results_by_partition
             .iter()
@@ -158,20 +170,26 @@ impl Scenario {
         producer: (i64, i16),
         commit: bool,
     ) -> anyhow::Result<Value> {
+        self.end_txn_at(3, id, producer, commit).await
+    }
+
+    /// EndTxn as a client of `version` sends it (v5+: transaction version 2).
+    pub(crate) async fn end_txn_at(
+        &mut self,
+        version: i16,
+        id: &str,
+        producer: (i64, i16),
+        commit: bool,
+    ) -> anyhow::Result<Value> {
         let request = EndTxnRequest::default()
             .with_transactional_id(txn_id(id))
             .with_producer_id(ProducerId(producer.0))
             .with_producer_epoch(producer.1)
             .with_committed(commit);
-        let mut response = self.client.call(3, &request).await?;
-        // CONCURRENT_TRANSACTIONS while Kafka still writes the previous markers: retry.
-        for _ in 0..100 {
-            if response.error_code != 51 {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            response = self.client.call(3, &request).await?;
-        }
+        // CONCURRENT_TRANSACTIONS while Kafka still writes the previous markers.
+        let response = self
+            .call_retrying(version, &request, |r| r.error_code == 51)
+            .await?;
         Ok(json!({"error": response.error_code}))
     }
 

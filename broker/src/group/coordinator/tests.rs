@@ -111,7 +111,7 @@ async fn a_settled_group_comes_back_after_a_restart_and_carries_on_without_a_reb
     assert_eq!((summary.state, summary.generation_id), ("Stable", 1));
     assert_eq!(summary.protocol_name, "range");
     assert_eq!(summary.members.len(), 1);
-    assert_eq!(summary.members[0].4, assignment);
+    assert_eq!(summary.members[0].assignment, assignment);
     // The member's next heartbeat is accepted: no rebalance. Its session restarted at load.
     clock.advance_ms(9_000);
     restarted.tick(&topics);

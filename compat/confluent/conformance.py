@@ -1,0 +1,200 @@
+"""Kafka 4.4 conformance with confluent-kafka (librdkafka 2.16): what a new user's client runs
+into, checked the same way against Weir and against the reference Kafka (compat/run.sh runs it
+against both; every check must pass on both).
+
+Usage: conformance.py HOST:PORT [SECTION...]   (sections: fencing, describe_groups; default all)
+"""
+
+import sys
+import time
+import uuid
+
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+TIMEOUT_S = 30
+
+
+def check(condition, message):
+    if not condition:
+        raise AssertionError(message)
+
+
+def unique(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(admin, topic, partitions=2, replication_factor=1, config=None):
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=replication_factor,
+                   config=config or {})
+    admin.create_topics([new])[topic].result(TIMEOUT_S)
+    # Metadata reaches every broker of a cluster shortly after CreateTopics answers.
+    deadline = time.time() + TIMEOUT_S
+    while time.time() < deadline:
+        topics = admin.list_topics(topic, timeout=TIMEOUT_S).topics
+        if topic in topics and topics[topic].error is None and len(topics[topic].partitions) == partitions:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"topic {topic} not ready")
+
+
+def transactional_producer(bootstrap, transactional_id):
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                         "linger.ms": 0, "message.timeout.ms": 20_000})
+    producer.init_transactions(TIMEOUT_S)
+    return producer
+
+
+def outcome(call):
+    """What a client call raised: (error name, fatal) — (None, False) when it succeeded."""
+    try:
+        call()
+        return (None, False)
+    except KafkaException as e:
+        error = e.args[0]
+        return (error.name(), error.fatal())
+
+
+def produce_outcome(producer, topic, partition):
+    """A produce and what became of it: the producer's fatal error if it went into one at once,
+    else the error its delivery report (or produce()) gave: (error name, fatal)."""
+    reports = []
+    try:
+        producer.produce(topic, value=b"zombie", partition=partition,
+                         on_delivery=lambda err, msg: reports.append(err))
+    except KafkaException as e:
+        return (e.args[0].name(), e.args[0].fatal())
+    try:
+        producer.flush(TIMEOUT_S)
+    except (KafkaException, SystemError) as e:
+        # A fatal error is raised from flush() (wrapped in SystemError when it surfaces while
+        # the delivery callback runs); the report was recorded first.
+        cause = e if isinstance(e, KafkaException) else e.__cause__
+        if not reports and isinstance(cause, KafkaException):
+            return (cause.args[0].name(), cause.args[0].fatal())
+    check(len(reports) == 1, f"one delivery report, got {reports}")
+    error = reports[0]
+    if error is None:
+        return (None, False)
+    # The delivery report carries the partition's error; the state it left the producer in is
+    # what begin_transaction() says, which asks no broker: a fatal error, the error that made
+    # the transaction abortable, or "already in a transaction".
+    state = local_state(producer)
+    return state if state[1] else (error.name(), False)
+
+
+def local_state(producer):
+    """The producer's transactional error state, without a request: (error name, fatal)."""
+    try:
+        producer.begin_transaction()
+        return (None, False)
+    except KafkaException as e:
+        return (e.args[0].name(), e.args[0].fatal())
+
+
+def fenced_zombie(bootstrap, topic, before_fence):
+    """A producer in a transaction (`before_fence` run on it), then fenced by a newer instance
+    with the same transactional.id. Returns (zombie, newer)."""
+    transactional_id = unique("conformance-fence")
+    zombie = transactional_producer(bootstrap, transactional_id)
+    zombie.begin_transaction()
+    before_fence(zombie)
+    newer = transactional_producer(bootstrap, transactional_id)
+    return zombie, newer
+
+
+def produce_and_flush(topic, partition):
+    def run(producer):
+        reports = []
+        producer.produce(topic, value=b"before-fence", partition=partition,
+                         on_delivery=lambda err, msg: reports.append(err))
+        producer.flush(TIMEOUT_S)
+        check(reports == [None], f"produce before the fence: {reports}")
+    return run
+
+
+def fencing(bootstrap, admin):
+    """Every path a fenced ("zombie") transactional producer can take must fail fatally with
+    PRODUCER_FENCED (librdkafka's _FENCED), at once."""
+    topic = unique("conformance-fencing")
+    create_topic(admin, topic, partitions=2)
+    group = unique("conformance-fencing-group")
+    fenced = ("_FENCED", True)
+    paths = {
+        # Produce to a partition already in the (now aborted) transaction.
+        "produce_same_partition": lambda z: produce_outcome(z, topic, 0),
+        # Produce to a partition not yet in it (AddPartitionsToTxn, or Produce v12 adding it).
+        "produce_new_partition": lambda z: produce_outcome(z, topic, 1),
+        "send_offsets": lambda z: outcome(lambda: z.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 1)], consumer_group_metadata(bootstrap, group), TIMEOUT_S)),
+        "commit": lambda z: outcome(lambda: z.commit_transaction(TIMEOUT_S)),
+        "abort": lambda z: outcome(lambda: z.abort_transaction(TIMEOUT_S)),
+    }
+    results = {}
+    for name, path in paths.items():
+        zombie, newer = fenced_zombie(bootstrap, topic, produce_and_flush(topic, 0))
+        results[name] = path(zombie)
+        newer.begin_transaction()
+        newer.produce(topic, value=b"newer", partition=0)
+        newer.commit_transaction(TIMEOUT_S)
+    print(f"fencing: {results}")
+    for name, result in results.items():
+        check(result == fenced, f"fencing/{name}: {result}, expected {fenced}")
+    admin.delete_topics([topic])[topic].result(TIMEOUT_S)
+    print(f"fencing: {len(results)} paths fatal _FENCED")
+
+
+def consumer_group_metadata(bootstrap, group):
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    metadata = consumer.consumer_group_metadata()
+    consumer.close()
+    return metadata
+
+
+def describe_groups(bootstrap, admin):
+    """describe_consumer_groups of a group with a static member (KIP-345) shows every field of
+    the member: its group.instance.id, client id, host and assignment."""
+    topic = unique("conformance-static")
+    create_topic(admin, topic, partitions=2)
+    group = unique("conformance-static-group")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "group.instance.id": "instance-1", "client.id": "static-client",
+                         "session.timeout.ms": 10_000, "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    deadline = time.time() + TIMEOUT_S
+    while not consumer.assignment() and time.time() < deadline:
+        consumer.poll(0.2)
+    check(len(consumer.assignment()) == 2, f"assigned {consumer.assignment()}")
+    described = admin.describe_consumer_groups([group], include_authorized_operations=True)
+    description = described[group].result(TIMEOUT_S)
+    check(description.state == ConsumerGroupState.STABLE, f"state {description.state}")
+    check(description.partition_assignor == "range", f"assignor {description.partition_assignor}")
+    check(len(description.members) == 1, f"members {description.members}")
+    member = description.members[0]
+    check(member.group_instance_id == "instance-1", f"group_instance_id {member.group_instance_id!r}")
+    check(member.client_id == "static-client", f"client_id {member.client_id!r}")
+    check(member.host.lstrip("/") == "127.0.0.1", f"host {member.host!r}")
+    check(member.member_id != "", "a member id")
+    assigned = sorted((tp.topic, tp.partition) for tp in member.assignment.topic_partitions)
+    check(assigned == [(topic, 0), (topic, 1)], f"assignment {assigned}")
+    operations = sorted(op.name for op in description.authorized_operations or [])
+    # Without an authorizer, every operation a group supports (Kafka 4: also its configs).
+    expected = ["ALTER_CONFIGS", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS", "READ"]
+    check(operations == expected, f"authorized operations {operations}")
+    consumer.close()
+    admin.delete_topics([topic])[topic].result(TIMEOUT_S)
+    print(f"describe_groups: static member {member.group_instance_id} described in full")
+
+
+SECTIONS = {"fencing": fencing, "describe_groups": describe_groups}
+
+
+def main(bootstrap, sections):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for section in sections or SECTIONS:
+        SECTIONS[section](bootstrap, admin)
+    print("confluent-kafka conformance: ok")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2:])
