@@ -2,7 +2,8 @@
 into, checked the same way against Weir and against the reference Kafka (compat/run.sh runs it
 against both; every check must pass on both).
 
-Usage: conformance.py HOST:PORT [SECTION...]   (sections: fencing, describe_groups; default all)
+Usage: conformance.py HOST:PORT [SECTION...]   (sections: fencing, describe_groups, topic_compression;
+default all)
 """
 
 import sys
@@ -10,7 +11,8 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
+                                   ResourceType)
 
 TIMEOUT_S = 30
 
@@ -186,7 +188,64 @@ def describe_groups(bootstrap, admin):
     print(f"describe_groups: static member {member.group_instance_id} described in full")
 
 
-SECTIONS = {"fencing": fencing, "describe_groups": describe_groups}
+def topic_compression(bootstrap, admin):
+    """A topic's compression.type (with its KIP-390 level) set at creation and altered later:
+    accepted, described as set, and every record read back exactly, from plain and idempotent
+    producers whose codecs differ from the topic's."""
+    topic = unique("conformance-compression")
+    create_topic(admin, topic, partitions=1,
+                 config={"compression.type": "zstd", "compression.zstd.level": "7"})
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(TIMEOUT_S)
+    described = {name: configs[name].value for name in
+                 ("compression.type", "compression.zstd.level", "compression.gzip.level")}
+    check(described == {"compression.type": "zstd", "compression.zstd.level": "7",
+                        "compression.gzip.level": "-1"}, f"described {described}")
+    sent = []
+
+    def produce(codec, idempotent, count):
+        producer = Producer({"bootstrap.servers": bootstrap, "compression.type": codec,
+                             "enable.idempotence": idempotent, "linger.ms": 5})
+        for _ in range(count):
+            value = f"{codec}-{len(sent)}-" + "x" * 50
+            sent.append(value)
+            producer.produce(topic, value=value.encode(), key=str(len(sent) % 7).encode(),
+                             partition=0)
+        check(producer.flush(TIMEOUT_S) == 0, f"{codec} records delivered")
+
+    produce("none", False, 300)
+    produce("lz4", True, 300)
+    alter = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("compression.type", "gzip", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("compression.gzip.level", "9", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([alter])[alter].result(TIMEOUT_S)
+    bad = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry("compression.gzip.level", "10", incremental_operation=AlterConfigOpType.SET)])
+    try:
+        admin.incremental_alter_configs([bad])[bad].result(TIMEOUT_S)
+        raise AssertionError("compression.gzip.level=10 must be refused")
+    except KafkaException as e:
+        check(e.args[0].name() == "INVALID_CONFIG", f"bad level: {e}")
+    produce("zstd", True, 300)
+    produce("snappy", False, 300)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("compression-reader"),
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read = []
+    deadline = time.time() + TIMEOUT_S
+    while len(read) < len(sent) and time.time() < deadline:
+        for message in consumer.consume(500, 1.0):
+            check(message.error() is None, f"consume error {message.error()}")
+            read.append((message.offset(), message.value().decode()))
+    consumer.close()
+    check([offset for offset, _ in read] == list(range(len(sent))), "offsets 0.. without gaps")
+    check([value for _, value in read] == sent, "every record once, in order")
+    admin.delete_topics([topic])[topic].result(TIMEOUT_S)
+    print(f"topic_compression: {len(sent)} records through zstd and gzip topics read back exactly")
+
+
+SECTIONS = {"fencing": fencing, "describe_groups": describe_groups,
+            "topic_compression": topic_compression}
 
 
 def main(bootstrap, sections):

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use super::properties::{
     broker_property_def, topic_config_def, validate_value, DEFAULT_QUEUED_MAX_REQUEST_BYTES,
-    REFUSED_PROPERTIES,
+    GZIP_LEVEL, LZ4_LEVEL, REFUSED_PROPERTIES, ZSTD_LEVEL,
 };
+use super::topic::TopicCompression;
 use super::{ConfigError, LogConfig, TopicConfigDef};
 
 /// Parses `controller.quorum.voters`: `id@host:port` separated by commas.
@@ -430,6 +431,27 @@ impl BrokerConfig {
             min_compaction_lag_ms: long("min.compaction.lag.ms", 0).max(0),
             max_compaction_lag_ms: long("max.compaction.lag.ms", i64::MAX).max(1),
             min_insync_replicas: long("min.insync.replicas", 1).max(1) as usize,
+            compression: compression(&get("compression.type"), |name, fallback| {
+                long(name, fallback) as i32
+            }),
         }
+    }
+}
+
+/// A validated `compression.type` and the level its codec's config names.
+fn compression(name: &str, level: impl Fn(&str, i64) -> i32) -> TopicCompression {
+    match name.trim() {
+        "uncompressed" => TopicCompression::Uncompressed,
+        "gzip" => TopicCompression::Gzip {
+            level: level(GZIP_LEVEL, -1),
+        },
+        "snappy" => TopicCompression::Snappy,
+        "lz4" => TopicCompression::Lz4 {
+            level: level(LZ4_LEVEL, 9),
+        },
+        "zstd" => TopicCompression::Zstd {
+            level: level(ZSTD_LEVEL, 3),
+        },
+        _ => TopicCompression::Producer,
     }
 }

@@ -25,7 +25,7 @@ pub use properties::{
     topic_config_def, validate_topic_config, ConfigType, PropertyDef, TopicConfigDef,
     BROKER_PROPERTIES, MAX_DECOMPRESSED_BATCH_BYTES, TOPIC_CONFIGS,
 };
-pub use topic::LogConfig;
+pub use topic::{LogConfig, TopicCompression};
 
 /// A configuration property that is unknown or has a bad value.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]

@@ -104,7 +104,17 @@ pub const MAX_DECOMPRESSED_BATCH_BYTES: usize = 256 * 1024 * 1024;
 const LONG_MAX: &str = "9223372036854775807";
 const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
 const CLEANUP_POLICIES: &[&str] = &["delete", "compact"];
-const COMPRESSION_TYPES: &[&str] = &["producer"];
+/// `compression.type`: `producer` keeps batches as producers compressed them; any other value
+/// recompresses batches on append to that codec (KIP-390 levels below).
+const COMPRESSION_TYPES: &[&str] = &["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"];
+/// KIP-390's compression levels, Kafka's defaults and valid ranges (gzip also takes -1, zlib's
+/// default level).
+pub(super) const GZIP_LEVEL: &str = "compression.gzip.level";
+pub(super) const LZ4_LEVEL: &str = "compression.lz4.level";
+pub(super) const ZSTD_LEVEL: &str = "compression.zstd.level";
+const GZIP_LEVELS: std::ops::RangeInclusive<i64> = 1..=9;
+const LZ4_LEVELS: std::ops::RangeInclusive<i64> = 1..=17;
+const ZSTD_LEVELS: std::ops::RangeInclusive<i64> = -131_072..=22;
 
 /// Every broker property Weir accepts, with Kafka's defaults.
 pub const BROKER_PROPERTIES: &[PropertyDef] = &[
@@ -178,6 +188,9 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         choices: CLEANUP_POLICIES,
     },
     prop_choice("compression.type", "producer", COMPRESSION_TYPES),
+    prop(GZIP_LEVEL, ConfigType::Int, "-1"),
+    prop(LZ4_LEVEL, ConfigType::Int, "9"),
+    prop(ZSTD_LEVEL, ConfigType::Int, "3"),
     prop("log.cleaner.enable", ConfigType::Boolean, "true"),
     prop_min("log.cleaner.backoff.ms", ConfigType::Long, "15000", 0),
     prop_min(
@@ -342,6 +355,23 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         "producer",
         None,
         COMPRESSION_TYPES,
+    ),
+    topic(
+        GZIP_LEVEL,
+        Some(GZIP_LEVEL),
+        ConfigType::Int,
+        "-1",
+        None,
+        &[],
+    ),
+    topic(LZ4_LEVEL, Some(LZ4_LEVEL), ConfigType::Int, "9", None, &[]),
+    topic(
+        ZSTD_LEVEL,
+        Some(ZSTD_LEVEL),
+        ConfigType::Int,
+        "3",
+        None,
+        &[],
     ),
     topic(
         "delete.retention.ms",
@@ -516,6 +546,7 @@ pub(super) fn validate_value(
                     return Err(invalid(name, value, format!("must be at least {min}")));
                 }
             }
+            check_compression_level(name, number).map_err(|reason| invalid(name, value, reason))?;
         }
         ConfigType::Double => {
             let number = value
@@ -546,6 +577,24 @@ pub(super) fn validate_value(
         }
     }
     Ok(())
+}
+
+/// A KIP-390 level must be one its codec has.
+fn check_compression_level(name: &str, level: i64) -> Result<(), String> {
+    let (levels, default_allowed) = match name {
+        GZIP_LEVEL => (GZIP_LEVELS, true),
+        LZ4_LEVEL => (LZ4_LEVELS, false),
+        ZSTD_LEVEL => (ZSTD_LEVELS, false),
+        _ => return Ok(()),
+    };
+    if levels.contains(&level) || (default_allowed && level == -1) {
+        return Ok(());
+    }
+    let (low, high) = (levels.start(), levels.end());
+    Err(match default_allowed {
+        true => format!("must be between {low} and {high}, or -1"),
+        false => format!("must be between {low} and {high}"),
+    })
 }
 
 /// Validates a topic config override (CreateTopics, AlterConfigs).

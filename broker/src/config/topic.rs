@@ -24,6 +24,29 @@ pub struct LogConfig {
     pub max_compaction_lag_ms: i64,
     /// `acks=all` needs at least this many in-sync replicas.
     pub min_insync_replicas: usize,
+    /// `compression.type` with the codec's level.
+    pub compression: TopicCompression,
+}
+
+/// A topic's `compression.type`: how its batches are stored (KIP-390 for the levels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopicCompression {
+    /// As the producer compressed them.
+    Producer,
+    Uncompressed,
+    /// Level 1–9, or -1 for zlib's default.
+    Gzip {
+        level: i32,
+    },
+    Snappy,
+    /// Level 1–17.
+    Lz4 {
+        level: i32,
+    },
+    /// Level -131072–22.
+    Zstd {
+        level: i32,
+    },
 }
 
 impl Default for LogConfig {
@@ -47,6 +70,7 @@ impl Default for LogConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             min_insync_replicas: 1,
+            compression: TopicCompression::Producer,
         }
     }
 }

@@ -27,8 +27,9 @@ use crate::error::BrokerError;
 use crate::handler::errors::{batch_error, error_for, log_error};
 use crate::handler::produce_txn::{self, TxnChecks};
 use crate::handler::{HandlerOutput, RequestOrigin};
-use crate::log::batch::{validate_producer_batch, ValidationLimits};
+use crate::log::batch::{validate_producer_batch, ValidatedBatch, ValidationLimits};
 use crate::log::error::{BatchError, LogError};
+use crate::log::recompress::to_topic_compression;
 use crate::partition::Partition;
 use crate::topic::Topic;
 
@@ -206,6 +207,28 @@ fn check_transaction(
         .verdict(context, header, &topic.name, index)
 }
 
+/// The batch as the topic stores it: recompressed to the topic's `compression.type` (and then
+/// within `max.message.bytes` again, as Kafka checks), or as it came.
+fn stored_batch(
+    topic: &Topic,
+    records: &[u8],
+    validated: &ValidatedBatch,
+) -> Result<BytesMut, (ResponseError, String)> {
+    match to_topic_compression(records, validated, topic.config.compression) {
+        Ok(None) => Ok(BytesMut::from(records)),
+        Ok(Some(stored)) if stored.len() > topic.config.max_message_bytes => {
+            let error = BatchError::TooLarge {
+                size: stored.len(),
+                max: topic.config.max_message_bytes,
+            };
+            let message = format!("recompressed to the topic's compression.type: {error}");
+            Err((batch_error(&error), message))
+        }
+        Ok(Some(stored)) => Ok(stored),
+        Err(error) => Err((batch_error(&error), error.to_string())),
+    }
+}
+
 fn produce_partition(
     context: &Arc<BrokerContext>,
     topic: &Arc<Topic>,
@@ -266,7 +289,11 @@ fn produce_partition(
         }
     }
     let bytes = records.len();
-    match partition.append(BytesMut::from(&records[..])) {
+    let stored = match stored_batch(topic, &records, &validated) {
+        Ok(stored) => stored,
+        Err((error, message)) => return (failed(index, error, Some(message)), None),
+    };
+    match partition.append(stored) {
         Ok(info) => {
             if info.duplicate {
                 tracing::debug!(topic = %topic.name, partition = index, base_offset = info.base_offset, "duplicate batch from an idempotent producer");

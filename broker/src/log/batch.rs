@@ -28,6 +28,8 @@ const ATTRIBUTES_OFFSET: usize = 21;
 const BASE_TIMESTAMP_OFFSET: usize = 27;
 const MAX_TIMESTAMP_OFFSET: usize = 35;
 
+/// Bits 0–2 of the attributes: the compression codec.
+const CODEC_BITS: i16 = 0x07;
 const TIMESTAMP_TYPE_LOG_APPEND_TIME_BIT: i16 = 1 << 3;
 const TRANSACTIONAL_BIT: i16 = 1 << 4;
 const CONTROL_BIT: i16 = 1 << 5;
@@ -135,6 +137,23 @@ pub fn compute_crc(batch: &[u8]) -> u32 {
     crc32c::crc32c(&batch[ATTRIBUTES_OFFSET..])
 }
 
+/// `batch` with `records` (encoded with `codec`) as its records section: the header is kept
+/// (offsets, producer id, epoch and sequence, timestamps, transactional bit); the length, the
+/// codec bits and the CRC are rewritten.
+pub fn with_records_section(batch: &[u8], codec: CompressionCodec, records: &[u8]) -> BytesMut {
+    let mut rebuilt = BytesMut::with_capacity(BATCH_HEADER_BYTES + records.len());
+    rebuilt.extend_from_slice(&batch[..BATCH_HEADER_BYTES]);
+    rebuilt.extend_from_slice(records);
+    let batch_length = (rebuilt.len() - LOG_OVERHEAD_BYTES) as i32;
+    rebuilt[8..LOG_OVERHEAD_BYTES].copy_from_slice(&batch_length.to_be_bytes());
+    let attributes = i16::from_be_bytes([batch[ATTRIBUTES_OFFSET], batch[ATTRIBUTES_OFFSET + 1]]);
+    let attributes = (attributes & !CODEC_BITS) | codec.attribute_bits();
+    rebuilt[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = compute_crc(&rebuilt);
+    rebuilt[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    rebuilt
+}
+
 /// Checks the CRC of one whole batch.
 pub fn verify_crc(batch: &[u8], header: &BatchHeader) -> Result<(), BatchError> {
     let computed = compute_crc(batch);
@@ -159,10 +178,12 @@ pub struct ValidationLimits {
 }
 
 /// What validation learned about a producer batch.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ValidatedBatch {
     pub header: BatchHeader,
     pub records_count: i32,
+    /// The records section decompressed, when the batch was compressed (validation had to).
+    pub decompressed_records: Option<Vec<u8>>,
 }
 
 /// Validates the `records` field of a Produce request: exactly one v2 batch with a good CRC,
@@ -202,18 +223,21 @@ pub fn validate_producer_batch(
     }
     let codec = header.compression()?;
     let body = &records[BATCH_HEADER_BYTES..];
-    match codec {
+    let decompressed_records = match codec {
         CompressionCodec::None => {
-            check_producer_records(body, header.records_count, limits.require_keys)?
+            check_producer_records(body, header.records_count, limits.require_keys)?;
+            None
         }
         codec => {
             let plain = decompress_bounded(codec, body, limits.max_decompressed_bytes)?;
             check_producer_records(&plain, header.records_count, limits.require_keys)?;
+            Some(plain)
         }
-    }
+    };
     Ok(ValidatedBatch {
         header,
         records_count: header.records_count,
+        decompressed_records,
     })
 }
 

@@ -30,6 +30,17 @@ impl CompressionCodec {
         }
     }
 
+    /// The codec's bits 0–2 of a batch's attributes.
+    pub fn attribute_bits(self) -> i16 {
+        match self {
+            CompressionCodec::None => 0,
+            CompressionCodec::Gzip => 1,
+            CompressionCodec::Snappy => 2,
+            CompressionCodec::Lz4 => 3,
+            CompressionCodec::Zstd => 4,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             CompressionCodec::None => "none",
@@ -90,6 +101,44 @@ pub fn compress(codec: CompressionCodec, plain: &[u8]) -> Result<Vec<u8>, BatchE
         reason: error.to_string(),
     })?;
     Ok(output.to_vec())
+}
+
+/// Compresses a records section with `codec` at `level` (KIP-390: gzip 1–9 or -1 for zlib's
+/// default, lz4 1–17, zstd -131072–22; snappy has none), in the framing Kafka's clients use.
+pub fn compress_at_level(
+    codec: CompressionCodec,
+    plain: &[u8],
+    level: i32,
+) -> Result<Vec<u8>, BatchError> {
+    use std::io::Write;
+    let fail = |error: std::io::Error| BatchError::Compression {
+        codec: codec.name(),
+        reason: error.to_string(),
+    };
+    match codec {
+        CompressionCodec::None | CompressionCodec::Snappy => compress(codec, plain),
+        CompressionCodec::Gzip => {
+            let level = match level {
+                -1 => flate2::Compression::default(),
+                level => flate2::Compression::new(level.clamp(1, 9) as u32),
+            };
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), level);
+            encoder.write_all(plain).map_err(fail)?;
+            encoder.finish().map_err(fail)
+        }
+        CompressionCodec::Lz4 => {
+            let mut encoder = lz4::EncoderBuilder::new()
+                .level(level.clamp(1, 17) as u32)
+                .block_mode(lz4::BlockMode::Independent)
+                .build(Vec::new())
+                .map_err(fail)?;
+            encoder.write_all(plain).map_err(fail)?;
+            let (output, finished) = encoder.finish();
+            finished.map_err(fail)?;
+            Ok(output)
+        }
+        CompressionCodec::Zstd => zstd::bulk::compress(plain, level).map_err(fail),
+    }
 }
 
 fn read_bounded(

@@ -22,6 +22,7 @@ pub mod error;
 pub mod index;
 pub mod leader_epochs;
 pub mod partition_log;
+pub mod recompress;
 pub mod record;
 pub mod segment;
 

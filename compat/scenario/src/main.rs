@@ -5,6 +5,7 @@
 //!
 //! Usage: weir-compat-scenario HOST:PORT RUN_ID [SECTION]  (one section only, while developing it)
 
+mod compression;
 mod fencing;
 mod static_members;
 mod transactions;
@@ -25,6 +26,10 @@ const TOPIC_RESOURCE: i8 = 2;
 /// Configs compared between the brokers (Weir implements these; Kafka has many more).
 const COMPARED_CONFIGS: &[&str] = &[
     "cleanup.policy",
+    "compression.type",
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.zstd.level",
     "delete.retention.ms",
     "max.compaction.lag.ms",
     "min.cleanable.dirty.ratio",
@@ -1026,6 +1031,7 @@ impl Scenario {
         self.group_session(&main).await?;
         self.static_members_section().await?;
         self.compaction_section().await?;
+        self.compression_section().await?;
         self.idempotence_section().await?;
         self.transactions_section().await?;
         self.fencing_section().await?;
@@ -1058,7 +1064,10 @@ async fn main() -> anyhow::Result<()> {
         None => scenario.run().await?,
         Some("fencing") => scenario.fencing_section().await?,
         Some("static_members") => scenario.static_members_section().await?,
-        Some(other) => anyhow::bail!("no section {other} (sections: fencing, static_members)"),
+        Some("compression") => scenario.compression_section().await?,
+        Some(other) => {
+            anyhow::bail!("no section {other} (sections: fencing, static_members, compression)")
+        }
     }
     println!("{}", serde_json::to_string_pretty(&scenario.transcript)?);
     Ok(())
