@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use clap::{Args, Subcommand};
-use weir_pipelines::load::{load, LoadedPipeline};
+use weir_pipelines::load::LoadedPipeline;
 use weir_pipelines::metrics::PipelineMetrics;
 use weir_pipelines::run::{run as run_pipelines, RunOptions};
-use weir_pipelines::validate::validate;
+use weir_pipelines::validate::check;
 
 #[derive(Args)]
 pub(crate) struct PipelineArgs {
@@ -73,16 +73,10 @@ pub(crate) async fn run(args: PipelineArgs) -> anyhow::Result<()> {
 
 /// Loaded and validated pipelines, or every problem found.
 async fn checked(path: &std::path::Path, offline: bool) -> anyhow::Result<Vec<LoadedPipeline>> {
-    let pipelines = match load(path) {
-        Ok(pipelines) => pipelines,
+    match check(path, offline).await {
+        Ok(pipelines) => Ok(pipelines),
         Err(diagnostics) => bail!("{} problem(s):\n{diagnostics}", diagnostics.0.len()),
-    };
-    let problems = validate(&pipelines, offline).await;
-    if !problems.is_empty() {
-        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
-        bail!("{} problem(s):\n{}", problems.len(), text.join("\n"));
     }
-    Ok(pipelines)
 }
 
 async fn run_command(args: RunArgs) -> anyhow::Result<()> {

@@ -93,6 +93,22 @@ macro_rules! registry {
                 }
             }
 
+            /// Every `kind:` there is.
+            pub const KINDS: &'static [&'static str] = &[$($kind),+];
+
+            /// The config of connector `kind` from its other fields (`kind` taken out), so that
+            /// an error inside it carries its path (serde loses it inside a tagged enum);
+            /// `None` for a kind there is not.
+            pub fn deserialize_kind<'de, D: serde::Deserializer<'de>>(
+                kind: &str,
+                deserializer: D,
+            ) -> Option<Result<Self, D::Error>> {
+                match kind {
+                    $($kind => Some(<$config>::deserialize(deserializer).map(Self::$variant)),)+
+                    _ => None,
+                }
+            }
+
             /// The connector behind the kind.
             #[cfg(feature = "runtime")]
             pub fn connector(&self) -> &dyn $connector {

@@ -8,8 +8,9 @@
 //! ## Module map
 //! - [`config`]: the YAML model (unknown fields refused). [`load`]: files and directories,
 //!   `${VAR}` / `${file:PATH}` ([`interpolate`]), parse errors with line and column
-//!   ([`locate`], [`diagnostic`]). [`validate`]: names, topics, connector settings, the SQL
-//!   planned against the topic's columns, reachability of cluster and databases.
+//!   ([`locate`], [`diagnostic`]); every problem of a file in one run, each field repaired to
+//!   go on ([`repair`]). [`validate`]: names, topics, connector settings, the SQL planned
+//!   against the topic's columns, reachability of cluster and databases.
 //! - [`cluster`]: the embedded broker, topic creation.
 //! - [`ingest`]: the source stage — poll, parse (bad lines to the dead-letter topic), produce,
 //!   and commit records and source positions in one Kafka transaction (`weir_client`'s
@@ -25,7 +26,7 @@
 //! - [`run`]: stages started, watched and stopped together. [`metrics`]: Prometheus.
 //!
 //! Features: `runtime` (default) is everything; without it the crate is the loader only
-//! (`config`, `load`, `interpolate`, `locate`, `diagnostic`), which `fuzz/` builds with
+//! (`config`, `load`, `repair`, `interpolate`, `locate`, `diagnostic`), which `fuzz/` builds with
 //! coverage instrumentation without DataFusion or librdkafka.
 //!
 //! ## Data flow and invariants
@@ -40,6 +41,7 @@ pub mod diagnostic;
 pub mod interpolate;
 pub mod load;
 pub mod locate;
+pub mod repair;
 
 /// Items that run pipelines: not in a settings-only build.
 macro_rules! runtime {

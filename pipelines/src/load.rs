@@ -5,12 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
-
 use crate::config::{PipelineConfig, PipelinesFile};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::interpolate::{interpolate, read_bounded, Environment, ProcessEnvironment, ReadError};
 use crate::locate::{Location, Locations};
+use crate::repair::{deserialize_repairing, Problem};
 
 /// The most a pipeline file may hold (a file that large is a mistake, or not a pipeline).
 pub const MAX_PIPELINE_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -64,38 +63,38 @@ impl LoadedPipeline {
 
 /// The pipelines of a file or a directory.
 pub fn load(path: &Path) -> Result<Vec<LoadedPipeline>, Diagnostics> {
+    load_checked(path).into_result()
+}
+
+/// [`load`], going on after each problem: every file, every problem (`weir pipeline validate`).
+pub fn load_checked(path: &Path) -> LoadReport {
     let files = if path.is_dir() {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|e| single(path, None, format!("cannot list the directory: {e}")))?
+        let listed = match std::fs::read_dir(path) {
+            Ok(listed) => listed,
+            Err(e) => {
+                let message = format!("cannot list the directory: {e}");
+                return LoadReport::failed(single(path, None, message));
+            }
+        };
+        let mut files: Vec<PathBuf> = listed
             .flatten()
             .map(|entry| entry.path())
             .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
             .collect();
         files.sort();
         if files.is_empty() {
-            return Err(single(
-                path,
-                None,
-                "no *.yaml or *.yml files in the directory".into(),
-            ));
+            let message = "no *.yaml or *.yml files in the directory".into();
+            return LoadReport::failed(single(path, None, message));
         }
         files
     } else {
         vec![path.to_path_buf()]
     };
-    let mut pipelines = Vec::new();
-    let mut problems = Vec::new();
+    let mut report = LoadReport::default();
     for file in files {
-        match load_file(&file) {
-            Ok(loaded) => pipelines.extend(loaded),
-            Err(Diagnostics(found)) => problems.extend(found),
-        }
+        report.extend(load_file(&file));
     }
-    if problems.is_empty() {
-        Ok(pipelines)
-    } else {
-        Err(Diagnostics(problems))
-    }
+    report
 }
 
 fn single(file: &Path, location: Option<Location>, message: String) -> Diagnostics {
@@ -108,15 +107,17 @@ fn single(file: &Path, location: Option<Location>, message: String) -> Diagnosti
     }])
 }
 
-fn load_file(file: &Path) -> Result<Vec<LoadedPipeline>, Diagnostics> {
-    let text = read_bounded(file, MAX_PIPELINE_FILE_BYTES).map_err(|e| {
-        let message = match e {
-            ReadError::TooLarge { .. } => format!("{e}: not a pipeline file"),
-            ReadError::Io(_) => format!("cannot read: {e}"),
-        };
-        single(file, None, message)
-    })?;
-    load_text(file, &text, &ProcessEnvironment)
+fn load_file(file: &Path) -> LoadReport {
+    match read_bounded(file, MAX_PIPELINE_FILE_BYTES) {
+        Ok(text) => load_text_checked(file, &text, &ProcessEnvironment),
+        Err(e) => {
+            let message = match e {
+                ReadError::TooLarge { .. } => format!("{e}: not a pipeline file"),
+                ReadError::Io(_) => format!("cannot read: {e}"),
+            };
+            LoadReport::failed(single(file, None, message))
+        }
+    }
 }
 
 /// The pipelines of `text`, read from `file`, its `${…}` references taken from `environment`.
@@ -125,31 +126,92 @@ pub fn load_text(
     text: &str,
     environment: &impl Environment,
 ) -> Result<Vec<LoadedPipeline>, Diagnostics> {
-    let text =
-        interpolate(text, environment).map_err(|e| single(file, Some(e.location), e.message))?;
+    load_text_checked(file, text, environment).into_result()
+}
+
+/// What loading a path found: the pipelines (repaired where it had problems, so that the
+/// checks of a whole config can still run), every problem, and the repaired fields.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    pub pipelines: Vec<LoadedPipeline>,
+    pub problems: Vec<Diagnostic>,
+    /// (file, path) of each field repaired to go on: other checks' words on it are not kept.
+    pub repaired: Vec<(PathBuf, String)>,
+}
+
+impl LoadReport {
+    /// The pipelines, or every problem if there was one.
+    pub fn into_result(self) -> Result<Vec<LoadedPipeline>, Diagnostics> {
+        match self.problems.is_empty() {
+            true => Ok(self.pipelines),
+            false => Err(Diagnostics(self.problems)),
+        }
+    }
+
+    /// Whether `diagnostic` is about a field that was repaired (its words are about a stand-in).
+    pub fn is_about_repaired(&self, diagnostic: &Diagnostic) -> bool {
+        self.repaired.iter().any(|(file, path)| {
+            *file == diagnostic.file
+                && (diagnostic.path == *path
+                    || diagnostic
+                        .path
+                        .strip_prefix(path.as_str())
+                        .is_some_and(|rest| rest.starts_with(['.', '['])))
+        })
+    }
+
+    fn extend(&mut self, other: LoadReport) {
+        self.pipelines.extend(other.pipelines);
+        self.problems.extend(other.problems);
+        self.repaired.extend(other.repaired);
+    }
+
+    fn failed(diagnostics: Diagnostics) -> Self {
+        LoadReport {
+            problems: diagnostics.0,
+            ..LoadReport::default()
+        }
+    }
+}
+
+/// [`load_text`], going on after each problem (`weir pipeline validate` reports them all).
+pub fn load_text_checked(file: &Path, text: &str, environment: &impl Environment) -> LoadReport {
+    let text = match interpolate(text, environment) {
+        Ok(text) => text,
+        Err(e) => return LoadReport::failed(single(file, Some(e.location), e.message)),
+    };
     let locations = Arc::new(Locations::of(&text));
-    let document: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| {
-        single(
-            file,
-            yaml_location(&e, &text),
-            strip_location(&e.to_string()),
-        )
-    })?;
+    let document: serde_yaml::Value = match serde_yaml::from_str(&text) {
+        Ok(document) => document,
+        Err(e) => {
+            let message = strip_location(&e.to_string());
+            return LoadReport::failed(single(file, yaml_location(&e, &text), message));
+        }
+    };
     let several = document
         .as_mapping()
         .is_some_and(|m| m.contains_key("pipelines"));
-    let configs: Vec<(String, PipelineConfig)> = if several {
-        let parsed: PipelinesFile = parse(file, &text, &locations)?;
-        parsed
-            .pipelines
-            .into_iter()
-            .enumerate()
-            .map(|(index, config)| (format!("pipelines[{index}]"), config))
-            .collect()
+    let (configs, problems, repaired) = if several {
+        let parsed = deserialize_repairing::<PipelinesFile>(document);
+        let configs = parsed.value.map(|file| {
+            let indexed = file.pipelines.into_iter().enumerate();
+            indexed
+                .map(|(index, config)| (format!("pipelines[{index}]"), config))
+                .collect()
+        });
+        (configs, parsed.problems, parsed.repaired)
     } else {
-        vec![(String::new(), parse(file, &text, &locations)?)]
+        let parsed = deserialize_repairing::<PipelineConfig>(document);
+        let configs = parsed.value.map(|config| vec![(String::new(), config)]);
+        (configs, parsed.problems, parsed.repaired)
     };
-    Ok(configs
+    let end = Location::end_of(&text);
+    let problems = problems
+        .into_iter()
+        .map(|problem| diagnostic(file, &locations, problem, end))
+        .collect();
+    let pipelines = configs
+        .unwrap_or_default()
         .into_iter()
         .map(|(path, config)| LoadedPipeline {
             config,
@@ -157,41 +219,33 @@ pub fn load_text(
             path,
             locations: Arc::clone(&locations),
         })
-        .collect())
+        .collect();
+    LoadReport {
+        pipelines,
+        problems,
+        repaired: repaired
+            .into_iter()
+            .map(|path| (file.to_path_buf(), path))
+            .collect(),
+    }
 }
 
-fn parse<T: DeserializeOwned>(
-    file: &Path,
-    text: &str,
-    locations: &Locations,
-) -> Result<T, Diagnostics> {
-    let deserializer = serde_yaml::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let path = if path == "." { String::new() } else { path };
-        let inner = error.into_inner();
-        let message = strip_location(&inner.to_string());
-        // serde_yaml names the path itself in some messages; the diagnostic shows it once.
-        let message = message
-            .strip_prefix(&format!("{path}: "))
-            .map(str::to_string)
-            .unwrap_or(message);
-        // Inside a tagged connector serde_yaml has no real place (it reports 1:1): find it.
-        let reliable =
-            yaml_location(&inner, text).filter(|l| path.is_empty() || (l.line, l.column) != (1, 1));
-        let location = unknown_field(&message)
-            .and_then(|name| locations.key_under(&path, name))
-            .or(reliable)
-            .or_else(|| locations.value(&path));
-        let hint = hint_for(&message);
-        Diagnostics(vec![Diagnostic {
-            file: file.to_path_buf(),
-            location,
-            path,
-            message,
-            hint,
-        }])
-    })
+/// A problem placed in the file: an unknown field at its key, else the field's value (or the
+/// nearest enclosing one), else — nothing there, as in an empty file — where the file ends.
+fn diagnostic(file: &Path, locations: &Locations, problem: Problem, end: Location) -> Diagnostic {
+    let location = problem
+        .unknown_field
+        .as_deref()
+        .and_then(|name| locations.key_under(&problem.path, name))
+        .or_else(|| locations.value(&problem.path))
+        .unwrap_or(end);
+    Diagnostic {
+        file: file.to_path_buf(),
+        location: Some(location),
+        path: problem.path,
+        message: problem.message,
+        hint: problem.hint,
+    }
 }
 
 /// Where serde_yaml places an error, kept inside `text`: at the end of a file without a final
@@ -210,20 +264,5 @@ fn strip_location(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(cut) => message[..cut].to_string(),
         None => message.to_string(),
-    }
-}
-
-fn unknown_field(message: &str) -> Option<&str> {
-    let rest = message.strip_prefix("unknown field `")?;
-    Some(&rest[..rest.find('`')?])
-}
-
-fn hint_for(message: &str) -> Option<String> {
-    if message.starts_with("unknown variant") {
-        Some("`kind` names a connector; the message lists the ones there are".into())
-    } else if message.starts_with("missing field `kind`") {
-        Some("every source and sink says which connector it is with `kind:`".into())
-    } else {
-        None
     }
 }

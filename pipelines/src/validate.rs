@@ -7,11 +7,29 @@ use std::time::Duration;
 
 use weir_streams::sql::SqlTransform;
 
-use crate::diagnostic::Diagnostic;
-use crate::load::LoadedPipeline;
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::load::{load_checked, LoadedPipeline};
 use crate::schema::topic_decoder;
 
 const REACH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The pipelines of `path`, loaded and validated — or every problem in them, in file order:
+/// what loading refused (it goes on past each) and what the checks of the (repaired) configs
+/// find, but for fields loading had to repair.
+pub async fn check(path: &std::path::Path, offline: bool) -> Result<Vec<LoadedPipeline>, Diagnostics> {
+    let report = load_checked(path);
+    let mut problems = report.problems.clone();
+    let found = validate(&report.pipelines, offline).await;
+    problems.extend(found.into_iter().filter(|d| !report.is_about_repaired(d)));
+    if problems.is_empty() {
+        return Ok(report.pipelines);
+    }
+    problems.sort_by_key(|d| {
+        let place = d.location.map(|l| (l.line, l.column));
+        (d.file.clone(), place)
+    });
+    Err(Diagnostics(problems))
+}
 
 /// Everything wrong with `pipelines`; `offline` skips the network checks.
 pub async fn validate(pipelines: &[LoadedPipeline], offline: bool) -> Vec<Diagnostic> {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use weir_pipelines::load::load;
-use weir_pipelines::validate::validate;
+use weir_pipelines::validate::{check, validate};
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
     let path = dir.path().join(name);
@@ -30,19 +30,11 @@ sinks:
 async fn problems(text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = write(&dir, "pipeline.yaml", text);
-    match load(&path) {
+    match check(&path, true).await {
         Err(diagnostics) => diagnostics
             .to_string()
             .replace(&dir.path().display().to_string(), "DIR"),
-        Ok(pipelines) => validate(&pipelines, true)
-            .await
-            .iter()
-            .map(|d| {
-                d.to_string()
-                    .replace(&dir.path().display().to_string(), "DIR")
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Ok(_) => String::new(),
     }
 }
 
@@ -146,7 +138,10 @@ async fn missing_variables_and_bad_yaml() {
     // serde_yaml places the end of a file without a final newline on the line after the last;
     // the diagnostic stays inside the file (found by fuzz/pipeline_yaml).
     let found = problems("# only a comment").await;
-    assert_eq!(found, "DIR/pipeline.yaml:1:17: missing field `name`");
+    assert_eq!(
+        found,
+        "DIR/pipeline.yaml:1:17: missing field `name`\nDIR/pipeline.yaml:1:17: missing field `source`"
+    );
     let found = problems("name: x\nsource: [unclosed").await;
     assert!(found.starts_with("DIR/pipeline.yaml:2:"), "{found}");
     let found = problems("a` b:").await;
@@ -260,4 +255,51 @@ async fn hostile_yaml_is_a_diagnostic_not_a_crash() {
             .unwrap_or_else(|_| panic!("case {index} took over 60 s"));
         assert!(!printed.is_empty(), "case {index} was accepted");
     }
+}
+
+/// Every problem in one run, each at its own line and column with a hint about its field: a
+/// misspelt format (at `format`, not at `source` with a hint about `kind`), an unknown field,
+/// a wrong type, and a column the SQL names that the (intended) format does not have.
+#[tokio::test]
+async fn every_problem_of_a_file_is_reported_at_its_own_field() {
+    let text = GOOD
+        .replace("format: nginx_combined", "format: ngnix_combined")
+        .replace("WHERE status >= 500", "WHERE staus >= 500")
+        .replace(
+            "    path: /tmp/warehouse\n",
+            "    path: /tmp/warehouse\n    compresion: zstd\n    row_group_rows: lots\n",
+        );
+    let found = problems(&text).await;
+    let lines: Vec<&str> = found.lines().collect();
+    let expected_starts = [
+        "DIR/pipeline.yaml:5:11: source.format: unknown variant `ngnix_combined`, expected one of",
+        "  hint: did you mean `nginx_combined`?",
+        "DIR/pipeline.yaml:8:8: transform.sql: SQL:",
+    ];
+    for (line, expected) in lines.iter().zip(expected_starts) {
+        assert!(
+            line.starts_with(expected),
+            "{line:?} should start {expected:?} in\n{found}"
+        );
+    }
+    assert!(
+        found.contains("hint: table `requests` has columns timestamp, remote_addr"),
+        "the columns of the format meant (nginx_combined):\n{found}"
+    );
+    assert!(
+        found.contains("DIR/pipeline.yaml:12:5: sinks[0]: unknown field `compresion`"),
+        "{found}"
+    );
+    assert!(
+        found.contains("hint: did you mean `compression`?"),
+        "{found}"
+    );
+    assert!(
+        found.contains(
+            "DIR/pipeline.yaml:13:21: sinks[0].row_group_rows: invalid type: string \"lots\""
+        ),
+        "{found}"
+    );
+    let count = found.lines().filter(|l| l.starts_with("DIR/")).count();
+    assert_eq!(count, 4, "four problems, each once:\n{found}");
 }
