@@ -6,6 +6,7 @@ Usage: conformance.py HOST:PORT [SECTION...]   (sections: fencing, describe_grou
 default all)
 """
 
+import logging
 import sys
 import time
 import uuid
@@ -15,6 +16,11 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
                                    ResourceType)
 
 TIMEOUT_S = 30
+# librdkafka's own log lines (fencing makes it print fatal errors, as it should): not shown; a
+# failing check says what it saw.
+QUIET = logging.getLogger("librdkafka")
+QUIET.setLevel(logging.CRITICAL + 1)
+QUIET.propagate = False
 
 
 def check(condition, message):
@@ -41,7 +47,7 @@ def create_topic(admin, topic, partitions=2, replication_factor=1, config=None):
 
 
 def transactional_producer(bootstrap, transactional_id):
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+    producer = Producer({"bootstrap.servers": bootstrap, "logger": QUIET, "transactional.id": transactional_id,
                          "linger.ms": 0, "message.timeout.ms": 20_000})
     producer.init_transactions(TIMEOUT_S)
     return producer
@@ -147,7 +153,7 @@ def fencing(bootstrap, admin):
 
 
 def consumer_group_metadata(bootstrap, group):
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "logger": QUIET, "group.id": group})
     metadata = consumer.consumer_group_metadata()
     consumer.close()
     return metadata
@@ -159,7 +165,7 @@ def describe_groups(bootstrap, admin):
     topic = unique("conformance-static")
     create_topic(admin, topic, partitions=2)
     group = unique("conformance-static-group")
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+    consumer = Consumer({"bootstrap.servers": bootstrap, "logger": QUIET, "group.id": group,
                          "group.instance.id": "instance-1", "client.id": "static-client",
                          "session.timeout.ms": 10_000, "enable.auto.commit": False})
     consumer.subscribe([topic])
@@ -204,7 +210,7 @@ def topic_compression(bootstrap, admin):
     sent = []
 
     def produce(codec, idempotent, count):
-        producer = Producer({"bootstrap.servers": bootstrap, "compression.type": codec,
+        producer = Producer({"bootstrap.servers": bootstrap, "logger": QUIET, "compression.type": codec,
                              "enable.idempotence": idempotent, "linger.ms": 5})
         for _ in range(count):
             value = f"{codec}-{len(sent)}-" + "x" * 50
@@ -228,7 +234,7 @@ def topic_compression(bootstrap, admin):
         check(e.args[0].name() == "INVALID_CONFIG", f"bad level: {e}")
     produce("zstd", True, 300)
     produce("snappy", False, 300)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("compression-reader"),
+    consumer = Consumer({"bootstrap.servers": bootstrap, "logger": QUIET, "group.id": unique("compression-reader"),
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, 0, 0)])
     read = []
@@ -249,7 +255,7 @@ SECTIONS = {"fencing": fencing, "describe_groups": describe_groups,
 
 
 def main(bootstrap, sections):
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET})
     for section in sections or SECTIONS:
         SECTIONS[section](bootstrap, admin)
     print("confluent-kafka conformance: ok")

@@ -18,6 +18,9 @@ mod topics;
 mod transaction;
 mod windowed;
 
+#[cfg(test)]
+mod exactly_once_tests;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

@@ -256,3 +256,6 @@ impl CheckpointProducer {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

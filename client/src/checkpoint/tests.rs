@@ -15,7 +15,8 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use weir_broker::{Broker, BrokerConfig};
-use weir_client::{CheckpointProducer, ClientError, ClientSettings, Outgoing};
+
+use crate::{CheckpointProducer, ClientError, ClientSettings, Outgoing};
 
 const PARTITIONS: i32 = 3;
 const TIMEOUT: Duration = Duration::from_secs(30);

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use weir_pipelines::load::load;
-use weir_pipelines::validate::{check, validate};
+use crate::load::load;
+use crate::validate::{check, validate};
 
 fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
     let path = dir.path().join(name);
@@ -155,7 +155,7 @@ async fn missing_variables_and_bad_yaml() {
 #[tokio::test]
 async fn oversized_files_are_refused_before_they_are_read() {
     let dir = tempfile::tempdir().unwrap();
-    let size = weir_pipelines::load::MAX_PIPELINE_FILE_BYTES as usize + 1;
+    let size = crate::load::MAX_PIPELINE_FILE_BYTES as usize + 1;
     let big = write(
         &dir,
         "big.yaml",

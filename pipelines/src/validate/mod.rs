@@ -201,3 +201,6 @@ async fn reachability_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
     }
     problems
 }
+
+#[cfg(test)]
+mod tests;

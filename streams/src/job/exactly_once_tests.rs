@@ -19,7 +19,8 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::{Offset, TopicPartitionList};
 use weir_broker::{Broker, BrokerConfig};
-use weir_streams::job::{self, JobConfig, JobMetrics, JobStats};
+
+use crate::job::{self, JobConfig, JobMetrics, JobStats};
 
 const RECORDS: usize = 3000;
 const TIMEOUT: Duration = Duration::from_secs(60);
