@@ -9,7 +9,7 @@ use crate::config::{PipelineConfig, PipelinesFile};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::interpolate::{interpolate, read_bounded, Environment, ProcessEnvironment, ReadError};
 use crate::locate::{Location, Locations};
-use crate::repair::{deserialize_repairing, Problem};
+use crate::repair::{deserialize_repairing, strip_location, within, Problem};
 
 /// The most a pipeline file may hold (a file that large is a mistake, or not a pipeline).
 pub const MAX_PIPELINE_FILE_BYTES: u64 = 16 * 1024 * 1024;
@@ -150,14 +150,9 @@ impl LoadReport {
 
     /// Whether `diagnostic` is about a field that was repaired (its words are about a stand-in).
     pub fn is_about_repaired(&self, diagnostic: &Diagnostic) -> bool {
-        self.repaired.iter().any(|(file, path)| {
-            *file == diagnostic.file
-                && (diagnostic.path == *path
-                    || diagnostic
-                        .path
-                        .strip_prefix(path.as_str())
-                        .is_some_and(|rest| rest.starts_with(['.', '['])))
-        })
+        self.repaired
+            .iter()
+            .any(|(file, path)| *file == diagnostic.file && within(&diagnostic.path, path))
     }
 
     fn extend(&mut self, other: LoadReport) {
@@ -257,12 +252,4 @@ fn yaml_location(error: &serde_yaml::Error, text: &str) -> Option<Location> {
         column: place.column(),
     };
     Some(place.within(Location::end_of(text)))
-}
-
-/// serde_yaml appends " at line L column C"; the diagnostic shows the place itself.
-fn strip_location(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(cut) => message[..cut].to_string(),
-        None => message.to_string(),
-    }
 }

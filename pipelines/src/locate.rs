@@ -129,7 +129,8 @@ fn parent(path: &str) -> Option<&str> {
     Some(&path[..cut])
 }
 
-fn join(parent: &str, key: &str) -> String {
+/// `key` under `parent` in the path notation of diagnostics (`sinks[0].url`).
+pub(crate) fn join(parent: &str, key: &str) -> String {
     if parent.is_empty() {
         key.to_string()
     } else {

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde_yaml::Value;
 
 use crate::config::{SinkConfig, SourceConfig};
+use crate::locate::join;
 
 /// The most problems one file reports (and repairs it tries).
 pub const MAX_PROBLEMS: usize = 50;
@@ -213,10 +214,8 @@ impl Found {
 
 /// The problem serde's `message` says of `path`, with a hint about that field.
 fn describe(path: &str, message: &str) -> Problem {
-    let message = match message.rfind(" at line ") {
-        Some(cut) => &message[..cut],
-        None => message,
-    };
+    let message = strip_location(message);
+    let message = message.as_str();
     // serde_yaml names the path itself in some messages; the diagnostic shows it once.
     let message = message
         .strip_prefix(&format!("{path}: "))
@@ -248,6 +247,14 @@ fn describe(path: &str, message: &str) -> Problem {
         message,
         hint,
         unknown_field,
+    }
+}
+
+/// serde_yaml appends " at line L column C"; a diagnostic shows the place itself.
+pub(crate) fn strip_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(cut) => message[..cut].to_string(),
+        None => message.to_string(),
     }
 }
 
@@ -333,19 +340,12 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// Whether `path` is `prefix` or inside it.
-fn within(path: &str, prefix: &str) -> bool {
+pub(crate) fn within(path: &str, prefix: &str) -> bool {
     path == prefix
         || prefix.is_empty()
         || path
             .strip_prefix(prefix)
             .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
-}
-
-pub(crate) fn join(path: &str, name: &str) -> String {
-    match path {
-        "" => name.to_string(),
-        path => format!("{path}.{name}"),
-    }
 }
 
 enum Segment<'a> {

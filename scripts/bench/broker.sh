@@ -39,21 +39,12 @@ echo
 
 # Each measurement runs on a fresh broker and data directory: this machine's disk slows down
 # after several GB of sustained writes, which would otherwise penalise later cells.
-broker=
+# shellcheck source=../lib/bench_broker.sh
+source "$root/scripts/lib/bench_broker.sh"
 startup_ms=()
 start_broker() {
-  rm -rf "$data/broker"; sync; sleep 1
-  local started=$(date +%s%N)
-  if [ "$target" = kafka ]; then
-    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/start.sh" > /dev/null
-    broker=$(cat "$data/broker/kafka.pid")
-  else
-    "$weir" broker --listen "$bootstrap" --metrics-listen off --data-dir "$data/broker" \
-      --set log.flush.on.ack="$durable" > "$data/broker.log" 2>&1 &
-    broker=$!
-    for _ in $(seq 1 1000); do grep -q "weir broker ready" "$data/broker.log" && break; sleep 0.01; done
-  fi
-  startup_ms+=($(( ($(date +%s%N) - started) / 1000000 )))
+  bench_broker_start --set log.flush.on.ack="$durable"
+  startup_ms+=($(( ($(date +%s%N) - bench_broker_started_ns) / 1000000 )))
 }
 peak_rss_kb=0
 cpu_ticks=0
@@ -63,11 +54,7 @@ stop_broker() {
   ticks=$(awk '{print $14 + $15}' /proc/$broker/stat)
   [ "$rss" -gt "$peak_rss_kb" ] && peak_rss_kb=$rss
   cpu_ticks=$((cpu_ticks + ticks))
-  if [ "$target" = kafka ]; then
-    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/stop.sh"
-  else
-    kill -TERM $broker; wait $broker || true
-  fi
+  bench_broker_stop
 }
 trap 'kill $broker 2>/dev/null || true' EXIT
 produce_rate() { grep -o '[0-9]* msgs/s and [0-9.]* MB/s' | tail -1; }

@@ -16,28 +16,9 @@ data=${BENCH_DIR:-$cache/bench-data}
 count=${BENCH_COUNT:-300000}
 port=29092
 bootstrap=127.0.0.1:$port
-broker=
 target=
-
-start_broker() {
-  rm -rf "$data/broker"; mkdir -p "$data"; sync; sleep 1
-  if [ "$target" = kafka ]; then
-    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/start.sh" > /dev/null
-    broker=$(cat "$data/broker/kafka.pid")
-  else
-    "$weir" broker --listen "$bootstrap" --metrics-listen off --data-dir "$data/broker" \
-      > "$data/broker.log" 2>&1 &
-    broker=$!
-    for _ in $(seq 1 1000); do grep -q "weir broker ready" "$data/broker.log" && break; sleep 0.01; done
-  fi
-}
-stop_broker() {
-  if [ "$target" = kafka ]; then
-    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/stop.sh"
-  else
-    kill -TERM "$broker"; wait "$broker" || true
-  fi
-}
+# shellcheck source=../lib/bench_broker.sh
+source "$root/scripts/lib/bench_broker.sh"
 trap 'kill $broker 2>/dev/null || true' EXIT
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$broker/stat"; }
 
@@ -45,7 +26,7 @@ echo "| broker | compression.type | produce (msgs/s, MB/s) | broker CPU (s) | se
 echo "|---|---|---|---|---|"
 for target in weir kafka; do
   for compression in producer zstd lz4 snappy gzip; do
-    start_broker
+    bench_broker_start
     topic="compression-$compression"
     "$weir" topic create -b "$bootstrap" "$topic" -p 1 -c compression.type="$compression" > /dev/null
     before=$(cpu_seconds)
@@ -58,7 +39,7 @@ for target in weir kafka; do
     bytes=$(find "$dir" -name '*.log' -printf '%s\n' | awk '{s += $1} END {print s}')
     cpu=$(awk -v a="$after" -v b="$before" 'BEGIN {printf "%.1f", a - b}')
     echo "| $target | $compression | $produced | $cpu | $bytes |"
-    stop_broker
+    bench_broker_stop
   done
 done
 rm -rf "$data"

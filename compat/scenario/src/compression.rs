@@ -3,11 +3,11 @@
 //! producer's batch is in another codec than the topic's — every batch's codec and records, an
 //! idempotent retry recognised after recompression.
 
-use bytes::Bytes;
 use kafka_protocol::messages::*;
 use kafka_protocol::records::{Compression, RecordBatchDecoder};
 use serde_json::{json, Value};
 
+use crate::transactions::whole_batches;
 use crate::{batch, idempotent_batch, name, Scenario};
 
 /// A config name and value.
@@ -104,15 +104,7 @@ impl Scenario {
         self.create_topic(&topic, 1, 1, &[("compression.type", "gzip")])
             .await?;
         self.wait_ready(&topic).await?;
-        let request = InitProducerIdRequest::default()
-            .with_transactional_id(None)
-            .with_transaction_timeout_ms(60_000)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1);
-        let response = self
-            .call_retrying(4, &request, |r| matches!(r.error_code, 14 | 15))
-            .await?;
-        let producer = response.producer_id.0;
+        let producer = self.init_idempotent().await?.producer_id.0;
         for label in ["first", "second", "retry_of_second"] {
             let first_sequence = if label == "first" { 0 } else { 3 };
             let records = idempotent_batch(producer, 0, first_sequence, 3);
@@ -142,13 +134,7 @@ impl Scenario {
         let response = self.client.call(12, &request).await?;
         let data = &response.responses[0].partitions[0];
         let mut batches = Vec::new();
-        let mut rest = data.records.clone().unwrap_or_default();
-        while rest.len() >= 61 {
-            let length = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]) as usize + 12;
-            if length > rest.len() {
-                break;
-            }
-            let one: Bytes = rest.split_to(length);
+        for one in whole_batches(&data.records.clone().unwrap_or_default()) {
             let attributes = i16::from_be_bytes([one[21], one[22]]);
             let producer_epoch = i16::from_be_bytes([one[51], one[52]]);
             let base_sequence = i32::from_be_bytes([one[53], one[54], one[55], one[56]]);

@@ -705,27 +705,26 @@ impl Scenario {
         Ok(())
     }
 
+    /// InitProducerId for an idempotent producer (no transactional id). Kafka's first one waits
+    /// for its transaction coordinator to load: the retriable errors (COORDINATOR_LOAD_IN_PROGRESS,
+    /// COORDINATOR_NOT_AVAILABLE) are retried, as clients do.
+    async fn init_idempotent(&mut self) -> anyhow::Result<InitProducerIdResponse> {
+        let request = InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000)
+            .with_producer_id(ProducerId(-1))
+            .with_producer_epoch(-1);
+        self.call_retrying(4, &request, |r| matches!(r.error_code, 14 | 15))
+            .await
+    }
+
     /// Idempotent producers: InitProducerId, in-sequence batches, a retried batch (answered with
     /// its first offset), a gap, a new epoch, a stale epoch, an unknown producer.
     async fn idempotence_section(&mut self) -> anyhow::Result<()> {
         let topic = self.topic("compat-idempotent");
         self.create_topic(&topic, 1, 1, &[]).await?;
         self.wait_ready(&topic).await?;
-        let request = InitProducerIdRequest::default()
-            .with_transactional_id(None)
-            .with_transaction_timeout_ms(60_000)
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1);
-        // Kafka's first InitProducerId waits for its transaction coordinator to load: retry the
-        // retriable errors (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE) as clients do.
-        let mut response = self.client.call(4, &request).await?;
-        for _ in 0..100 {
-            if !matches!(response.error_code, 14 | 15) {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            response = self.client.call(4, &request).await?;
-        }
+        let response = self.init_idempotent().await?;
         self.note(
             "idempotence/init_producer_id",
             json!({"error": response.error_code, "epoch": response.producer_epoch, "has_id": response.producer_id.0 >= 0}),

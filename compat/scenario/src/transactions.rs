@@ -49,19 +49,28 @@ pub(crate) fn txn_id(id: &str) -> TransactionalId {
     TransactionalId(StrBytes::from_string(id.to_string()))
 }
 
-/// The records of a fetch, batch by batch: data records with their offset and value, each
-/// control batch (transaction marker) as its offset only. Batches are split by their length
-/// field and decoded one by one, so that a marker format the decoder does not know cannot hide
-/// the batches after it.
-fn records_by_batch(bytes: &Bytes, out: &mut Vec<Value>) -> Option<i64> {
-    let mut next_offset = None;
+/// The whole batches of a fetch's records, split by their length fields (a partial batch at
+/// the end, as a fetch may return, is left out).
+pub(crate) fn whole_batches(bytes: &Bytes) -> Vec<Bytes> {
+    let mut batches = Vec::new();
     let mut rest = bytes.clone();
     while rest.len() >= 61 {
         let length = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]) as usize + 12;
         if length > rest.len() {
             break;
         }
-        let batch = rest.split_to(length);
+        batches.push(rest.split_to(length));
+    }
+    batches
+}
+
+/// The records of a fetch, batch by batch: data records with their offset and value, each
+/// control batch (transaction marker) as its offset only. Batches are split by their length
+/// field and decoded one by one, so that a marker format the decoder does not know cannot hide
+/// the batches after it.
+fn records_by_batch(bytes: &Bytes, out: &mut Vec<Value>) -> Option<i64> {
+    let mut next_offset = None;
+    for batch in whole_batches(bytes) {
         let base_offset = i64::from_be_bytes(batch[0..8].try_into().expect("8 bytes"));
         let last_delta = i32::from_be_bytes([batch[23], batch[24], batch[25], batch[26]]);
         next_offset = Some(base_offset + last_delta as i64 + 1);

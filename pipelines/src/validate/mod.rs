@@ -17,8 +17,8 @@ const REACH_TIMEOUT: Duration = Duration::from_secs(5);
 /// what loading refused (it goes on past each) and what the checks of the (repaired) configs
 /// find, but for fields loading had to repair.
 pub async fn check(path: &std::path::Path, offline: bool) -> Result<Vec<LoadedPipeline>, Diagnostics> {
-    let report = load_checked(path);
-    let mut problems = report.problems.clone();
+    let mut report = load_checked(path);
+    let mut problems = std::mem::take(&mut report.problems);
     let found = validate(&report.pipelines, offline).await;
     problems.extend(found.into_iter().filter(|d| !report.is_about_repaired(d)));
     if problems.is_empty() {

@@ -1,0 +1,31 @@
+# The one broker a benchmark measures, Weir or the reference Apache Kafka, each time on a fresh
+# data directory (sourced). Needs $root (the clone), $weir (the binary), $data (scratch),
+# $bootstrap and $port (its listener) and $target (weir or kafka).
+#   bench_broker_start [WEIR ARG…]   start it (extra arguments go to `weir broker`); sets $broker,
+#                                    and $bench_broker_started_ns when the start began (after
+#                                    the data directory was cleared)
+#   bench_broker_stop                stop it
+# Kafka leaves flushing to the OS; its JVM settings are compat/kafka/start.sh's.
+
+broker=
+bench_broker_started_ns=
+bench_broker_start() {
+  rm -rf "$data/broker"; mkdir -p "$data"; sync; sleep 1
+  bench_broker_started_ns=$(date +%s%N)
+  if [ "$target" = kafka ]; then
+    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/start.sh" > /dev/null
+    broker=$(cat "$data/broker/kafka.pid")
+  else
+    "$weir" broker --listen "$bootstrap" --metrics-listen off --data-dir "$data/broker" "$@" \
+      > "$data/broker.log" 2>&1 &
+    broker=$!
+    for _ in $(seq 1 1000); do grep -q "weir broker ready" "$data/broker.log" && break; sleep 0.01; done
+  fi
+}
+bench_broker_stop() {
+  if [ "$target" = kafka ]; then
+    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/stop.sh"
+  else
+    kill -TERM "$broker"; wait "$broker" || true
+  fi
+}
