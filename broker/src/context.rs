@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::clock::Clock;
 use crate::cluster::member::ClusterMember;
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, LiveConfig};
 use crate::group::GroupCoordinator;
 use crate::metrics::Metrics;
 use crate::producer::ProducerIdManager;
@@ -16,7 +16,11 @@ use crate::transaction::{BrokerChannel, TransactionCoordinator, TxnServices};
 
 /// Everything request handlers share.
 pub struct BrokerContext {
-    pub config: BrokerConfig,
+    /// The configuration, with the dynamic broker configs in effect ([`Self::config`]).
+    pub live_config: LiveConfig,
+    /// The dynamic broker configs on disk: alone the only copy, in a cluster a copy of the
+    /// metadata image's.
+    pub broker_configs: crate::broker_configs::BrokerConfigStore,
     pub topics: TopicRegistry,
     pub groups: GroupCoordinator,
     pub producer_ids: Arc<ProducerIdManager>,
@@ -39,6 +43,11 @@ pub struct BrokerContext {
 }
 
 impl BrokerContext {
+    /// The configuration as it is now (a snapshot: a dynamic change installs a new one).
+    pub fn config(&self) -> Arc<BrokerConfig> {
+        self.live_config.current()
+    }
+
     /// The cluster id clients see: the metadata log's in cluster mode (this broker's own until
     /// the first controller wrote one), else the one stored in the data directory.
     pub fn cluster_id(&self) -> String {

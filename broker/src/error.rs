@@ -28,6 +28,9 @@ pub enum BrokerError {
     InvalidRequest(String),
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A refused change or description of a BROKER config resource.
+    #[error(transparent)]
+    BrokerConfig(ConfigError),
     #[error(transparent)]
     Log(#[from] LogError),
     #[error("the broker is shutting down")]

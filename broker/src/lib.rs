@@ -22,8 +22,9 @@
 //!    registry), [`error`] (the broker's own error, wrapping those below)
 //! 6. [`group`] (consumer groups and committed offsets), [`transaction`] (the transaction
 //!    coordinator, markers, verification of transactional writes), [`replication`] (followers
-//!    fetching from leaders, ISR changes sent to the controller). Each speaks its own errors
-//!    ([`group::GroupError`], [`transaction::TxnError`], …).
+//!    fetching from leaders, ISR changes sent to the controller), [`broker_configs`] (dynamic
+//!    broker configs: stored, validated, applied to the live config and the topics). Each
+//!    speaks its own errors ([`group::GroupError`], [`transaction::TxnError`], …).
 //! 7. [`context`] (what every handler shares), [`metrics`] (the Prometheus registry and what
 //!    it reads of the layers below)
 //! 8. [`handler`]: one file per Kafka API; `handler::errors` is the one mapping from internal
@@ -47,6 +48,7 @@
 //! - After a crash, recovery cuts each log at its first torn or corrupt batch; nothing before it
 //!   is lost.
 
+pub mod broker_configs;
 pub mod client;
 pub mod clock;
 pub mod cluster;

@@ -2,8 +2,8 @@
 into, checked the same way against Weir and against the reference Kafka (compat/run.sh runs it
 against both; every check must pass on both).
 
-Usage: conformance.py HOST:PORT [SECTION...]   (sections: fencing, describe_groups, topic_compression;
-default all)
+Usage: conformance.py HOST:PORT [SECTION...]   (sections: fencing, describe_groups, topic_compression,
+broker_configs; default all)
 """
 
 import logging
@@ -12,8 +12,8 @@ import time
 import uuid
 
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
-                                   ResourceType)
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
+                                   NewTopic, ResourceType)
 
 TIMEOUT_S = 30
 # librdkafka's own log lines (fencing makes it print fatal errors, as it should): not shown; a
@@ -250,8 +250,61 @@ def topic_compression(bootstrap, admin):
     print(f"topic_compression: {len(sent)} records through zstd and gzip topics read back exactly")
 
 
+def broker_configs(bootstrap, admin):
+    """A dynamic config of broker 1 (the node both brokers under test run as) set with
+    incremental_alter_configs: described with its source, taken at once by a topic without an
+    override (a record over the static message.max.bytes is accepted, and read back), a static
+    property refused; deleted at the end."""
+    topic = unique("conformance-broker-configs")
+    create_topic(admin, topic, partitions=1)
+    node = ConfigResource(ResourceType.BROKER, "1")
+
+    def alter(name, value, operation):
+        change = ConfigResource(ResourceType.BROKER, "1", incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=operation)])
+        admin.incremental_alter_configs([change])[change].result(TIMEOUT_S)
+
+    def described(name):
+        deadline = time.time() + TIMEOUT_S
+        while True:
+            entry = admin.describe_configs([node])[node].result(TIMEOUT_S)[name]
+            if entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value or time.time() > deadline:
+                return entry
+            time.sleep(0.1)
+
+    alter("message.max.bytes", "2000000", AlterConfigOpType.SET)
+    entry = described("message.max.bytes")
+    check((entry.value, entry.source, entry.is_read_only)
+          == ("2000000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False), f"described {entry}")
+    try:
+        alter("socket.request.max.bytes", "1048576", AlterConfigOpType.SET)
+        raise AssertionError("a static broker config must be refused")
+    except KafkaException as e:
+        check(e.args[0].name() == "INVALID_REQUEST", f"static config: {e}")
+    value = "x" * 1_500_000
+    producer = Producer({"bootstrap.servers": bootstrap, "logger": QUIET, "message.max.bytes": 5_000_000})
+    producer.produce(topic, value=value.encode(), key=b"large", partition=0)
+    check(producer.flush(TIMEOUT_S) == 0, "the large record delivered")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "logger": QUIET, "group.id": unique("broker-configs"),
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "fetch.max.bytes": 10_000_000})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read = None
+    deadline = time.time() + TIMEOUT_S
+    while read is None and time.time() < deadline:
+        message = consumer.poll(1.0)
+        if message is not None:
+            check(message.error() is None, f"consume error {message.error()}")
+            read = (message.offset(), message.key(), message.value())
+    consumer.close()
+    check(read == (0, b"large", value.encode()), "the large record read back exactly")
+    alter("message.max.bytes", None, AlterConfigOpType.DELETE)
+    admin.delete_topics([topic])[topic].result(TIMEOUT_S)
+    print("broker_configs: a dynamic message.max.bytes of broker 1 described, applied and deleted")
+
+
 SECTIONS = {"fencing": fencing, "describe_groups": describe_groups,
-            "topic_compression": topic_compression}
+            "topic_compression": topic_compression, "broker_configs": broker_configs}
 
 
 def main(bootstrap, sections):

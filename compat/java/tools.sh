@@ -38,6 +38,42 @@ run org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" --entit
 expect "kafka-configs --alter" "Completed updating config" "$out"
 run org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name "$topic" --describe
 expect "kafka-configs --describe" "retention.bytes=1048576" "$out"
+# Dynamic broker configs: the cluster-wide default and broker 1's own (both brokers under test
+# are node 1), seen in the brokers' describe with their synonyms and in the topic's, which
+# does not override them; a static property refused; then removed again.
+configs() { run org.apache.kafka.tools.ConfigCommand --bootstrap-server "$bootstrap" "$@"; }
+configs --entity-type brokers --entity-default --alter --add-config log.segment.bytes=536870912
+expect "kafka-configs --entity-default --alter" "Completed updating default config for brokers" "$out"
+configs --entity-type brokers --entity-name 1 --alter --add-config message.max.bytes=2000000
+expect "kafka-configs --entity-name 1 --alter" "Completed updating config for broker 1" "$out"
+configs --entity-type brokers --entity-default --describe
+expect "kafka-configs --entity-default --describe" \
+  "log.segment.bytes=536870912 sensitive=false synonyms=\{DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=536870912\}" "$out"
+configs --entity-type brokers --entity-name 1 --describe
+expect "kafka-configs --entity-name 1 --describe" \
+  "message.max.bytes=2000000 sensitive=false synonyms=\{DYNAMIC_BROKER_CONFIG:message.max.bytes=2000000, DEFAULT_CONFIG:message.max.bytes=1048588\}" "$out"
+configs --entity-type topics --entity-name "$topic" --describe --all
+expect "kafka-configs --describe --all (a topic takes the broker's dynamic configs)" \
+  "max.message.bytes=2000000 .*DYNAMIC_BROKER_CONFIG:message.max.bytes=2000000" "$out"
+expect "kafka-configs --describe --all (and the cluster default)" \
+  "segment.bytes=536870912 sensitive=false synonyms=\{DYNAMIC_DEFAULT_BROKER_CONFIG:log.segment.bytes=536870912, DEFAULT_CONFIG:log.segment.bytes=1073741824\}" "$out"
+configs --entity-type brokers --entity-name 1 --alter --add-config socket.request.max.bytes=1048576
+if [ "$status" -ne 0 ] && grep -q "Cannot update these configs dynamically: \[socket.request.max.bytes\]" <<< "$out"; then
+  pass
+else
+  fail "kafka-configs --alter of a static broker config is refused" "$out"
+fi
+configs --entity-type brokers --entity-name 1 --alter --delete-config message.max.bytes
+expect "kafka-configs --entity-name 1 --delete-config" "Completed updating config for broker 1" "$out"
+configs --entity-type brokers --entity-default --alter --delete-config log.segment.bytes
+expect "kafka-configs --entity-default --delete-config" "Completed updating default config for brokers" "$out"
+# The change reaches the broker's own view a moment after it is answered (Kafka replays it).
+for _ in $(seq 1 20); do
+  configs --entity-type brokers --entity-default --describe
+  [ "$status" -eq 0 ] && ! grep -q "log.segment.bytes" <<< "$out" && break
+  sleep 0.3
+done
+if [ "$status" -eq 0 ] && ! grep -q "log.segment.bytes" <<< "$out"; then pass; else fail "kafka-configs --entity-default --describe after --delete-config" "$out"; fi
 run org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" --topic "$topic" < <(seq 1 100)
 expect_success "kafka-console-producer"
 run org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic "$topic"

@@ -24,7 +24,7 @@ LAYERS = [
     ["log", "producer"],
     ["partition"],
     ["cluster", "topic", "error"],
-    ["group", "transaction", "replication"],
+    ["group", "transaction", "replication", "broker_configs"],
     ["context", "metrics"],
     ["handler"],
     ["server"],

@@ -20,9 +20,12 @@ pub const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 pub struct ControllerConfig {
     /// A broker whose last heartbeat is older than this is fenced (`broker.session.timeout.ms`).
     pub broker_session_timeout_ms: i64,
-    /// `unclean.leader.election.enable`: elect a live replica outside the ISR when no ISR
-    /// member is alive (availability over the acknowledged writes it may lack).
+    /// `unclean.leader.election.enable` as set statically: elect a live replica outside the
+    /// ISR when no ISR member is alive (availability over the acknowledged writes it may
+    /// lack). A dynamic value in the image wins ([`Self::unclean_leader_election_in`]).
     pub unclean_leader_election: bool,
+    /// This node's id: the broker whose dynamic configs the controller's own settings follow.
+    pub node_id: i32,
     /// `default.replication.factor`.
     pub default_replication_factor: i32,
     /// `cluster.id` as configured on this node: what the first active controller writes as the
@@ -39,6 +42,7 @@ impl ControllerConfig {
         Self {
             broker_session_timeout_ms: config.long_or("broker.session.timeout.ms", 9000),
             unclean_leader_election: config.boolean("unclean.leader.election.enable"),
+            node_id: config.node_id(),
             default_replication_factor: config.long_or("default.replication.factor", 1) as i32,
             cluster_id: config.explicit("cluster.id").map(str::to_string),
             leader_rebalance_interval_ms: config.boolean("auto.leader.rebalance.enable").then(
@@ -53,11 +57,24 @@ impl ControllerConfig {
     }
 }
 
+impl ControllerConfig {
+    /// `unclean.leader.election.enable` as Kafka's controller reads it: its own node's dynamic
+    /// value, else the cluster-wide dynamic default, else the static one.
+    pub fn unclean_leader_election_in(&self, image: &MetadataImage) -> bool {
+        const NAME: &str = "unclean.leader.election.enable";
+        [self.node_id.to_string(), String::new()]
+            .iter()
+            .find_map(|resource| image.broker_configs.get(resource)?.get(NAME))
+            .map_or(self.unclean_leader_election, |value| value == "true")
+    }
+}
+
 impl Default for ControllerConfig {
     fn default() -> Self {
         ControllerConfig {
             broker_session_timeout_ms: 9_000,
             unclean_leader_election: false,
+            node_id: 1,
             default_replication_factor: 1,
             cluster_id: None,
             leader_rebalance_interval_ms: Some(300_000),
@@ -220,7 +237,8 @@ impl Controller {
             broker_id,
             broker_epoch,
         }];
-        records.extend(self.elect_offline(|b| b == broker_id || self.image.is_live(b)));
+        let live = |b| b == broker_id || self.image.is_live(b);
+        records.extend(elect_offline(&self.config, &self.image, live));
         Ok(records)
     }
 
@@ -361,6 +379,26 @@ impl Controller {
             topic_id: topic.topic_id,
             assignments,
         }])
+    }
+
+    /// Replaces a BROKER resource's dynamic configs: one broker's (its id) or the cluster
+    /// default ("") — validated by the broker that asks.
+    pub fn alter_broker_configs(
+        &self,
+        resource: String,
+        configs: BTreeMap<String, String>,
+    ) -> Vec<MetadataRecord> {
+        let record = MetadataRecord::BrokerConfigs { resource, configs };
+        let mut after = self.image.clone();
+        after.apply(&record);
+        // Unclean election turned on: partitions without a leader may get one now.
+        let unclean_enabled = !self.config.unclean_leader_election_in(&self.image)
+            && self.config.unclean_leader_election_in(&after);
+        let mut records = vec![record];
+        if unclean_enabled {
+            records.extend(elect_offline(&self.config, &after, |b| after.is_live(b)));
+        }
+        records
     }
 
     /// Replaces a topic's config overrides (validated by the broker that asks).
@@ -639,24 +677,28 @@ impl Controller {
     fn fence(&self, broker_id: i32) -> Vec<MetadataRecord> {
         fence_all(&self.config, &self.image, &[broker_id], broker_id)
     }
+}
 
-    /// Leaders for partitions that have none, now that `live` says who is up.
-    fn elect_offline(&self, live: impl Fn(i32) -> bool) -> Vec<MetadataRecord> {
-        let mut records = Vec::new();
-        for topic in self.image.topics.values() {
-            for (index, state) in topic.partitions.iter().enumerate() {
-                if state.leader != NO_LEADER {
-                    continue;
-                }
-                let partition = index as i32;
-                if let Some(change) = reelect(&self.config, topic.topic_id, partition, state, &live)
-                {
-                    records.push(MetadataRecord::PartitionChange(change));
-                }
+/// Leaders for the partitions of `image` that have none, now that `live` says who is up.
+fn elect_offline(
+    config: &ControllerConfig,
+    image: &MetadataImage,
+    live: impl Fn(i32) -> bool,
+) -> Vec<MetadataRecord> {
+    let unclean = config.unclean_leader_election_in(image);
+    let mut records = Vec::new();
+    for topic in image.topics.values() {
+        for (index, state) in topic.partitions.iter().enumerate() {
+            if state.leader != NO_LEADER {
+                continue;
+            }
+            let partition = index as i32;
+            if let Some(change) = reelect(unclean, topic.topic_id, partition, state, &live) {
+                records.push(MetadataRecord::PartitionChange(change));
             }
         }
-        records
     }
+    records
 }
 
 /// Fences `broker_id` on `image`, with `down` the brokers being fenced in the same decision.
@@ -674,12 +716,13 @@ fn fence_all(
         broker_epoch: broker.broker_epoch,
     }];
     let live = |b: i32| !down.contains(&b) && image.is_live(b);
+    let unclean = config.unclean_leader_election_in(image);
     for topic in image.topics.values() {
         for (index, state) in topic.partitions.iter().enumerate() {
             if !state.isr.contains(&broker_id) && state.leader != broker_id {
                 continue;
             }
-            if let Some(change) = reelect(config, topic.topic_id, index as i32, state, &live) {
+            if let Some(change) = reelect(unclean, topic.topic_id, index as i32, state, &live) {
                 records.push(MetadataRecord::PartitionChange(change));
             }
         }
@@ -692,7 +735,7 @@ fn fence_all(
 /// first live ISR member in replica order, else (unclean election enabled) the first live
 /// replica, else none.
 fn reelect(
-    config: &ControllerConfig,
+    unclean_election: bool,
     topic_id: Uuid,
     partition: i32,
     state: &PartitionState,
@@ -709,7 +752,7 @@ fn reelect(
         state.leader
     } else if let Some(first) = state.replicas.iter().find(|r| live_isr.contains(r)) {
         *first
-    } else if config.unclean_leader_election {
+    } else if unclean_election {
         match state.replicas.iter().find(|r| live(**r)) {
             Some(replica) => {
                 unclean = true;

@@ -77,6 +77,9 @@ pub struct MetadataImage {
     /// The latest producer id block of each broker: (first id, size).
     #[serde(default)]
     pub producer_id_blocks: BTreeMap<i32, (i64, i64)>,
+    /// Dynamic broker configs by BROKER resource: a broker's id, or "" for the cluster default.
+    #[serde(default)]
+    pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl MetadataImage {
@@ -172,6 +175,14 @@ impl MetadataImage {
                 if let Some(topic) = self.topics.get_mut(topic_id) {
                     topic.configs = configs.clone();
                 }
+            }
+            MetadataRecord::BrokerConfigs { resource, configs } => {
+                match configs.is_empty() {
+                    true => self.broker_configs.remove(resource),
+                    false => self
+                        .broker_configs
+                        .insert(resource.clone(), configs.clone()),
+                };
             }
             MetadataRecord::DeleteTopic { topic_id } => {
                 self.topics.remove(topic_id);

@@ -56,6 +56,12 @@ pub enum MetadataRecord {
         topic_id: Uuid,
         configs: BTreeMap<String, String>,
     },
+    /// A BROKER config resource's dynamic configs, all of them: one broker's (resource its
+    /// id) or the cluster-wide default (resource ""). Empty: none.
+    BrokerConfigs {
+        resource: String,
+        configs: BTreeMap<String, String>,
+    },
     PartitionChange(PartitionChange),
     /// Producer ids `first_id..first_id + size` belong to this broker (Kafka's
     /// ProducerIdsRecord): every broker hands out ids no other broker has.

@@ -25,6 +25,7 @@ impl Cluster {
         let config = ControllerConfig {
             broker_session_timeout_ms: SESSION_MS,
             unclean_leader_election: unclean,
+            node_id: 1,
             default_replication_factor: 3,
             cluster_id: None,
             leader_rebalance_interval_ms: None,
@@ -250,6 +251,44 @@ fn unclean_election_picks_a_live_replica_outside_the_isr_and_counts_it() {
     let (topic, _, others) = cluster.lone_isr_leader_dies();
     let now = cluster.partition(topic, 0);
     assert!(others.contains(&now.leader), "{now:?}");
+    assert_eq!(now.isr, [now.leader]);
+    assert_eq!(cluster.controller.image().unclean_elections, 1);
+}
+
+#[test]
+fn unclean_election_follows_the_dynamic_configs_in_the_image() {
+    let mut cluster = Cluster::new(3, false);
+    let (topic, leader, others) = cluster.lone_isr_leader_dies();
+    assert_eq!(cluster.partition(topic, 0).leader, NO_LEADER);
+    // This controller's own node (1) says no over a cluster default of yes: still offline.
+    let node_says_no = BTreeMap::from([(
+        "unclean.leader.election.enable".to_string(),
+        "false".to_string(),
+    )]);
+    let records = cluster
+        .controller
+        .alter_broker_configs("1".into(), node_says_no);
+    cluster.commit(records);
+    let default_says_yes = BTreeMap::from([(
+        "unclean.leader.election.enable".to_string(),
+        "true".to_string(),
+    )]);
+    let records = cluster
+        .controller
+        .alter_broker_configs(String::new(), default_says_yes);
+    cluster.commit(records);
+    assert_eq!(cluster.partition(topic, 0).leader, NO_LEADER);
+    assert_eq!(cluster.controller.image().unclean_elections, 0);
+    // The node's value deleted: the default enables it, and the offline partition is elected.
+    let records = cluster
+        .controller
+        .alter_broker_configs("1".into(), BTreeMap::new());
+    cluster.commit(records);
+    let now = cluster.partition(topic, 0);
+    assert!(
+        others.contains(&now.leader),
+        "{now:?} (old leader {leader})"
+    );
     assert_eq!(now.isr, [now.leader]);
     assert_eq!(cluster.controller.image().unclean_elections, 1);
 }

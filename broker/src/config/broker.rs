@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use super::dynamic::{ConfigSource, DynamicConfigs};
 use super::properties::{
     broker_property_def, topic_config_def, validate_value, DEFAULT_QUEUED_MAX_REQUEST_BYTES,
     GZIP_LEVEL, LZ4_LEVEL, REFUSED_PROPERTIES, ZSTD_LEVEL,
@@ -111,6 +112,8 @@ pub struct BrokerConfig {
     pub controller_listen: Option<SocketAddr>,
     /// Properties explicitly set (by file or `--set`); defaults come from the tables.
     properties: BTreeMap<String, String>,
+    /// The dynamic layers over them (AlterConfigs on BROKER resources).
+    dynamic: DynamicConfigs,
 }
 
 impl BrokerConfig {
@@ -122,7 +125,21 @@ impl BrokerConfig {
             metrics_listen: None,
             controller_listen: None,
             properties: BTreeMap::new(),
+            dynamic: DynamicConfigs::default(),
         }
+    }
+
+    /// This configuration with other dynamic layers over the same static properties.
+    pub fn with_dynamic(&self, dynamic: DynamicConfigs) -> BrokerConfig {
+        BrokerConfig {
+            dynamic,
+            ..self.clone()
+        }
+    }
+
+    /// The dynamic configs in effect: this broker's and the cluster's defaults.
+    pub fn dynamic(&self) -> &DynamicConfigs {
+        &self.dynamic
     }
 
     /// Sets a broker property by its Kafka name, validating name and value.
@@ -150,14 +167,53 @@ impl BrokerConfig {
         Ok(())
     }
 
-    /// The explicitly set value of a property, if any.
+    /// The statically set value of a property (`--set`, `--config`), if any.
     pub fn explicit(&self, name: &str) -> Option<&str> {
         self.properties.get(name).map(String::as_str)
     }
 
+    /// A property's value in one layer.
+    pub fn layer(&self, name: &str, source: ConfigSource) -> Option<&str> {
+        match source {
+            ConfigSource::DynamicBroker => self.dynamic.broker.get(name).map(String::as_str),
+            ConfigSource::DynamicDefault => {
+                self.dynamic.cluster_default.get(name).map(String::as_str)
+            }
+            ConfigSource::Static => self.explicit(name),
+            ConfigSource::Default => broker_property_def(name).and_then(|def| def.default),
+        }
+    }
+
+    /// A property's most specific value and the layer it comes from.
+    pub fn lookup(&self, name: &str) -> Option<(&str, ConfigSource)> {
+        ConfigSource::LAYERS
+            .iter()
+            .find_map(|source| self.layer(name, *source).map(|value| (value, *source)))
+    }
+
     fn value(&self, name: &str) -> Option<&str> {
-        self.explicit(name)
-            .or_else(|| broker_property_def(name).and_then(|def| def.default))
+        self.lookup(name).map(|(value, _)| value)
+    }
+
+    /// Kafka's synonyms of a broker property: the value of it and of the properties that
+    /// stand for the same setting (`log.retention.{ms,minutes,hours}`, `log.roll.{ms,hours}`,
+    /// `log.flush.interval.ms` with `log.flush.scheduler.interval.ms`) in each layer, the most
+    /// specific layer first, from the first entry that names `name` itself.
+    pub fn synonyms(&self, name: &str) -> Vec<(String, String, ConfigSource)> {
+        let chain = synonym_chain(name);
+        let mut synonyms = Vec::new();
+        for source in ConfigSource::LAYERS {
+            for synonym in &chain {
+                if let Some(value) = self.layer(synonym, source) {
+                    synonyms.push((synonym.to_string(), value.to_string(), source));
+                }
+            }
+        }
+        let first = synonyms
+            .iter()
+            .position(|(synonym, _, _)| synonym == name)
+            .unwrap_or(synonyms.len());
+        synonyms.split_off(first)
     }
 
     /// A whole-number property: set, else the table's default (`None` if neither parses).
@@ -292,8 +348,7 @@ impl BrokerConfig {
             .long_or("max.connections.per.ip", i32::MAX as i64)
             .max(0) as usize;
         let overrides = parse_connection_overrides(
-            self.explicit("max.connections.per.ip.overrides")
-                .unwrap_or(""),
+            self.value("max.connections.per.ip.overrides").unwrap_or(""),
         )?;
         if default == 0 && overrides.is_empty() {
             return Err(ConfigError::InvalidValue {
@@ -354,47 +409,30 @@ impl BrokerConfig {
         self.long_or("log.flush.scheduler.interval.ms", i64::MAX)
     }
 
-    /// The broker-level default of a topic config and whether it was set explicitly.
-    pub fn topic_default(&self, def: &TopicConfigDef) -> (String, bool) {
-        match def.name {
-            "retention.ms" => {
-                if let Some(ms) = self.explicit("log.retention.ms") {
-                    return (ms.to_string(), true);
-                }
-                if let Some(minutes) = self.explicit("log.retention.minutes") {
-                    let ms = minutes.parse::<i64>().unwrap_or(0).saturating_mul(60_000);
-                    return (ms.to_string(), true);
-                }
-                let hours = self.long_or("log.retention.hours", 168);
-                let explicit = self.explicit("log.retention.hours").is_some();
-                return (hours.saturating_mul(3_600_000).to_string(), explicit);
-            }
+    /// The broker-level default of a topic config: its broker synonym's most specific value
+    /// (for `retention.ms`, `segment.ms` and `flush.ms` the first of their synonyms that has
+    /// one, scaled to milliseconds), else the topic config's own default.
+    pub fn topic_default(&self, def: &TopicConfigDef) -> String {
+        let scaled = |name: &str, factor: i64| {
+            self.value(name)
+                .and_then(|value| value.trim().parse::<i64>().ok())
+                .map(|value| value.saturating_mul(factor).to_string())
+        };
+        let resolved = match def.name {
+            "retention.ms" => scaled("log.retention.ms", 1)
+                .or_else(|| scaled("log.retention.minutes", 60_000))
+                .or_else(|| scaled("log.retention.hours", 3_600_000)),
             "segment.ms" => {
-                if let Some(ms) = self.explicit("log.roll.ms") {
-                    return (ms.to_string(), true);
-                }
-                let hours = self.long_or("log.roll.hours", 168);
-                let explicit = self.explicit("log.roll.hours").is_some();
-                return (hours.saturating_mul(3_600_000).to_string(), explicit);
+                scaled("log.roll.ms", 1).or_else(|| scaled("log.roll.hours", 3_600_000))
             }
-            "flush.ms" => {
-                if let Some(ms) = self.explicit("log.flush.interval.ms") {
-                    return (ms.to_string(), true);
-                }
-                return (self.flush_scheduler_interval_ms().to_string(), false);
-            }
-            _ => {}
-        }
-        match def.broker_synonym {
-            Some(synonym) => match self.explicit(synonym) {
-                Some(value) => (value.to_string(), true),
-                None => (
-                    self.value(synonym).unwrap_or(def.default).to_string(),
-                    false,
-                ),
-            },
-            None => (def.default.to_string(), false),
-        }
+            "flush.ms" => scaled("log.flush.interval.ms", 1)
+                .or_else(|| scaled("log.flush.scheduler.interval.ms", 1)),
+            _ => def
+                .broker_synonym
+                .and_then(|synonym| self.value(synonym))
+                .map(str::to_string),
+        };
+        resolved.unwrap_or_else(|| def.default.to_string())
     }
 
     /// The effective configuration of a topic with these overrides.
@@ -402,7 +440,7 @@ impl BrokerConfig {
         let get = |name: &str| -> String {
             overrides.get(name).cloned().unwrap_or_else(|| {
                 topic_config_def(name)
-                    .map(|def| self.topic_default(def).0)
+                    .map(|def| self.topic_default(def))
                     .unwrap_or_default()
             })
         };
@@ -436,6 +474,26 @@ impl BrokerConfig {
             }),
         }
     }
+}
+
+/// The properties that stand for one setting with `name` (Kafka's broker config synonyms).
+fn synonym_chain(name: &str) -> Vec<&str> {
+    const RETENTION: [&str; 3] = [
+        "log.retention.ms",
+        "log.retention.minutes",
+        "log.retention.hours",
+    ];
+    const ROLL: [&str; 2] = ["log.roll.ms", "log.roll.hours"];
+    if RETENTION.contains(&name) {
+        return RETENTION.to_vec();
+    }
+    if ROLL.contains(&name) {
+        return ROLL.to_vec();
+    }
+    if name == "log.flush.interval.ms" {
+        return vec![name, "log.flush.scheduler.interval.ms"];
+    }
+    vec![name]
 }
 
 /// A validated `compression.type` and the level its codec's config names.

@@ -11,8 +11,14 @@
 //! - `broker`: [`BrokerConfig`], the broker's configuration with typed accessors; subsystems
 //!   build their own settings from it (`GroupLimits::from_config`, …).
 //! - `topic`: [`LogConfig`], the effective configuration of one topic's logs.
+//! - `dynamic`: which properties may change at run time, the layers a value is looked up in
+//!   ([`ConfigSource`]) and the validation of a dynamic change.
+//! - `live`: [`LiveConfig`], the configuration a running broker reads: swapped whole when a
+//!   dynamic config changes, watched by the subsystems that hold settings derived from it.
 
 mod broker;
+mod dynamic;
+mod live;
 mod properties;
 #[cfg(test)]
 mod tests;
@@ -21,6 +27,10 @@ mod topic;
 pub use broker::{
     parse_connection_overrides, parse_process_roles, parse_quorum_voters, BrokerConfig, QuorumRole,
 };
+pub use dynamic::{
+    is_dynamic, validate_combined, validate_dynamic, BrokerResource, ConfigSource, DynamicConfigs,
+};
+pub use live::LiveConfig;
 pub use properties::{
     topic_config_def, validate_topic_config, ConfigType, PropertyDef, TopicConfigDef,
     BROKER_PROPERTIES, MAX_DECOMPRESSED_BATCH_BYTES, TOPIC_CONFIGS,
@@ -40,4 +50,7 @@ pub enum ConfigError {
     },
     #[error("configuration '{name}' is not supported yet: {reason}")]
     Unsupported { name: String, reason: String },
+    /// Static broker properties in a dynamic change (Kafka's wording).
+    #[error("Cannot update these configs dynamically: [{}]", names.join(", "))]
+    NotDynamic { names: Vec<String> },
 }

@@ -71,3 +71,150 @@ fn quorum_role_follows_the_voters_unless_process_roles_says_otherwise() {
     assert!(broker.set("process.roles", "controller").is_err());
     assert!(broker.set("process.roles", "broker,zookeeper").is_err());
 }
+
+fn configs(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
+}
+
+#[test]
+fn dynamic_layers_win_over_static_and_defaults_most_specific_first() {
+    let mut broker = config();
+    broker.set("message.max.bytes", "1500000").unwrap();
+    broker.set("log.retention.hours", "24").unwrap();
+    let layered = broker.with_dynamic(DynamicConfigs {
+        broker: configs(&[("message.max.bytes", "3000000")]),
+        cluster_default: configs(&[
+            ("message.max.bytes", "2000000"),
+            ("log.retention.ms", "7200000"),
+        ]),
+    });
+    assert_eq!(
+        layered.lookup("message.max.bytes"),
+        Some(("3000000", ConfigSource::DynamicBroker))
+    );
+    assert_eq!(
+        layered.lookup("log.retention.ms"),
+        Some(("7200000", ConfigSource::DynamicDefault))
+    );
+    assert_eq!(
+        layered.lookup("log.retention.hours"),
+        Some(("24", ConfigSource::Static))
+    );
+    assert_eq!(
+        layered.lookup("log.segment.bytes"),
+        Some(("1073741824", ConfigSource::Default))
+    );
+    assert_eq!(layered.lookup("log.retention.minutes"), None);
+    // Kafka's synonyms: every layer's value of the setting, most specific first.
+    let named = |synonyms: Vec<(String, String, ConfigSource)>| -> Vec<(String, ConfigSource)> {
+        synonyms.into_iter().map(|(n, _, s)| (n, s)).collect()
+    };
+    assert_eq!(
+        named(layered.synonyms("message.max.bytes")),
+        vec![
+            ("message.max.bytes".into(), ConfigSource::DynamicBroker),
+            ("message.max.bytes".into(), ConfigSource::DynamicDefault),
+            ("message.max.bytes".into(), ConfigSource::Static),
+            ("message.max.bytes".into(), ConfigSource::Default),
+        ]
+    );
+    assert_eq!(
+        named(layered.synonyms("log.retention.ms")),
+        vec![
+            ("log.retention.ms".into(), ConfigSource::DynamicDefault),
+            ("log.retention.hours".into(), ConfigSource::Static),
+            ("log.retention.hours".into(), ConfigSource::Default),
+        ]
+    );
+    // Entries before the first naming the property itself are left out, as Kafka does.
+    assert_eq!(broker.synonyms("log.retention.ms"), vec![]);
+    let empty = BTreeMap::new();
+    let topic = layered.log_config(&empty);
+    assert_eq!(topic.max_message_bytes, 3_000_000);
+    assert_eq!(topic.retention_ms, 7_200_000);
+    assert_eq!(broker.log_config(&empty).retention_ms, 24 * 3_600_000);
+    assert_eq!(broker.log_config(&empty).max_message_bytes, 1_500_000);
+}
+
+#[test]
+fn a_dynamic_change_names_every_static_property_and_checks_values() {
+    assert_eq!(
+        validate_dynamic(&configs(&[
+            ("log.retention.ms", "1000"),
+            ("socket.request.max.bytes", "1"),
+            ("num.partitions", "3"),
+        ])),
+        Err(ConfigError::NotDynamic {
+            names: vec!["num.partitions".into(), "socket.request.max.bytes".into()]
+        })
+    );
+    assert_eq!(
+        ConfigError::NotDynamic {
+            names: vec!["log.retention.minutes".into()]
+        }
+        .to_string(),
+        "Cannot update these configs dynamically: [log.retention.minutes]"
+    );
+    assert!(matches!(
+        validate_dynamic(&configs(&[("log.retention.msx", "1")])),
+        Err(ConfigError::Unknown { .. })
+    ));
+    for (name, value) in [
+        ("log.retention.ms", "abc"),
+        ("message.max.bytes", "-5"),
+        ("compression.zstd.level", "99"),
+        ("log.cleanup.policy", "delete,archive"),
+        ("max.connections.per.ip.overrides", "no-count"),
+    ] {
+        assert!(
+            matches!(
+                validate_dynamic(&configs(&[(name, value)])),
+                Err(ConfigError::InvalidValue { .. })
+            ),
+            "{name}={value} was accepted"
+        );
+    }
+    validate_dynamic(&configs(&[
+        ("log.cleanup.policy", "delete,compact"),
+        ("max.connections.per.ip.overrides", "10.0.0.1:5"),
+        ("unclean.leader.election.enable", "true"),
+    ]))
+    .unwrap();
+    let zero_per_ip = config().with_dynamic(DynamicConfigs {
+        broker: configs(&[("max.connections.per.ip", "0")]),
+        cluster_default: BTreeMap::new(),
+    });
+    assert!(validate_combined(&zero_per_ip).is_err());
+}
+
+#[test]
+fn broker_resources_are_the_default_or_a_broker_id() {
+    assert_eq!(
+        BrokerResource::parse(""),
+        Ok(BrokerResource::ClusterDefault)
+    );
+    assert_eq!(BrokerResource::parse("3"), Ok(BrokerResource::Broker(3)));
+    assert!(BrokerResource::parse("broker-one").is_err());
+    assert!(BrokerResource::parse("-1").is_err());
+    assert_eq!(BrokerResource::Broker(3).name(), "3");
+    assert_eq!(BrokerResource::ClusterDefault.name(), "");
+}
+
+#[test]
+fn a_live_config_publishes_only_changed_layers() {
+    let live = LiveConfig::new(config());
+    let mut watcher = live.watch();
+    let layers = DynamicConfigs {
+        broker: configs(&[("log.cleaner.backoff.ms", "10")]),
+        cluster_default: BTreeMap::new(),
+    };
+    assert!(live.set_dynamic(layers.clone()));
+    assert!(watcher.has_changed().unwrap());
+    watcher.borrow_and_update();
+    assert_eq!(live.current().long("log.cleaner.backoff.ms"), Some(10));
+    assert!(!live.set_dynamic(layers));
+    assert!(!watcher.has_changed().unwrap());
+}

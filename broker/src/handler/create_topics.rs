@@ -67,7 +67,7 @@ fn create_here(
             };
             let outcome = if request.validate_only {
                 let partitions = if partitions == -1 {
-                    context.config.num_partitions()
+                    context.config().num_partitions()
                 } else {
                     partitions
                 };
@@ -98,7 +98,7 @@ fn create_here(
                         .with_num_partitions(partitions)
                         .with_replication_factor(1);
                     if version >= 5 {
-                        let entries = describe_topic_configs(&context.config, &overrides, None);
+                        let entries = describe_topic_configs(&context.config(), &overrides, None);
                         result.configs = Some(entries.into_iter().map(creatable_config).collect());
                     }
                     result
@@ -167,14 +167,14 @@ async fn create_one_in_cluster(
         )
     };
     let partitions = match topic.num_partitions {
-        -1 => context.config.num_partitions(),
+        -1 => context.config().num_partitions(),
         n => n,
     };
     let replication_factor =
         (topic.replication_factor != -1).then_some(topic.replication_factor as i32);
     if validate_only {
         let factor = replication_factor
-            .unwrap_or(ControllerConfig::from_config(&context.config).default_replication_factor);
+            .unwrap_or(ControllerConfig::from_config(&context.config()).default_replication_factor);
         return Ok((uuid::Uuid::nil(), partitions, factor as i16));
     }
     cluster
@@ -244,7 +244,7 @@ fn with_error(result: CreatableTopicResult, error: &BrokerError) -> CreatableTop
 fn creatable_config(entry: ConfigEntry) -> CreatableTopicConfigs {
     CreatableTopicConfigs::default()
         .with_name(StrBytes::from_string(entry.name))
-        .with_value(Some(StrBytes::from_string(entry.value)))
+        .with_value(entry.value.map(StrBytes::from_string))
         .with_config_source(entry.source)
-        .with_read_only(false)
+        .with_read_only(entry.read_only)
 }

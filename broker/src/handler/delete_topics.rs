@@ -39,7 +39,7 @@ pub async fn handle(
             responses.push(result.with_error_code(ResponseError::UnknownTopicId.code()));
             continue;
         };
-        if !context.config.delete_topic_enable() {
+        if !context.config().delete_topic_enable() {
             responses.push(result.with_error_code(ResponseError::TopicDeletionDisabled.code()));
             continue;
         }

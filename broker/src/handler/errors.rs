@@ -30,6 +30,8 @@ pub fn error_for(error: &BrokerError) -> ResponseError {
         BrokerError::InvalidReplicaAssignment(_) => ResponseError::InvalidReplicaAssignment,
         BrokerError::InvalidRequest(_) => ResponseError::InvalidRequest,
         BrokerError::Config(config) => config_error(config),
+        // Kafka answers INVALID_REQUEST for every refused broker config change.
+        BrokerError::BrokerConfig(_) => ResponseError::InvalidRequest,
         BrokerError::Log(log) => log_error(log),
         BrokerError::ShuttingDown => ResponseError::NotLeaderOrFollower,
         BrokerError::Controller(controller) => controller_error(controller),
@@ -67,6 +69,7 @@ fn config_error(error: &ConfigError) -> ResponseError {
             ResponseError::InvalidConfig
         }
         ConfigError::Unsupported { .. } => ResponseError::InvalidConfig,
+        ConfigError::NotDynamic { .. } => ResponseError::InvalidRequest,
     }
 }
 

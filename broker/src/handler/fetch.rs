@@ -123,7 +123,9 @@ fn read_all(
     follower: Option<i32>,
 ) -> (FetchResponse, usize, bool) {
     let response_max = if version >= 3 {
-        request.max_bytes.clamp(0, context.config.fetch_max_bytes()) as usize
+        request
+            .max_bytes
+            .clamp(0, context.config().fetch_max_bytes()) as usize
     } else {
         usize::MAX
     };

@@ -37,8 +37,8 @@ fn find(
         let internal = match key_type {
             GROUP_KEY_TYPE => InternalTopic {
                 name: OFFSETS_TOPIC,
-                partitions: context.config.offsets_topic_partitions(),
-                replication_factor: context.config.offsets_topic_replication_factor(),
+                partitions: context.config().offsets_topic_partitions(),
+                replication_factor: context.config().offsets_topic_replication_factor(),
                 configs: context.groups.offsets_topic_configs(&context.topics),
             },
             TRANSACTION_KEY_TYPE => {

@@ -21,7 +21,7 @@ pub fn handle(
     version: i16,
     request: MetadataRequest,
 ) -> MetadataResponse {
-    let auto_create = context.config.auto_create_topics_enable()
+    let auto_create = context.config().auto_create_topics_enable()
         && (version < 4 || request.allow_auto_topic_creation);
     if let Some(cluster) = &context.cluster {
         return cluster_metadata(context, cluster, version, request, auto_create);
@@ -183,7 +183,7 @@ fn missing_topic(
     let error = if crate::topic::validate_topic_name(name.as_str()).is_err() {
         ResponseError::InvalidTopicException
     } else if auto_create {
-        let partitions = context.config.num_partitions();
+        let partitions = context.config().num_partitions();
         cluster.create_topic_soon(name.as_str(), partitions, None, BTreeMap::new());
         ResponseError::LeaderNotAvailable
     } else {

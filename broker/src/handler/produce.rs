@@ -170,7 +170,7 @@ fn lookup_topic(context: &Arc<BrokerContext>, name: &str) -> Result<Arc<Topic>, 
         return Ok(topic);
     }
     // In a cluster topics are created by the controller (Metadata asks for auto-creation).
-    if !context.config.auto_create_topics_enable() || context.cluster.is_some() {
+    if !context.config().auto_create_topics_enable() || context.cluster.is_some() {
         return Err(ResponseError::UnknownTopicOrPartition);
     }
     match context.topics.create(name, -1, -1, BTreeMap::new()) {

@@ -27,13 +27,13 @@ pub(super) fn spawn(
     context: Arc<BrokerContext>,
     shutdown: watch::Receiver<bool>,
 ) {
-    let retention_interval = Duration::from_millis(context.config.retention_check_interval_ms());
+    let retention_interval = Duration::from_millis(context.config().retention_check_interval_ms());
     tasks.spawn(every(retention_interval, shutdown.clone(), {
         let context = Arc::clone(&context);
         move || enforce_retention(&context)
     }));
     tasks.spawn(flush_loop(Arc::clone(&context), shutdown.clone()));
-    let txn_check = Duration::from_millis(context.config.transaction_abort_check_interval_ms());
+    let txn_check = Duration::from_millis(context.config().transaction_abort_check_interval_ms());
     tasks.spawn(every(txn_check, shutdown.clone(), {
         let context = Arc::clone(&context);
         move || {
@@ -42,23 +42,24 @@ pub(super) fn spawn(
         }
     }));
     tasks.spawn(settle_transactions(Arc::clone(&context), shutdown.clone()));
-    let (producer_expiration_ms, producer_check_ms) = context.config.producer_expiration();
+    // `producer.id.expiration.ms` is dynamic: read at every check.
+    let (_, producer_check_ms) = context.config().producer_expiration();
     tasks.spawn(every(
         Duration::from_millis(producer_check_ms),
         shutdown.clone(),
         {
             let context = Arc::clone(&context);
-            move || expire_producers(&context, producer_expiration_ms)
+            move || expire_producers(&context, context.config().producer_expiration().0)
         },
     ));
-    if CleanerSettings::from_config(&context.config).enabled {
+    if CleanerSettings::from_config(&context.config()).enabled {
         tasks.spawn(cleaner_loop(Arc::clone(&context), shutdown.clone()));
     }
     // KIP-211: an empty group's offsets expire `offsets.retention.minutes` after its last
     // commit (or its last member), checked every `offsets.retention.check.interval.ms`.
-    let offsets_retention_ms = context.config.offsets_retention_ms();
+    let offsets_retention_ms = context.config().offsets_retention_ms();
     tasks.spawn(every(
-        Duration::from_millis(context.config.offsets_retention_check_interval_ms()),
+        Duration::from_millis(context.config().offsets_retention_check_interval_ms()),
         shutdown.clone(),
         {
             let context = Arc::clone(&context);
@@ -78,7 +79,7 @@ pub(super) fn spawn(
         },
     ));
     if context.replication.is_some() {
-        let lag_time_max_ms = ReplicaSettings::from_config(&context.config).lag_time_max_ms;
+        let lag_time_max_ms = ReplicaSettings::from_config(&context.config()).lag_time_max_ms;
         tasks.spawn(every(
             crate::replication::isr::lagging_check_period(lag_time_max_ms),
             shutdown.clone(),
@@ -201,9 +202,11 @@ pub(super) fn enforce_retention(context: &BrokerContext) {
 /// The log cleaner: cleans the dirtiest compacted log that is due, again at once while any is,
 /// else sleeps `log.cleaner.backoff.ms`. One pass at a time, on a blocking thread.
 async fn cleaner_loop(context: Arc<BrokerContext>, mut shutdown: watch::Receiver<bool>) {
-    let settings = CleanerSettings::from_config(&context.config);
-    let backoff = Duration::from_millis(settings.backoff_ms.max(1));
     loop {
+        // `log.cleaner.backoff.ms` and `log.cleaner.dedupe.buffer.size` are dynamic: read at
+        // every pass.
+        let settings = CleanerSettings::from_config(&context.config());
+        let backoff = Duration::from_millis(settings.backoff_ms.max(1));
         let work = {
             let context = Arc::clone(&context);
             tokio::task::spawn_blocking(move || {

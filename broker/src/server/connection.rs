@@ -26,11 +26,11 @@ use kafka_protocol::protocol::Encodable;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::frame::{decode_request, Decoded, FrameHeader};
-use super::limits::{ConnectionLimits, ConnectionSlot};
+use super::limits::{ConnectionLimits, ConnectionSlot, ListenerSlot};
 use crate::context::BrokerContext;
 use crate::handler::{self, api_versions, HandlerOutput};
 use crate::memory_pool::{RequestMemory, RequestMemoryPool};
@@ -88,8 +88,8 @@ pub(super) async fn accept_loop(
 /// given back when the future is dropped).
 async fn accept_with_slot(
     listener: &TcpListener,
-    limits: &ConnectionLimits,
-) -> std::io::Result<(OwnedSemaphorePermit, TcpStream, SocketAddr)> {
+    limits: &Arc<ConnectionLimits>,
+) -> std::io::Result<(ListenerSlot, TcpStream, SocketAddr)> {
     let slot = limits.wait_for_slot().await;
     let (stream, peer) = listener.accept().await?;
     Ok((slot, stream, peer))
@@ -125,10 +125,10 @@ async fn serve(
         peer,
     ));
     let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, read_half);
-    let max_frame = context.config.socket_request_max_bytes();
+    let max_frame = context.config().socket_request_max_bytes();
     let idle = Duration::from_millis(
         context
-            .config
+            .config()
             .explicit("connections.max.idle.ms")
             .and_then(|v| v.parse().ok())
             .unwrap_or(600_000),

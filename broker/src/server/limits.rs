@@ -3,7 +3,7 @@
 //! - [`ConnectionLimits`]: `max.connections` (the listener stops accepting until a connection
 //!   closes, as Kafka's acceptor waits for a slot) and `max.connections.per.ip` with
 //!   `max.connections.per.ip.overrides` (a new connection over its address's limit is closed at
-//!   once, as Kafka does).
+//!   once, as Kafka does). All three are dynamic broker configs.
 //! - `queued.max.request.bytes`: one `crate::memory_pool::RequestMemoryPool` for the bytes of
 //!   requests read and not yet handled, across all connections. A connection reserves a frame's
 //!   size before allocating it and waits while the pool is exhausted, so memory stays near the
@@ -16,40 +16,37 @@ use std::collections::HashMap;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, Notify};
 
 use crate::config::{BrokerConfig, ConfigError};
 
-/// The bound of `max.connections` when Kafka's "no bound" is asked for.
-const UNBOUNDED: usize = Semaphore::MAX_PERMITS;
-
-/// `max.connections` and the per-address limits of one listener.
+/// `max.connections` and the per-address limits of one listener. Dynamic configs change them
+/// at run time ([`ConnectionLimits::reconfigure`]): connections already open stay, as in Kafka,
+/// and new ones wait (or are refused) under the new limits.
 pub(super) struct ConnectionLimits {
-    slots: Arc<Semaphore>,
+    state: Mutex<LimitState>,
+    /// Woken when a slot is given back or `max.connections` grows.
+    slot_freed: Notify,
+}
+
+struct LimitState {
+    limits: Limits,
+    /// Slots taken: connections open and the one the listener is about to accept.
+    slots_taken: usize,
+    open_per_ip: HashMap<IpAddr, usize>,
+}
+
+/// The limits as configured, override hosts resolved.
+struct Limits {
+    max_connections: usize,
     per_ip: usize,
     per_ip_overrides: HashMap<IpAddr, usize>,
-    open_per_ip: Mutex<HashMap<IpAddr, usize>>,
 }
 
-/// A connection's place under the limits, given back when dropped.
-pub(super) struct ConnectionSlot {
-    _slot: OwnedSemaphorePermit,
-    address: IpAddr,
-    limits: Arc<ConnectionLimits>,
-}
-
-/// A new connection from an address that already has its limit of connections.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{address} already has the configured maximum of {limit} connections")]
-pub(super) struct TooManyConnections {
-    pub(super) address: IpAddr,
-    pub(super) limit: usize,
-}
-
-impl ConnectionLimits {
+impl Limits {
     /// From the broker's properties; overrides naming a host are resolved now, and a name that
     /// does not resolve is a configuration error (as in Kafka).
-    pub(super) fn from_config(config: &BrokerConfig) -> Result<Arc<Self>, ConfigError> {
+    fn from_config(config: &BrokerConfig) -> Result<Self, ConfigError> {
         let (per_ip, overrides) = config.max_connections_per_ip()?;
         let mut per_ip_overrides = HashMap::new();
         for (host, limit) in overrides {
@@ -57,43 +54,10 @@ impl ConnectionLimits {
                 per_ip_overrides.insert(address, limit);
             }
         }
-        Ok(Arc::new(ConnectionLimits {
-            slots: Arc::new(Semaphore::new(config.max_connections().min(UNBOUNDED))),
+        Ok(Limits {
+            max_connections: config.max_connections(),
             per_ip,
             per_ip_overrides,
-            open_per_ip: Mutex::new(HashMap::new()),
-        }))
-    }
-
-    /// Waits until fewer than `max.connections` connections are open.
-    pub(super) async fn wait_for_slot(&self) -> OwnedSemaphorePermit {
-        Arc::clone(&self.slots)
-            .acquire_owned()
-            .await
-            .expect("the connection semaphore is never closed")
-    }
-
-    /// Admits a connection from `address` holding `slot`, unless the address is at its limit.
-    pub(super) fn admit(
-        self: &Arc<Self>,
-        slot: OwnedSemaphorePermit,
-        address: IpAddr,
-    ) -> Result<ConnectionSlot, TooManyConnections> {
-        let address = address.to_canonical();
-        let limit = self.limit_for(address);
-        let mut open = self.open_per_ip.lock().expect("not poisoned");
-        let count = open.entry(address).or_insert(0);
-        if *count >= limit {
-            if *count == 0 {
-                open.remove(&address);
-            }
-            return Err(TooManyConnections { address, limit });
-        }
-        *count += 1;
-        Ok(ConnectionSlot {
-            _slot: slot,
-            address,
-            limits: Arc::clone(self),
         })
     }
 
@@ -105,14 +69,124 @@ impl ConnectionLimits {
     }
 }
 
+/// A `max.connections` slot, given back when dropped.
+pub(super) struct ListenerSlot {
+    limits: Arc<ConnectionLimits>,
+}
+
+/// A connection's place under the limits, given back when dropped.
+pub(super) struct ConnectionSlot {
+    slot: ListenerSlot,
+    address: IpAddr,
+}
+
+/// A new connection from an address that already has its limit of connections.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{address} already has the configured maximum of {limit} connections")]
+pub(super) struct TooManyConnections {
+    pub(super) address: IpAddr,
+    pub(super) limit: usize,
+}
+
+impl ConnectionLimits {
+    pub(super) fn from_config(config: &BrokerConfig) -> Result<Arc<Self>, ConfigError> {
+        Ok(Arc::new(ConnectionLimits {
+            state: Mutex::new(LimitState {
+                limits: Limits::from_config(config)?,
+                slots_taken: 0,
+                open_per_ip: HashMap::new(),
+            }),
+            slot_freed: Notify::new(),
+        }))
+    }
+
+    /// Takes the limits of a new configuration (a dynamic config changed them).
+    pub(super) fn reconfigure(&self, config: &BrokerConfig) -> Result<(), ConfigError> {
+        let limits = Limits::from_config(config)?;
+        self.lock().limits = limits;
+        self.slot_freed.notify_waiters();
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LimitState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until fewer than `max.connections` connections are open.
+    pub(super) async fn wait_for_slot(self: &Arc<Self>) -> ListenerSlot {
+        loop {
+            let freed = self.slot_freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            {
+                let mut state = self.lock();
+                if state.slots_taken < state.limits.max_connections {
+                    state.slots_taken += 1;
+                    return ListenerSlot {
+                        limits: Arc::clone(self),
+                    };
+                }
+            }
+            freed.await;
+        }
+    }
+
+    /// Admits a connection from `address` holding `slot`, unless the address is at its limit.
+    pub(super) fn admit(
+        &self,
+        slot: ListenerSlot,
+        address: IpAddr,
+    ) -> Result<ConnectionSlot, TooManyConnections> {
+        let address = address.to_canonical();
+        let mut state = self.lock();
+        let limit = state.limits.limit_for(address);
+        let count = state.open_per_ip.entry(address).or_insert(0);
+        if *count >= limit {
+            if *count == 0 {
+                state.open_per_ip.remove(&address);
+            }
+            return Err(TooManyConnections { address, limit });
+        }
+        *count += 1;
+        Ok(ConnectionSlot { slot, address })
+    }
+}
+
+impl Drop for ListenerSlot {
+    fn drop(&mut self) {
+        self.limits.lock().slots_taken -= 1;
+        self.limits.slot_freed.notify_waiters();
+    }
+}
+
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        let mut open = self.limits.open_per_ip.lock().expect("not poisoned");
-        if let Some(count) = open.get_mut(&self.address) {
+        let mut state = self.slot.limits.lock();
+        if let Some(count) = state.open_per_ip.get_mut(&self.address) {
             *count -= 1;
             if *count == 0 {
-                open.remove(&self.address);
+                state.open_per_ip.remove(&self.address);
             }
+        }
+    }
+}
+
+/// Gives `limits` every configuration installed until shutdown (a dynamic change of
+/// `max.connections` or the per-address limits). One that cannot be used (an override host
+/// that does not resolve) is logged and the limits stay as they were.
+pub(super) async fn follow_config(
+    limits: Arc<ConnectionLimits>,
+    mut configs: watch::Receiver<Arc<BrokerConfig>>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            changed = configs.changed() => if changed.is_err() { return },
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
+        }
+        let config = Arc::clone(&configs.borrow_and_update());
+        if let Err(error) = limits.reconfigure(&config) {
+            tracing::error!(%error, "connection limits unchanged");
         }
     }
 }
@@ -198,6 +272,39 @@ mod tests {
             slot.is_ok(),
             "the closed connection's slot was not given back"
         );
+    }
+
+    #[tokio::test]
+    async fn new_limits_apply_to_new_connections_and_keep_open_ones() {
+        let limits = ConnectionLimits::from_config(&config(&[("max.connections", "1")])).unwrap();
+        let local: IpAddr = "127.0.0.1".parse().unwrap();
+        let open = limits.admit(limits.wait_for_slot().await, local).unwrap();
+        let waiting = tokio::spawn({
+            let limits = Arc::clone(&limits);
+            async move { limits.wait_for_slot().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiting.is_finished(), "a slot over max.connections=1");
+        let raised = config(&[("max.connections", "2"), ("max.connections.per.ip", "1")]);
+        limits.reconfigure(&raised).unwrap();
+        let slot = tokio::time::timeout(Duration::from_secs(5), waiting).await;
+        let slot = slot
+            .expect("raising max.connections woke the listener")
+            .unwrap();
+        // The open connection stays; a second from its address is over the new per-IP limit.
+        assert_eq!(
+            limits.admit(slot, local).err(),
+            Some(TooManyConnections {
+                address: local,
+                limit: 1
+            })
+        );
+        let other: IpAddr = "127.0.0.2".parse().unwrap();
+        let _other = limits.admit(limits.wait_for_slot().await, other).unwrap();
+        let unresolvable =
+            config(&[("max.connections.per.ip.overrides", "no-such-host.invalid:3")]);
+        assert!(limits.reconfigure(&unresolvable).is_err());
+        drop(open);
     }
 
     #[test]

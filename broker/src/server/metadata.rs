@@ -1,7 +1,8 @@
 //! This broker following the cluster's metadata (cluster mode).
 //!
 //! [`follow_metadata`] waits until this broker's image has caught up with the metadata log (to
-//! the index its registration was answered at), then, on every image change, opens the replicas
+//! the index its registration was answered at), then, on every image change, applies the
+//! dynamic broker configs (`crate::broker_configs::apply`), opens the replicas
 //! assigned here, makes each leader or follower ([`take_role`]), hands the followed
 //! partitions to the fetchers, removes replicas the cluster moved away and topics it deleted,
 //! and tells the group and transaction coordinators which of their internal partitions
@@ -67,7 +68,17 @@ pub(super) fn apply_image(
     image: &MetadataImage,
     node_id: i32,
 ) -> Result<(), BrokerError> {
-    let lag_time_max_ms = ReplicaSettings::from_config(&context.config).lag_time_max_ms;
+    // Dynamic broker configs first, so that replicas opened below take their defaults.
+    if let Err(error) = context.broker_configs.remember(&image.broker_configs) {
+        tracing::warn!(%error, "the local copy of the dynamic broker configs was not written");
+    }
+    crate::broker_configs::apply(
+        &context.live_config,
+        &context.topics,
+        &image.broker_configs,
+        node_id,
+    );
+    let lag_time_max_ms = ReplicaSettings::from_config(&context.config()).lag_time_max_ms;
     let mut followed: BTreeMap<i32, Vec<Followed>> = BTreeMap::new();
     let mut first_error = None;
     for topic in image.topics.values() {

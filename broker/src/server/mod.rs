@@ -59,14 +59,16 @@ impl Broker {
         config: BrokerConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Broker, BrokerError> {
-        let connection_limits = limits::ConnectionLimits::from_config(&config)?;
         let pool_bytes = config.queued_max_request_bytes()?;
         let storage = startup::open_storage(&config, &clock)?;
+        let connection_limits =
+            limits::ConnectionLimits::from_config(&storage.live_config.current())?;
         let listener = startup::Listener::bind(&config).await?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         let cluster = startup::join_cluster(&config, &listener, &clock, &shutdown_rx).await?;
         let context = Arc::new(BrokerContext {
-            config: config.clone(),
+            live_config: storage.live_config,
+            broker_configs: storage.broker_configs,
             topics: storage.topics,
             groups: storage.groups,
             producer_ids: storage.producer_ids,
@@ -102,6 +104,11 @@ impl Broker {
             .metrics
             .request_memory_capacity_bytes
             .set(pool.capacity_bytes().min(i64::MAX as usize) as i64);
+        tasks.spawn(limits::follow_config(
+            Arc::clone(&connection_limits),
+            context.live_config.watch(),
+            shutdown_rx.clone(),
+        ));
         let shared = connection::Shared {
             context: Arc::clone(&context),
             limits: connection_limits,
@@ -193,7 +200,7 @@ impl Broker {
         }
         let marker = self
             .context
-            .config
+            .config()
             .data_dir
             .join(startup::CLEAN_SHUTDOWN_FILE);
         std::fs::write(&marker, b"").map_err(|e| LogError::io(&marker, e))?;

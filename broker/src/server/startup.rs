@@ -12,11 +12,12 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::metadata;
+use crate::broker_configs::BrokerConfigStore;
 use crate::clock::Clock;
 use crate::cluster::lifecycle::BrokerLifecycle;
 use crate::cluster::member::ClusterMember;
 use crate::cluster::quorum::node::QuorumNode;
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, LiveConfig};
 use crate::context::BrokerContext;
 use crate::error::BrokerError;
 use crate::group::state::GroupLimits;
@@ -40,6 +41,9 @@ pub(super) struct Storage {
     pub groups: GroupCoordinator,
     pub producer_ids: Arc<ProducerIdManager>,
     pub transactions: TransactionCoordinator,
+    /// The configuration with the dynamic broker configs stored here over it.
+    pub live_config: LiveConfig,
+    pub broker_configs: BrokerConfigStore,
 }
 
 /// Recovers the logs and loads the coordinators. Alone, groups and transactional ids load now;
@@ -55,15 +59,22 @@ pub(super) fn open_storage(
         tracing::info!(data_dir = %data_dir.display(), "no clean-shutdown marker: recovering logs");
     }
     let cluster_id = load_or_create_cluster_id(data_dir, config.explicit("cluster.id"))?;
+    let alone = config.quorum_voters().is_empty();
+    let meta_dir = data_dir.join("meta");
+    std::fs::create_dir_all(&meta_dir).map_err(|e| LogError::io(&meta_dir, e))?;
+    // The dynamic broker configs are read before any log opens with its defaults (in a cluster,
+    // the copy of the image's last applied here; the image's own follow).
+    let broker_configs = BrokerConfigStore::open(&meta_dir)?;
+    let layers = crate::broker_configs::layers_for(&broker_configs.sets(), config.node_id());
+    let live_config = LiveConfig::new(config.with_dynamic(layers));
     let started = std::time::Instant::now();
-    let topics = TopicRegistry::open(config.clone(), Arc::clone(clock), clean_shutdown)?;
+    let topics = TopicRegistry::open(live_config.clone(), Arc::clone(clock), clean_shutdown)?;
     tracing::info!(
         topics = topics.all().len(),
         partitions = topics.all_partitions().len(),
         elapsed_ms = started.elapsed().as_millis() as u64,
         "logs loaded"
     );
-    let alone = config.quorum_voters().is_empty();
     let groups = GroupCoordinator::new(
         GroupLimits::from_config(config),
         config.offsets_topic_partitions(),
@@ -87,8 +98,6 @@ pub(super) fn open_storage(
         groups.follow_partition_leadership();
         transactions.follow_partition_leadership();
     }
-    let meta_dir = data_dir.join("meta");
-    std::fs::create_dir_all(&meta_dir).map_err(|e| LogError::io(&meta_dir, e))?;
     // In a cluster, producer ids come from the controller so no two brokers share one.
     let producer_ids = Arc::new(match alone {
         true => ProducerIdManager::open(&meta_dir)?,
@@ -100,6 +109,8 @@ pub(super) fn open_storage(
         groups,
         producer_ids,
         transactions,
+        live_config,
+        broker_configs,
     })
 }
 

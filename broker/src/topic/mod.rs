@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::clock::Clock;
-use crate::config::{validate_topic_config, BrokerConfig, LogConfig};
+use crate::config::{validate_topic_config, BrokerConfig, LiveConfig, LogConfig};
 use crate::error::BrokerError;
 use crate::log::error::LogError;
 use crate::log::index::write_file_synced;
@@ -159,7 +159,9 @@ pub fn validate_topic_name(name: &str) -> Result<(), BrokerError> {
 pub struct TopicRegistry {
     data_dir: PathBuf,
     meta_dir: PathBuf,
-    config: BrokerConfig,
+    /// The broker's configuration with its dynamic broker configs: the defaults of every
+    /// topic config a topic does not override.
+    config: LiveConfig,
     clock: Arc<dyn Clock>,
     topics: RwLock<HashMap<Arc<str>, Arc<Topic>>>,
     /// Serialises create/delete/alter so that files and the map change together.
@@ -169,11 +171,11 @@ pub struct TopicRegistry {
 impl TopicRegistry {
     /// Loads every topic under the data directory, recovering each partition log.
     pub fn open(
-        config: BrokerConfig,
+        config: LiveConfig,
         clock: Arc<dyn Clock>,
         clean_shutdown: bool,
     ) -> Result<Self, BrokerError> {
-        let data_dir = config.data_dir.clone();
+        let data_dir = config.current().data_dir.clone();
         let meta_dir = data_dir.join("meta").join("topics");
         fs::create_dir_all(&meta_dir).map_err(|e| LogError::io(&meta_dir, e))?;
         let registry = TopicRegistry {
@@ -230,7 +232,7 @@ impl TopicRegistry {
         clean_shutdown: bool,
     ) -> Result<Topic, BrokerError> {
         let name: Arc<str> = Arc::from(name);
-        let config = self.config.log_config(&record.configs);
+        let config = self.config.current().log_config(&record.configs);
         let now_ms = self.clock.now_ms();
         let mut partitions = Vec::with_capacity(record.partitions as usize);
         for index in 0..record.partitions {
@@ -302,8 +304,35 @@ impl TopicRegistry {
             })
     }
 
-    pub fn broker_config(&self) -> &BrokerConfig {
-        &self.config
+    /// The broker's configuration as it is now.
+    pub fn broker_config(&self) -> Arc<BrokerConfig> {
+        self.config.current()
+    }
+
+    /// Gives every topic the log config it has under the broker configs now in effect (after a
+    /// dynamic broker config changed a default it does not override).
+    pub fn apply_broker_defaults(&self) {
+        let _admin = self.admin_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let broker = self.config.current();
+        for topic in self.all() {
+            let config = broker.log_config(&topic.overrides);
+            if config == topic.config {
+                continue;
+            }
+            // Only the effective config changed, which is not stored: nothing to write.
+            let updated = Topic {
+                name: Arc::clone(&topic.name),
+                id: topic.id,
+                partitions: topic.partitions.clone(),
+                overrides: topic.overrides.clone(),
+                config: config.clone(),
+            };
+            for partition in updated.hosted() {
+                partition.set_config(config.clone());
+            }
+            self.write_topics()
+                .insert(Arc::clone(&topic.name), Arc::new(updated));
+        }
     }
 
     /// Checks a CreateTopics request without creating anything.
@@ -347,7 +376,7 @@ impl TopicRegistry {
         configs: BTreeMap<String, String>,
     ) -> Result<Arc<Topic>, BrokerError> {
         let partitions = if partitions == -1 {
-            self.config.num_partitions()
+            self.config.current().num_partitions()
         } else {
             partitions
         };
@@ -520,7 +549,7 @@ impl TopicRegistry {
         if validate_only {
             return Ok(());
         }
-        let config = self.config.log_config(&overrides);
+        let config = self.config.current().log_config(&overrides);
         self.replace(&topic, topic.partitions.clone(), overrides, config.clone())?;
         for partition in topic.hosted() {
             partition.set_config(config.clone());
@@ -579,14 +608,15 @@ impl TopicRegistry {
             } else {
                 let missing = (0..partition_count)
                     .any(|index| hosted.contains(&index) && existing.partition(index).is_none());
-                let same_configs = existing.overrides == *configs;
+                let same_configs = existing.overrides == *configs
+                    && existing.config == self.config.current().log_config(configs);
                 if !missing && existing.partition_count() == partition_count && same_configs {
                     return Ok(existing);
                 }
             }
         }
         let _admin = self.admin_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let config = self.config.log_config(configs);
+        let config = self.config.current().log_config(configs);
         let now_ms = self.clock.now_ms();
         let existing = self.get(name);
         let name: Arc<str> = Arc::from(name);

@@ -100,7 +100,7 @@ async fn configs_partitions_and_deletion_go_through_the_controller() {
     for node_id in 1..=3 {
         let context = cluster.brokers[&node_id].context();
         let leftovers = || -> Vec<String> {
-            std::fs::read_dir(&context.config.data_dir)
+            std::fs::read_dir(&context.config().data_dir)
                 .unwrap()
                 .filter_map(|entry| entry.ok())
                 .map(|entry| entry.file_name().to_string_lossy().into_owned())

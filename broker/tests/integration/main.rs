@@ -5,6 +5,7 @@
 
 mod admin;
 mod bad_input;
+mod broker_configs;
 mod cluster;
 mod cluster_admin;
 mod cluster_health;

@@ -5,6 +5,7 @@
 //!
 //! Usage: weir-compat-scenario HOST:PORT RUN_ID [SECTION]  (one section only, while developing it)
 
+mod broker_configs;
 mod compression;
 mod fencing;
 mod static_members;
@@ -1034,6 +1035,7 @@ impl Scenario {
         self.idempotence_section().await?;
         self.transactions_section().await?;
         self.fencing_section().await?;
+        self.broker_configs_section().await?;
 
         let step = self.delete_topic(&main).await?;
         self.note("delete_topics/ok", step);
@@ -1064,9 +1066,10 @@ async fn main() -> anyhow::Result<()> {
         Some("fencing") => scenario.fencing_section().await?,
         Some("static_members") => scenario.static_members_section().await?,
         Some("compression") => scenario.compression_section().await?,
-        Some(other) => {
-            anyhow::bail!("no section {other} (sections: fencing, static_members, compression)")
-        }
+        Some("broker_configs") => scenario.broker_configs_section().await?,
+        Some(other) => anyhow::bail!(
+            "no section {other} (sections: fencing, static_members, compression, broker_configs)"
+        ),
     }
     println!("{}", serde_json::to_string_pretty(&scenario.transcript)?);
     Ok(())

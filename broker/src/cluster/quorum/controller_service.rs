@@ -357,6 +357,9 @@ fn decide(
         ControllerRequest::AlterTopicConfigs { name, configs } => {
             controller.alter_topic_configs(&name, configs)
         }
+        ControllerRequest::AlterBrokerConfigs { resource, configs } => {
+            Ok(controller.alter_broker_configs(resource, configs))
+        }
         // Answered by the service (`add_observer`, `describe_quorum`): no records.
         ControllerRequest::AddObserver { .. } | ControllerRequest::DescribeQuorum => Ok(Vec::new()),
         ControllerRequest::AllocateProducerIds {

@@ -98,6 +98,11 @@ pub enum ControllerRequest {
         name: String,
         configs: std::collections::BTreeMap<String, String>,
     },
+    /// A BROKER resource's whole set of dynamic configs ("" the cluster default).
+    AlterBrokerConfigs {
+        resource: String,
+        configs: std::collections::BTreeMap<String, String>,
+    },
     /// Makes node `node_id` an observer of the metadata log (a Raft learner), reached at
     /// `address` (its controller listener); a broker-only node asks before registering.
     AddObserver {

@@ -23,7 +23,12 @@ fn offsets_of_empty_groups_expire_and_stay_expired_after_reload() {
     let clock = Arc::new(ManualClock::new(1_000_000));
     let mut config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().to_path_buf());
     config.set("offsets.topic.num.partitions", "3").unwrap();
-    let topics = TopicRegistry::open(config.clone(), clock.clone(), false).unwrap();
+    let topics = TopicRegistry::open(
+        crate::config::LiveConfig::new(config.clone()),
+        clock.clone(),
+        false,
+    )
+    .unwrap();
     topics.create("t", 1, 1, Default::default()).unwrap();
     let coordinator = GroupCoordinator::new(GroupLimits::from_config(&config), 3, clock.clone());
     coordinator
@@ -85,7 +90,12 @@ async fn a_settled_group_comes_back_after_a_restart_and_carries_on_without_a_reb
     let clock = Arc::new(ManualClock::new(1_000_000));
     let mut config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().into());
     config.set("group.initial.rebalance.delay.ms", "0").unwrap();
-    let topics = TopicRegistry::open(config.clone(), clock.clone(), false).unwrap();
+    let topics = TopicRegistry::open(
+        crate::config::LiveConfig::new(config.clone()),
+        clock.clone(),
+        false,
+    )
+    .unwrap();
     let coordinator = GroupCoordinator::new(GroupLimits::from_config(&config), 3, clock.clone());
     let joined = coordinator.join(&topics, "g", join_request("")).await;
     let member = joined.member_id.clone();

@@ -123,6 +123,7 @@ impl Simulation {
         let config = ControllerConfig {
             broker_session_timeout_ms: SESSION_TIMEOUT_MS,
             unclean_leader_election: false,
+            node_id: 1,
             default_replication_factor: BROKERS,
             cluster_id: Some("simulated".into()),
             leader_rebalance_interval_ms: Some(5_000),

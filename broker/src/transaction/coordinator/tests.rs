@@ -28,7 +28,12 @@ impl Fixture {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(1_000_000));
         let config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().into());
-        let topics = TopicRegistry::open(config.clone(), clock.clone(), false).unwrap();
+        let topics = TopicRegistry::open(
+            crate::config::LiveConfig::new(config.clone()),
+            clock.clone(),
+            false,
+        )
+        .unwrap();
         let groups = GroupCoordinator::new(
             crate::group::state::GroupLimits::from_config(&config),
             3,

@@ -1,10 +1,15 @@
 //! DescribeConfigs, AlterConfigs and IncrementalAlterConfigs.
 //!
 //! Topics report every config Weir knows, defaults included, with the source of each value
-//! (topic override, static broker property, or default) and, on request, its synonyms.
-//! Broker properties are reported read-only: dynamic broker configs are not supported.
+//! (topic override, or the layers of its broker synonym: dynamic per broker, dynamic cluster
+//! default, static, default) and, on request, its synonyms as Kafka lists them. A BROKER
+//! resource is one broker by id (every property, read-only unless dynamic) or "" (the cluster
+//! default: its dynamic configs only); its changes go through `crate::broker_configs`.
 //! In a cluster a topic's overrides live in the metadata image: changes go to the controller
 //! and every broker applies them to its replicas.
+//!
+//! `entries`: what is described of a resource (values, sources, synonyms); `incremental`:
+//! IncrementalAlterConfigs' operations on a set of configs.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,107 +25,22 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
+use crate::broker_configs::{self, BrokerConfigSets};
 use crate::cluster::quorum::rpc::ControllerRequest;
-use crate::config::ConfigError;
-use crate::config::{BrokerConfig, ConfigType, BROKER_PROPERTIES, TOPIC_CONFIGS};
+use crate::config::BrokerResource;
 use crate::context::BrokerContext;
 use crate::error::BrokerError;
 use crate::handler::errors::error_for;
 
+mod entries;
+mod incremental;
+
+use entries::describe_broker_configs;
+pub use entries::{describe_topic_configs, ConfigEntry, SOURCE_DYNAMIC_TOPIC_CONFIG};
+use incremental::apply_incremental;
+
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
-
-pub const SOURCE_DYNAMIC_TOPIC_CONFIG: i8 = 1;
-pub const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
-pub const SOURCE_DEFAULT_CONFIG: i8 = 5;
-
-const OPERATION_SET: i8 = 0;
-const OPERATION_DELETE: i8 = 1;
-const OPERATION_APPEND: i8 = 2;
-const OPERATION_SUBTRACT: i8 = 3;
-
-/// One described config value.
-pub struct ConfigEntry {
-    pub name: String,
-    pub value: String,
-    pub source: i8,
-    pub kind: ConfigType,
-    /// (name, value, source), most specific first.
-    pub synonyms: Vec<(String, String, i8)>,
-}
-
-/// Every topic config's effective value and where it comes from.
-pub fn describe_topic_configs(
-    broker: &BrokerConfig,
-    overrides: &BTreeMap<String, String>,
-    keys: Option<&[String]>,
-) -> Vec<ConfigEntry> {
-    TOPIC_CONFIGS
-        .iter()
-        .filter(|def| keys.is_none_or(|keys| keys.iter().any(|k| k == def.name)))
-        .map(|def| {
-            let (default_value, explicit) = broker.topic_default(def);
-            let default_source = if explicit {
-                SOURCE_STATIC_BROKER_CONFIG
-            } else {
-                SOURCE_DEFAULT_CONFIG
-            };
-            let mut synonyms = Vec::new();
-            if let Some(value) = overrides.get(def.name) {
-                synonyms.push((
-                    def.name.to_string(),
-                    value.clone(),
-                    SOURCE_DYNAMIC_TOPIC_CONFIG,
-                ));
-            }
-            if explicit {
-                if let Some(synonym) = def.broker_synonym {
-                    synonyms.push((
-                        synonym.to_string(),
-                        default_value.clone(),
-                        SOURCE_STATIC_BROKER_CONFIG,
-                    ));
-                }
-            }
-            synonyms.push((
-                def.broker_synonym.unwrap_or(def.name).to_string(),
-                def.default.to_string(),
-                SOURCE_DEFAULT_CONFIG,
-            ));
-            let (value, source) = match overrides.get(def.name) {
-                Some(value) => (value.clone(), SOURCE_DYNAMIC_TOPIC_CONFIG),
-                None => (default_value, default_source),
-            };
-            ConfigEntry {
-                name: def.name.to_string(),
-                value,
-                source,
-                kind: def.kind,
-                synonyms,
-            }
-        })
-        .collect()
-}
-
-fn describe_broker_configs(broker: &BrokerConfig, keys: Option<&[String]>) -> Vec<ConfigEntry> {
-    BROKER_PROPERTIES
-        .iter()
-        .filter(|def| keys.is_none_or(|keys| keys.iter().any(|k| k == def.name)))
-        .filter_map(|def| {
-            let (value, source) = match broker.explicit(def.name) {
-                Some(value) => (value.to_string(), SOURCE_STATIC_BROKER_CONFIG),
-                None => (def.default?.to_string(), SOURCE_DEFAULT_CONFIG),
-            };
-            Some(ConfigEntry {
-                name: def.name.to_string(),
-                synonyms: vec![(def.name.to_string(), value.clone(), source)],
-                value,
-                source,
-                kind: def.kind,
-            })
-        })
-        .collect()
-}
 
 pub fn describe(
     context: &Arc<BrokerContext>,
@@ -143,7 +63,7 @@ pub fn describe(
             let entries = match resource.resource_type {
                 RESOURCE_TOPIC => match topic_overrides(context, resource.resource_name.as_str()) {
                     Some(overrides) => {
-                        describe_topic_configs(&context.config, &overrides, keys.as_deref())
+                        describe_topic_configs(&context.config(), &overrides, keys.as_deref())
                     }
                     None => {
                         return result
@@ -156,14 +76,25 @@ pub fn describe(
                 },
                 RESOURCE_BROKER => {
                     let name = resource.resource_name.as_str();
-                    if !name.is_empty() && name != context.node_id.to_string() {
-                        return result
-                            .with_error_code(ResponseError::InvalidRequest.code())
-                            .with_error_message(Some(StrBytes::from_string(format!(
-                                "unknown broker '{name}'"
-                            ))));
+                    let broker = match BrokerResource::parse(name) {
+                        Ok(BrokerResource::Broker(id)) if id != context.node_id => Err(format!(
+                            "Unexpected broker id, expected {} or empty string, but received \
+                             {name}",
+                            context.node_id
+                        )),
+                        Ok(broker) => Ok(broker),
+                        Err(error) => Err(error.to_string()),
+                    };
+                    match broker {
+                        Ok(broker) => {
+                            describe_broker_configs(&context.config(), broker, keys.as_deref())
+                        }
+                        Err(message) => {
+                            return result
+                                .with_error_code(ResponseError::InvalidRequest.code())
+                                .with_error_message(Some(StrBytes::from_string(message)));
+                        }
                     }
-                    describe_broker_configs(&context.config, keys.as_deref())
                 }
                 other => {
                     return result
@@ -173,14 +104,13 @@ pub fn describe(
                         ))));
                 }
             };
-            let read_only = resource.resource_type == RESOURCE_BROKER;
             let configs = entries
                 .into_iter()
                 .map(|entry| {
                     let mut out = DescribeConfigsResourceResult::default()
                         .with_name(StrBytes::from_string(entry.name))
-                        .with_value(Some(StrBytes::from_string(entry.value)))
-                        .with_read_only(read_only)
+                        .with_value(entry.value.map(StrBytes::from_string))
+                        .with_read_only(entry.read_only)
                         .with_config_source(entry.source);
                     if request.include_synonyms {
                         out.synonyms = entry
@@ -280,58 +210,6 @@ pub async fn incremental_alter(
     IncrementalAlterConfigsResponse::default().with_responses(responses)
 }
 
-fn apply_incremental(
-    current: &BTreeMap<String, String>,
-    changes: &[(String, i8, Option<String>)],
-) -> Result<BTreeMap<String, String>, BrokerError> {
-    let mut next = current.clone();
-    for (name, operation, value) in changes {
-        let invalid = |reason: &str| {
-            BrokerError::Config(ConfigError::InvalidValue {
-                name: name.clone(),
-                value: value.clone().unwrap_or_default(),
-                reason: reason.to_string(),
-            })
-        };
-        match *operation {
-            OPERATION_SET => {
-                let value = value.clone().ok_or_else(|| invalid("SET needs a value"))?;
-                next.insert(name.clone(), value);
-            }
-            OPERATION_DELETE => {
-                next.remove(name);
-            }
-            OPERATION_APPEND | OPERATION_SUBTRACT => {
-                let is_list = crate::config::topic_config_def(name)
-                    .is_some_and(|d| d.kind == ConfigType::List);
-                if !is_list {
-                    return Err(invalid("APPEND and SUBTRACT apply to list configs only"));
-                }
-                let value = value.clone().ok_or_else(|| invalid("a value is needed"))?;
-                let existing = next.get(name).cloned().unwrap_or_default();
-                let mut items: Vec<String> = existing
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_string)
-                    .collect();
-                for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                    if *operation == OPERATION_APPEND {
-                        if !items.iter().any(|i| i == item) {
-                            items.push(item.to_string());
-                        }
-                    } else {
-                        items.retain(|i| i != item);
-                    }
-                }
-                next.insert(name.clone(), items.join(","));
-            }
-            other => return Err(invalid(&format!("unknown operation {other}"))),
-        }
-    }
-    Ok(next)
-}
-
 async fn apply(
     context: &Arc<BrokerContext>,
     resource_type: i8,
@@ -364,15 +242,61 @@ async fn apply(
             };
             cluster.request(request).await.map(|_| ())
         }
-        RESOURCE_BROKER => Err(BrokerError::Config(ConfigError::Unsupported {
-            name: format!("broker {name}"),
-            reason: "broker properties are static: set them with --set or --config and restart"
-                .into(),
-        })),
+        RESOURCE_BROKER => {
+            let resource = BrokerResource::parse(name).map_err(BrokerError::BrokerConfig)?;
+            alter_broker_configs(context, resource, validate_only, change).await
+        }
         other => Err(BrokerError::InvalidRequest(format!(
             "resource type {other} is not supported"
         ))),
     }
+}
+
+/// Changes a BROKER resource's dynamic configs: alone in the broker's own store, in a cluster
+/// through the controller (every broker applies them from its image).
+async fn alter_broker_configs(
+    context: &Arc<BrokerContext>,
+    resource: BrokerResource,
+    validate_only: bool,
+    change: impl FnOnce(&BTreeMap<String, String>) -> Result<BTreeMap<String, String>, BrokerError>,
+) -> Result<(), BrokerError> {
+    let check = |sets: &BrokerConfigSets| {
+        broker_configs::check_sets(&context.live_config, context.node_id, resource, sets)
+    };
+    // Every refusal of a broker resource's change is INVALID_REQUEST, as in Kafka.
+    let change = |current: &BTreeMap<String, String>| {
+        change(current).map_err(|error| match error {
+            BrokerError::Config(error) => BrokerError::BrokerConfig(error),
+            other => other,
+        })
+    };
+    let Some(cluster) = &context.cluster else {
+        let sets = context
+            .broker_configs
+            .replace(resource, change, check, validate_only)?;
+        if !validate_only {
+            broker_configs::apply(
+                &context.live_config,
+                &context.topics,
+                &sets,
+                context.node_id,
+            );
+        }
+        return Ok(());
+    };
+    let mut sets = cluster.image().image.broker_configs.clone();
+    let current = sets.get(&resource.name()).cloned().unwrap_or_default();
+    let configs = change(&current)?;
+    broker_configs::set_resource(&mut sets, resource, configs.clone());
+    check(&sets)?;
+    if validate_only {
+        return Ok(());
+    }
+    let request = ControllerRequest::AlterBrokerConfigs {
+        resource: resource.name(),
+        configs,
+    };
+    cluster.request(request).await.map(|_| ())
 }
 
 /// A topic's config overrides: the cluster's (this broker may host none of its replicas), or
