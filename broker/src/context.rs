@@ -31,9 +31,11 @@ pub struct BrokerContext {
     pub metrics: Metrics,
     pub cluster_id: String,
     pub node_id: i32,
-    /// host and port given to clients in Metadata.
+    /// The inter-broker listener's advertised host and port.
     pub advertised_host: String,
     pub advertised_port: u16,
+    /// Every client listener's advertised address: Metadata answers the one a request came in on.
+    pub listeners: Vec<crate::cluster::BrokerEndpoint>,
     /// Cluster mode (`controller.quorum.voters` set): the metadata image and the way to the
     /// active controller. `None` when the broker runs alone.
     pub cluster: Option<Arc<ClusterMember>>,
@@ -46,6 +48,15 @@ impl BrokerContext {
     /// The configuration as it is now (a snapshot: a dynamic change installs a new one).
     pub fn config(&self) -> Arc<BrokerConfig> {
         self.live_config.current()
+    }
+
+    /// Where clients of `listener` reach this broker.
+    pub fn advertised(&self, listener: &str) -> (String, u16) {
+        self.listeners
+            .iter()
+            .find(|endpoint| endpoint.name == listener)
+            .map(|endpoint| (endpoint.host.clone(), endpoint.port))
+            .unwrap_or_else(|| (self.advertised_host.clone(), self.advertised_port))
     }
 
     /// The cluster id clients see: the metadata log's in cluster mode (this broker's own until

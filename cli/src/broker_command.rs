@@ -9,9 +9,11 @@ use weir_broker::{Broker, BrokerConfig};
 
 #[derive(Args)]
 pub(crate) struct BrokerArgs {
-    /// Address to accept Kafka clients on (port 0 picks a free port; the bound port is logged).
-    #[arg(long, default_value = "127.0.0.1:9092")]
-    listen: String,
+    /// Address to accept Kafka clients on, one PLAINTEXT listener (default 127.0.0.1:9092; port
+    /// 0 picks a free port, the bound port is logged). Several named listeners: --set
+    /// listeners=NAME://host:port,… instead.
+    #[arg(long)]
+    listen: Option<String>,
     /// host:port given to clients in Metadata (default: the bound listen address).
     #[arg(long)]
     advertised_listener: Option<String>,
@@ -33,6 +35,9 @@ pub(crate) struct BrokerArgs {
     set: Vec<String>,
 }
 
+/// `--listen` when not given.
+const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
+
 fn resolve(address: &str, what: &str) -> anyhow::Result<SocketAddr> {
     address
         .to_socket_addrs()
@@ -42,7 +47,7 @@ fn resolve(address: &str, what: &str) -> anyhow::Result<SocketAddr> {
 }
 
 pub(crate) fn build_config(args: &BrokerArgs) -> anyhow::Result<BrokerConfig> {
-    let listen = resolve(&args.listen, "--listen")?;
+    let listen = resolve(args.listen.as_deref().unwrap_or(DEFAULT_LISTEN), "--listen")?;
     let mut config = BrokerConfig::new(listen, args.data_dir.clone());
     if args.metrics_listen != "off" {
         config.metrics_listen = Some(resolve(&args.metrics_listen, "--metrics-listen")?);
@@ -81,6 +86,14 @@ pub(crate) fn build_config(args: &BrokerArgs) -> anyhow::Result<BrokerConfig> {
             bail!("--set '{assignment}' must be NAME=VALUE");
         };
         config.set(name.trim(), value.trim()).context("in --set")?;
+    }
+    if config.explicit("listeners").is_some() {
+        if args.listen.is_some() {
+            bail!("--listen and the listeners property both name client listeners: use one");
+        }
+        if args.advertised_listener.is_some() {
+            bail!("with the listeners property, advertise with advertised.listeners, not --advertised-listener");
+        }
     }
     Ok(config)
 }
@@ -144,7 +157,7 @@ mod tests {
 
     fn args(config: Option<PathBuf>, set: &[&str]) -> BrokerArgs {
         BrokerArgs {
-            listen: "127.0.0.1:0".into(),
+            listen: Some("127.0.0.1:0".into()),
             advertised_listener: Some("broker-0.weir:9092".into()),
             controller_listen: None,
             data_dir: PathBuf::from("/tmp/unused"),
@@ -171,6 +184,24 @@ mod tests {
             Some(("broker-0.weir".into(), 9092))
         );
         assert_eq!(config.metrics_listen, None);
+    }
+
+    #[test]
+    fn listeners_replace_listen_and_its_advertised_address() {
+        let listeners = ["listeners=PLAINTEXT://127.0.0.1:0"];
+        assert!(
+            build_config(&args(None, &listeners)).is_err(),
+            "with --listen"
+        );
+        let mut only_listeners = args(None, &listeners);
+        only_listeners.listen = None;
+        assert!(
+            build_config(&only_listeners).is_err(),
+            "with --advertised-listener"
+        );
+        only_listeners.advertised_listener = None;
+        let config = build_config(&only_listeners).unwrap();
+        assert_eq!(config.client_listeners().unwrap()[0].name, "PLAINTEXT");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::image::{BrokerState, MetadataImage, PartitionState};
+use super::image::{BrokerEndpoint, BrokerState, MetadataImage, PartitionState};
 use super::placement;
 use super::record::{MetadataRecord, PartitionChange, NO_LEADER};
 
@@ -134,9 +134,13 @@ pub enum ControllerError {
 pub struct Registration {
     pub broker_id: i32,
     pub incarnation_id: Uuid,
+    /// The inter-broker listener's advertised address.
     pub host: String,
     pub port: u16,
     pub rack: Option<String>,
+    /// Every client listener's advertised address.
+    #[serde(default)]
+    pub listeners: Vec<BrokerEndpoint>,
 }
 
 pub struct Controller {
@@ -215,6 +219,7 @@ impl Controller {
             host: registration.host,
             port: registration.port,
             rack: registration.rack,
+            listeners: registration.listeners,
         });
         self.last_heartbeat_ms.insert(broker_id, now_ms);
         Ok(records)

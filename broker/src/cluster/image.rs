@@ -7,15 +7,43 @@ use uuid::Uuid;
 
 use super::record::{MetadataRecord, PartitionChange, NO_LEADER};
 
+/// Where clients reach a broker on one of its named listeners.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerEndpoint {
+    /// The listener's name, upper case (PLAINTEXT, SSL, INTERNAL…).
+    pub name: String,
+    pub host: String,
+    pub port: u16,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BrokerState {
     pub broker_id: i32,
     pub incarnation_id: Uuid,
     pub broker_epoch: i64,
+    /// The inter-broker listener's address (replica fetches, transaction markers).
     pub host: String,
     pub port: u16,
     pub rack: Option<String>,
     pub fenced: bool,
+    /// Every client listener's advertised address (none in a registration older than named
+    /// listeners: then `host:port` on every listener).
+    #[serde(default)]
+    pub listeners: Vec<BrokerEndpoint>,
+}
+
+impl BrokerState {
+    /// The broker's address on `listener`, `None` when it has no such listener (Kafka leaves
+    /// such a broker out of that listener's Metadata).
+    pub fn endpoint(&self, listener: &str) -> Option<(&str, u16)> {
+        if self.listeners.is_empty() {
+            return Some((&self.host, self.port));
+        }
+        self.listeners
+            .iter()
+            .find(|endpoint| endpoint.name == listener)
+            .map(|endpoint| (endpoint.host.as_str(), endpoint.port))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,6 +145,7 @@ impl MetadataImage {
                 host,
                 port,
                 rack,
+                listeners,
             } => {
                 self.brokers.insert(
                     *broker_id,
@@ -128,6 +157,7 @@ impl MetadataImage {
                         port: *port,
                         rack: rack.clone(),
                         fenced: true,
+                        listeners: listeners.clone(),
                     },
                 );
             }

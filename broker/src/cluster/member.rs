@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Mutex};
 
 use super::controller::Registration;
+use super::image::BrokerEndpoint;
 use super::lifecycle::{BrokerLifecycle, Membership};
 use super::quorum::client::ControllerClient;
 use super::quorum::node::{wait_applied, QuorumConfig, QuorumNode};
@@ -53,19 +54,20 @@ pub struct ClusterParts {
 }
 
 impl ClusterMember {
-    /// Starts the quorum member on `controller_listen` and registers this broker, advertised
-    /// at `host:port`.
+    /// Starts the quorum member on the controller listener and registers this broker: other
+    /// brokers reach it at `host:port` (its inter-broker listener), clients at `listeners`.
     pub async fn start(
         config: &BrokerConfig,
         host: String,
         port: u16,
+        listeners: Vec<BrokerEndpoint>,
         clock: Arc<dyn Clock>,
         shutdown: watch::Receiver<bool>,
     ) -> Result<ClusterParts, BrokerError> {
         let voters = config.quorum_voters();
         let node_id = config.node_id();
         let role = config.quorum_role()?;
-        let Some(controller_listen) = config.controller_listen else {
+        let Some(controller_listen) = config.controller_address()? else {
             return Err(BrokerError::InvalidRequest(match role {
                 QuorumRole::Voter => format!(
                     "node {node_id} is in controller.quorum.voters but has no --controller-listen"
@@ -111,6 +113,7 @@ impl ClusterMember {
             host,
             port,
             rack: None,
+            listeners,
         };
         // Where voters reach an observer: its controller listener, under the advertised host
         // when it listens on every interface.

@@ -35,5 +35,5 @@ pub mod record;
 mod tests;
 
 pub use controller::{Controller, ControllerConfig, ControllerError, Registration};
-pub use image::{BrokerState, MetadataImage, PartitionState, TopicState};
+pub use image::{BrokerEndpoint, BrokerState, MetadataImage, PartitionState, TopicState};
 pub use record::{MetadataRecord, PartitionChange, NO_LEADER};

@@ -25,6 +25,9 @@ pub enum MetadataRecord {
         host: String,
         port: u16,
         rack: Option<String>,
+        /// Every client listener's advertised address (older records: none).
+        #[serde(default)]
+        listeners: Vec<super::image::BrokerEndpoint>,
     },
     /// The broker may lead and be in ISRs (it heartbeats).
     UnfenceBroker {

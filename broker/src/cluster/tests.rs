@@ -62,6 +62,7 @@ impl Cluster {
             host: "127.0.0.1".into(),
             port: 9000 + broker_id as u16,
             rack: None,
+            listeners: Vec::new(),
         };
         let records = self
             .controller
@@ -367,6 +368,7 @@ fn a_live_broker_id_cannot_be_registered_twice_but_a_restarted_one_can() {
         host: "127.0.0.1".into(),
         port: 9999,
         rack: None,
+        listeners: Vec::new(),
     };
     assert_eq!(
         cluster

@@ -6,6 +6,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::dynamic::{ConfigSource, DynamicConfigs};
+use super::listeners::{
+    client_listeners, parse_listener_list, parse_protocol_map, Listener, SecurityProtocol,
+};
 use super::properties::{
     broker_property_def, topic_config_def, validate_value, DEFAULT_QUEUED_MAX_REQUEST_BYTES,
     GZIP_LEVEL, LZ4_LEVEL, REFUSED_PROPERTIES, ZSTD_LEVEL,
@@ -163,6 +166,12 @@ impl BrokerConfig {
         if name == "max.connections.per.ip.overrides" {
             parse_connection_overrides(value)?;
         }
+        if name == "listeners" || name == "advertised.listeners" {
+            parse_listener_list(name, value)?;
+        }
+        if name == "listener.security.protocol.map" {
+            parse_protocol_map(value)?;
+        }
         self.properties.insert(name.to_string(), value.to_string());
         Ok(())
     }
@@ -276,6 +285,77 @@ impl BrokerConfig {
             }),
             None => Ok(role),
         }
+    }
+
+    /// `controller.listener.names`, upper-cased.
+    fn controller_listener_names(&self) -> Vec<String> {
+        self.explicit("controller.listener.names")
+            .unwrap_or("")
+            .split(',')
+            .map(|name| name.trim().to_ascii_uppercase())
+            .filter(|name| !name.is_empty())
+            .collect()
+    }
+
+    /// The client listeners: those of `listeners` (controller listeners left out), else one
+    /// PLAINTEXT listener named PLAINTEXT on `--listen`, advertised as `--advertised-listener`.
+    pub fn client_listeners(&self) -> Result<Vec<Listener>, ConfigError> {
+        let Some(listeners) = self.explicit("listeners") else {
+            return Ok(vec![Listener {
+                name: "PLAINTEXT".into(),
+                protocol: SecurityProtocol::Plaintext,
+                bind: self.listen,
+                advertised: self.advertised_listener.clone(),
+            }]);
+        };
+        let protocol_map = self.value("listener.security.protocol.map").unwrap_or("");
+        client_listeners(
+            listeners,
+            self.explicit("advertised.listeners"),
+            protocol_map,
+            &self.controller_listener_names(),
+        )
+    }
+
+    /// `inter.broker.listener.name`: the listener other brokers reach this one on (replica
+    /// fetches, transaction markers). Unset: PLAINTEXT if there is one, else the first.
+    pub fn inter_broker_listener(&self) -> Result<Listener, ConfigError> {
+        let listeners = self.client_listeners()?;
+        let wanted = self
+            .explicit("inter.broker.listener.name")
+            .map(|name| name.trim().to_ascii_uppercase());
+        let found = match &wanted {
+            Some(name) => listeners.iter().find(|listener| listener.name == *name),
+            None => listeners
+                .iter()
+                .find(|listener| listener.name == "PLAINTEXT")
+                .or(listeners.first()),
+        };
+        found.cloned().ok_or_else(|| ConfigError::InvalidValue {
+            name: "inter.broker.listener.name".into(),
+            value: wanted.unwrap_or_default(),
+            reason: "names no client listener of listeners".into(),
+        })
+    }
+
+    /// The controller listener's address: `--controller-listen`, else the listener of
+    /// `listeners` that `controller.listener.names` names.
+    pub fn controller_address(&self) -> Result<Option<SocketAddr>, ConfigError> {
+        if let Some(address) = self.controller_listen {
+            return Ok(Some(address));
+        }
+        let names = self.controller_listener_names();
+        let Some(listeners) = self.explicit("listeners") else {
+            return Ok(None);
+        };
+        let parsed = parse_listener_list("listeners", listeners)?;
+        let Some((_, host, port)) = parsed.iter().find(|(name, _, _)| names.contains(name)) else {
+            return Ok(None);
+        };
+        let bind_host = if host.is_empty() { "0.0.0.0" } else { host };
+        let address = format!("{bind_host}:{port}");
+        use std::net::ToSocketAddrs;
+        Ok(address.to_socket_addrs().ok().and_then(|mut a| a.next()))
     }
 
     pub fn election_timeout_ms(&self) -> u64 {

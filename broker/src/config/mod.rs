@@ -13,11 +13,14 @@
 //! - `topic`: [`LogConfig`], the effective configuration of one topic's logs.
 //! - `dynamic`: which properties may change at run time, the layers a value is looked up in
 //!   ([`ConfigSource`]) and the validation of a dynamic change.
+//! - `listeners`: the named client listeners (`listeners`, `advertised.listeners`,
+//!   `listener.security.protocol.map`) and their security protocols.
 //! - `live`: [`LiveConfig`], the configuration a running broker reads: swapped whole when a
 //!   dynamic config changes, watched by the subsystems that hold settings derived from it.
 
 mod broker;
 mod dynamic;
+mod listeners;
 mod live;
 mod properties;
 #[cfg(test)]
@@ -30,6 +33,7 @@ pub use broker::{
 pub use dynamic::{
     is_dynamic, validate_combined, validate_dynamic, BrokerResource, ConfigSource, DynamicConfigs,
 };
+pub use listeners::{Listener, SecurityProtocol};
 pub use live::LiveConfig;
 pub use properties::{
     topic_config_def, validate_topic_config, ConfigType, PropertyDef, TopicConfigDef,

@@ -119,6 +119,16 @@ const ZSTD_LEVELS: std::ops::RangeInclusive<i64> = -131_072..=22;
 /// Every broker property Weir accepts, with Kafka's defaults.
 pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     prop_min("node.id", ConfigType::Int, "1", 0),
+    // Named listeners (Kafka's): without `listeners`, one PLAINTEXT listener on --listen.
+    prop_unset("listeners", ConfigType::List),
+    prop_unset("advertised.listeners", ConfigType::List),
+    prop(
+        "listener.security.protocol.map",
+        ConfigType::List,
+        super::listeners::DEFAULT_PROTOCOL_MAP,
+    ),
+    prop_unset("inter.broker.listener.name", ConfigType::String),
+    prop_unset("controller.listener.names", ConfigType::List),
     prop_unset("broker.id", ConfigType::Int),
     prop_unset("cluster.id", ConfigType::String),
     // Cluster mode (KRaft's names): without voters the broker runs alone.

@@ -218,3 +218,47 @@ fn a_live_config_publishes_only_changed_layers() {
     assert!(!live.set_dynamic(layers));
     assert!(!watcher.has_changed().unwrap());
 }
+
+#[test]
+fn named_listeners_give_the_client_inter_broker_and_controller_listeners() {
+    let mut broker = config();
+    let only = broker.client_listeners().unwrap();
+    assert_eq!(only.len(), 1, "--listen alone is one PLAINTEXT listener");
+    assert_eq!(only[0].name, "PLAINTEXT");
+    assert_eq!(broker.controller_address(), Ok(None));
+    broker
+        .set(
+            "listeners",
+            "CLIENT://127.0.0.1:9092,REPLICATION://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093",
+        )
+        .unwrap();
+    broker
+        .set(
+            "listener.security.protocol.map",
+            "CLIENT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        )
+        .unwrap();
+    broker
+        .set("controller.listener.names", "controller")
+        .unwrap();
+    let names: Vec<String> = broker
+        .client_listeners()
+        .unwrap()
+        .into_iter()
+        .map(|listener| listener.name)
+        .collect();
+    assert_eq!(names, ["CLIENT", "REPLICATION"]);
+    assert_eq!(broker.inter_broker_listener().unwrap().name, "CLIENT");
+    broker
+        .set("inter.broker.listener.name", "replication")
+        .unwrap();
+    assert_eq!(broker.inter_broker_listener().unwrap().name, "REPLICATION");
+    assert_eq!(
+        broker.controller_address(),
+        Ok(Some("127.0.0.1:9093".parse().unwrap()))
+    );
+    assert!(broker.set("listeners", "CLIENT:9092").is_err());
+    assert!(broker
+        .set("listener.security.protocol.map", "CLIENT:QUIC")
+        .is_err());
+}

@@ -8,20 +8,25 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::context::BrokerContext;
 
+/// The brokers' addresses on `listener`, the one the request came in on.
 pub fn handle(
     context: &Arc<BrokerContext>,
+    listener: &str,
     _request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
     if let Some(cluster) = &context.cluster {
         let image = cluster.image().image;
         let brokers = image
             .live_brokers()
-            .map(|broker| {
-                DescribeClusterBroker::default()
-                    .with_broker_id(BrokerId(broker.broker_id))
-                    .with_host(StrBytes::from_string(broker.host.clone()))
-                    .with_port(broker.port as i32)
-                    .with_rack(broker.rack.clone().map(StrBytes::from_string))
+            .filter_map(|broker| {
+                let (host, port) = broker.endpoint(listener)?;
+                Some(
+                    DescribeClusterBroker::default()
+                        .with_broker_id(BrokerId(broker.broker_id))
+                        .with_host(StrBytes::from_string(host.to_string()))
+                        .with_port(port as i32)
+                        .with_rack(broker.rack.clone().map(StrBytes::from_string)),
+                )
             })
             .collect();
         return DescribeClusterResponse::default()
@@ -29,11 +34,12 @@ pub fn handle(
             .with_controller_id(BrokerId(cluster.active_controller().unwrap_or(-1)))
             .with_brokers(brokers);
     }
+    let (host, port) = context.advertised(listener);
     DescribeClusterResponse::default()
         .with_cluster_id(StrBytes::from_string(context.cluster_id()))
         .with_controller_id(BrokerId(context.node_id))
         .with_brokers(vec![DescribeClusterBroker::default()
             .with_broker_id(BrokerId(context.node_id))
-            .with_host(StrBytes::from_string(context.advertised_host.clone()))
-            .with_port(context.advertised_port as i32)])
+            .with_host(StrBytes::from_string(host))
+            .with_port(port as i32)])
 }

@@ -30,6 +30,7 @@ type Found = (i32, StrBytes, i32);
 
 fn find(
     context: &Arc<BrokerContext>,
+    listener: &str,
     key_type: i8,
     key: &str,
 ) -> Result<Found, (ResponseError, String)> {
@@ -52,11 +53,11 @@ fn find(
             }
             other => return Err(unknown_key_type(other)),
         };
-        return coordinator_in_cluster(cluster, internal, key);
+        return coordinator_in_cluster(cluster, listener, internal, key);
     }
     answer(context, key_type)?;
-    let host = StrBytes::from_string(context.advertised_host.clone());
-    Ok((context.node_id, host, context.advertised_port as i32))
+    let (host, port) = context.advertised(listener);
+    Ok((context.node_id, StrBytes::from_string(host), port as i32))
 }
 
 /// The internal topic whose partition leaders coordinate a kind of key.
@@ -71,6 +72,7 @@ struct InternalTopic {
 /// creates on first use (COORDINATOR_NOT_AVAILABLE until it exists and has a leader).
 fn coordinator_in_cluster(
     cluster: &Arc<ClusterMember>,
+    listener: &str,
     internal: InternalTopic,
     key: &str,
 ) -> Result<Found, (ResponseError, String)> {
@@ -90,12 +92,14 @@ fn coordinator_in_cluster(
         .partitions
         .get(index as usize)
         .map_or(NO_LEADER, |state| state.leader);
-    match image.brokers.get(&leader) {
-        Some(broker) if leader != NO_LEADER => Ok((
-            leader,
-            StrBytes::from_string(broker.host.clone()),
-            broker.port as i32,
-        )),
+    let endpoint = image
+        .brokers
+        .get(&leader)
+        .and_then(|broker| broker.endpoint(listener));
+    match endpoint {
+        Some((host, port)) if leader != NO_LEADER => {
+            Ok((leader, StrBytes::from_string(host.to_string()), port as i32))
+        }
         _ => Err(not_available(format!(
             "{}-{index} has no leader",
             internal.name
@@ -122,32 +126,36 @@ fn answer(context: &Arc<BrokerContext>, key_type: i8) -> Result<(), (ResponseErr
     ready.map_err(|error| (error_for(&error), error.to_string()))
 }
 
+/// The coordinators' addresses on `listener`, the one the request came in on.
 pub fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
+    listener: &str,
     request: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
     if version >= 4 {
         let coordinators = request
             .coordinator_keys
             .into_iter()
-            .map(|key| match find(context, request.key_type, key.as_str()) {
-                Ok((node, host, port)) => Coordinator::default()
-                    .with_key(key)
-                    .with_node_id(BrokerId(node))
-                    .with_host(host)
-                    .with_port(port),
-                Err((error, message)) => Coordinator::default()
-                    .with_key(key)
-                    .with_node_id(BrokerId(-1))
-                    .with_port(-1)
-                    .with_error_code(error.code())
-                    .with_error_message(Some(StrBytes::from_string(message))),
-            })
+            .map(
+                |key| match find(context, listener, request.key_type, key.as_str()) {
+                    Ok((node, host, port)) => Coordinator::default()
+                        .with_key(key)
+                        .with_node_id(BrokerId(node))
+                        .with_host(host)
+                        .with_port(port),
+                    Err((error, message)) => Coordinator::default()
+                        .with_key(key)
+                        .with_node_id(BrokerId(-1))
+                        .with_port(-1)
+                        .with_error_code(error.code())
+                        .with_error_message(Some(StrBytes::from_string(message))),
+                },
+            )
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    match find(context, request.key_type, request.key.as_str()) {
+    match find(context, listener, request.key_type, request.key.as_str()) {
         Ok((node, host, port)) => FindCoordinatorResponse::default()
             .with_node_id(BrokerId(node))
             .with_host(host)

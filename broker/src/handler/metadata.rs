@@ -16,15 +16,17 @@ use crate::context::BrokerContext;
 use crate::handler::errors::{code, error_for};
 use crate::topic::Topic;
 
+/// Metadata as seen from `listener`: the brokers' addresses on that listener.
 pub fn handle(
     context: &Arc<BrokerContext>,
     version: i16,
+    listener: &str,
     request: MetadataRequest,
 ) -> MetadataResponse {
     let auto_create = context.config().auto_create_topics_enable()
         && (version < 4 || request.allow_auto_topic_creation);
     if let Some(cluster) = &context.cluster {
-        return cluster_metadata(context, cluster, version, request, auto_create);
+        return cluster_metadata(context, cluster, version, listener, request, auto_create);
     }
     let topics = match request.topics {
         None => all_topics(context),
@@ -37,11 +39,12 @@ pub fn handle(
             })
             .collect(),
     };
+    let (host, port) = context.advertised(listener);
     MetadataResponse::default()
         .with_brokers(vec![MetadataResponseBroker::default()
             .with_node_id(BrokerId(context.node_id))
-            .with_host(StrBytes::from_string(context.advertised_host.clone()))
-            .with_port(context.advertised_port as i32)])
+            .with_host(StrBytes::from_string(host))
+            .with_port(port as i32)])
         .with_cluster_id(Some(StrBytes::from_string(context.cluster_id())))
         .with_controller_id(BrokerId(context.node_id))
         .with_topics(topics)
@@ -124,18 +127,23 @@ fn cluster_metadata(
     context: &Arc<BrokerContext>,
     cluster: &Arc<ClusterMember>,
     version: i16,
+    listener: &str,
     request: MetadataRequest,
     auto_create: bool,
 ) -> MetadataResponse {
     let image = cluster.image().image;
+    // A broker without this listener is left out, as Kafka does.
     let brokers = image
         .live_brokers()
-        .map(|broker| {
-            MetadataResponseBroker::default()
-                .with_node_id(BrokerId(broker.broker_id))
-                .with_host(StrBytes::from_string(broker.host.clone()))
-                .with_port(broker.port as i32)
-                .with_rack(broker.rack.clone().map(StrBytes::from_string))
+        .filter_map(|broker| {
+            let (host, port) = broker.endpoint(listener)?;
+            Some(
+                MetadataResponseBroker::default()
+                    .with_node_id(BrokerId(broker.broker_id))
+                    .with_host(StrBytes::from_string(host.to_string()))
+                    .with_port(port as i32)
+                    .with_rack(broker.rack.clone().map(StrBytes::from_string)),
+            )
         })
         .collect();
     let all_topics = match &request.topics {

@@ -128,10 +128,12 @@ pub enum HandlerOutput {
     Close,
 }
 
-/// Who sent a request: the header's client id and the connection's peer.
+/// Who sent a request: the header's client id, the connection's peer and the listener it
+/// came in on (Metadata answers that listener's addresses).
 pub struct RequestOrigin<'a> {
     pub client_id: &'a str,
     pub peer: std::net::SocketAddr,
+    pub listener: &'a str,
 }
 
 impl RequestOrigin<'_> {
@@ -157,7 +159,10 @@ pub async fn handle(
             ready(ResponseKind::ApiVersions(api_versions::handle(version, r)))
         }
         RequestKind::Metadata(r) => ready(ResponseKind::Metadata(metadata::handle(
-            context, version, r,
+            context,
+            version,
+            origin.listener,
+            r,
         ))),
         RequestKind::Produce(r) => produce::handle(context, version, origin, r).await,
         RequestKind::Fetch(r) => ready(ResponseKind::Fetch(
@@ -189,13 +194,13 @@ pub async fn handle(
             create_partitions::handle(context, r).await,
         )),
         RequestKind::DescribeCluster(r) => ready(ResponseKind::DescribeCluster(
-            describe_cluster::handle(context, r),
+            describe_cluster::handle(context, origin.listener, r),
         )),
         RequestKind::DescribeQuorum(r) => ready(ResponseKind::DescribeQuorum(
             describe_quorum::handle(context, r).await,
         )),
         RequestKind::FindCoordinator(r) => ready(ResponseKind::FindCoordinator(
-            find_coordinator::handle(context, version, r),
+            find_coordinator::handle(context, version, origin.listener, r),
         )),
         RequestKind::JoinGroup(r) => join_group::handle(context, version, origin, r),
         RequestKind::SyncGroup(r) => sync_group::handle(context, version, r),

@@ -50,6 +50,7 @@ pub(super) struct Shared {
 
 pub(super) async fn accept_loop(
     listener: TcpListener,
+    listener_name: Arc<str>,
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -68,7 +69,7 @@ pub(super) async fn accept_loop(
                         }
                     };
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(serve(stream, peer, slot, shared.clone(), for_connections.clone()));
+                    connections.spawn(serve(stream, peer, Arc::clone(&listener_name), slot, shared.clone(), for_connections.clone()));
                 }
                 Err(error) => {
                     // Out of file descriptors and similar: back off briefly instead of spinning.
@@ -108,6 +109,7 @@ enum Pending {
 async fn serve(
     stream: TcpStream,
     peer: SocketAddr,
+    listener: Arc<str>,
     _slot: ConnectionSlot,
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
@@ -152,7 +154,7 @@ async fn serve(
         };
         let (frame, reserved) = frame;
         let started = Instant::now();
-        let handled = handle_frame(&context, peer, frame, started).await;
+        let handled = handle_frame(&context, peer, &listener, frame, started).await;
         // Handled: the request's bytes leave the pool (a deferred response no longer needs them).
         drop(reserved);
         let pending = match handled {
@@ -211,6 +213,7 @@ async fn read_frame(
 async fn handle_frame(
     context: &Arc<BrokerContext>,
     peer: SocketAddr,
+    listener: &str,
     frame: Bytes,
     started: Instant,
 ) -> Result<Option<Pending>, String> {
@@ -244,7 +247,11 @@ async fn handle_frame(
         .map(|c| c.as_str())
         .unwrap_or("");
     tracing::trace!(api = ?api_key, version, correlation_id, client_id, "request");
-    let origin = handler::RequestOrigin { client_id, peer };
+    let origin = handler::RequestOrigin {
+        client_id,
+        peer,
+        listener,
+    };
     match handler::handle(context, version, &origin, request).await {
         HandlerOutput::Ready(response) => {
             encode(context, header_info, &response, started).map(|b| Some(Pending::Ready(b)))

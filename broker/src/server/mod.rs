@@ -38,6 +38,7 @@ use crate::transaction::BrokerChannel;
 pub struct Broker {
     context: Arc<BrokerContext>,
     local_addr: SocketAddr,
+    listener_addrs: Vec<(String, SocketAddr)>,
     metrics_addr: Option<SocketAddr>,
     shutdown: watch::Sender<bool>,
     tasks: JoinSet<()>,
@@ -63,9 +64,14 @@ impl Broker {
         let storage = startup::open_storage(&config, &clock)?;
         let connection_limits =
             limits::ConnectionLimits::from_config(&storage.live_config.current())?;
-        let listener = startup::Listener::bind(&config).await?;
+        let listeners = startup::Listener::bind_all(&config).await?;
+        let inter_broker = startup::inter_broker(&config, &listeners)?;
+        let (advertised_host, advertised_port) = (
+            inter_broker.advertised_host.clone(),
+            inter_broker.advertised_port,
+        );
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let cluster = startup::join_cluster(&config, &listener, &clock, &shutdown_rx).await?;
+        let cluster = startup::join_cluster(&config, &listeners, &clock, &shutdown_rx).await?;
         let context = Arc::new(BrokerContext {
             live_config: storage.live_config,
             broker_configs: storage.broker_configs,
@@ -78,8 +84,9 @@ impl Broker {
             metrics: Metrics::new(),
             cluster_id: storage.cluster_id,
             node_id: config.node_id(),
-            advertised_host: listener.advertised_host.clone(),
-            advertised_port: listener.advertised_port,
+            advertised_host,
+            advertised_port,
+            listeners: listeners.iter().map(startup::Listener::endpoint).collect(),
             cluster: cluster.member,
             replication: cluster.replication,
         });
@@ -95,7 +102,11 @@ impl Broker {
         if let Some(isr_changes) = cluster.isr_changes {
             startup::spawn_cluster_tasks(&mut tasks, &context, isr_changes, &shutdown_rx);
         }
-        let local_addr = listener.local_addr;
+        let local_addr = listeners[0].local_addr;
+        let listener_addrs = listeners
+            .iter()
+            .map(|listener| (listener.name.clone(), listener.local_addr))
+            .collect();
         let pool = crate::memory_pool::RequestMemoryPool::new(
             pool_bytes,
             context.metrics.request_memory_used_bytes.clone(),
@@ -114,13 +125,18 @@ impl Broker {
             limits: connection_limits,
             pool,
         };
-        tasks.spawn(connection::accept_loop(
-            listener.socket,
-            shared,
-            shutdown_rx,
-        ));
+        let names: Vec<String> = listeners.iter().map(|l| l.name.clone()).collect();
+        for listener in listeners {
+            tasks.spawn(connection::accept_loop(
+                listener.socket,
+                Arc::from(listener.name.as_str()),
+                shared.clone(),
+                shutdown_rx.clone(),
+            ));
+        }
         tracing::info!(
             listen = %local_addr,
+            listeners = ?names,
             advertised = %format!("{}:{}", context.advertised_host, context.advertised_port),
             metrics = ?metrics_addr,
             node_id = context.node_id,
@@ -130,6 +146,7 @@ impl Broker {
         Ok(Broker {
             context,
             local_addr,
+            listener_addrs,
             metrics_addr,
             shutdown,
             tasks,
@@ -137,8 +154,17 @@ impl Broker {
         })
     }
 
+    /// The first client listener's bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The bound address of the client listener `name` (upper case, as in `listeners`).
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        self.listener_addrs
+            .iter()
+            .find(|(listener, _)| listener == name)
+            .map(|(_, address)| *address)
     }
 
     pub fn metrics_addr(&self) -> Option<SocketAddr> {

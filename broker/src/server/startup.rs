@@ -17,7 +17,8 @@ use crate::clock::Clock;
 use crate::cluster::lifecycle::BrokerLifecycle;
 use crate::cluster::member::ClusterMember;
 use crate::cluster::quorum::node::QuorumNode;
-use crate::config::{BrokerConfig, LiveConfig};
+use crate::cluster::BrokerEndpoint;
+use crate::config::{BrokerConfig, ConfigError, LiveConfig, SecurityProtocol};
 use crate::context::BrokerContext;
 use crate::error::BrokerError;
 use crate::group::state::GroupLimits;
@@ -114,8 +115,9 @@ pub(super) fn open_storage(
     })
 }
 
-/// The bound client listener and the address clients are told.
+/// One bound client listener and the address clients are told.
 pub(super) struct Listener {
+    pub name: String,
     pub socket: TcpListener,
     pub local_addr: SocketAddr,
     pub advertised_host: String,
@@ -123,24 +125,63 @@ pub(super) struct Listener {
 }
 
 impl Listener {
-    pub(super) async fn bind(config: &BrokerConfig) -> Result<Listener, BrokerError> {
-        let socket = TcpListener::bind(config.listen).await.map_err(|e| {
-            BrokerError::InvalidRequest(format!("cannot listen on {}: {e}", config.listen))
-        })?;
-        let local_addr = socket
-            .local_addr()
-            .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
-        let (advertised_host, advertised_port) = match &config.advertised_listener {
-            Some((host, port)) => (host.clone(), *port),
-            None => (local_addr.ip().to_string(), local_addr.port()),
-        };
-        Ok(Listener {
-            socket,
-            local_addr,
-            advertised_host,
-            advertised_port,
-        })
+    /// Binds every client listener (`listeners`, or the one on `--listen`).
+    pub(super) async fn bind_all(config: &BrokerConfig) -> Result<Vec<Listener>, BrokerError> {
+        let mut bound = Vec::new();
+        for spec in config.client_listeners()? {
+            if spec.protocol != SecurityProtocol::Plaintext {
+                return Err(BrokerError::Config(ConfigError::Unsupported {
+                    name: "listener.security.protocol.map".into(),
+                    reason: format!(
+                        "listener {} is {}: only PLAINTEXT listeners are served yet",
+                        spec.name,
+                        spec.protocol.name()
+                    ),
+                }));
+            }
+            let socket = TcpListener::bind(spec.bind).await.map_err(|e| {
+                BrokerError::InvalidRequest(format!(
+                    "cannot listen on {} (listener {}): {e}",
+                    spec.bind, spec.name
+                ))
+            })?;
+            let local_addr = socket
+                .local_addr()
+                .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
+            let (advertised_host, advertised_port) = match spec.advertised {
+                Some((host, port)) => (host, port),
+                None => (local_addr.ip().to_string(), local_addr.port()),
+            };
+            bound.push(Listener {
+                name: spec.name,
+                socket,
+                local_addr,
+                advertised_host,
+                advertised_port,
+            });
+        }
+        Ok(bound)
     }
+
+    pub(super) fn endpoint(&self) -> BrokerEndpoint {
+        BrokerEndpoint {
+            name: self.name.clone(),
+            host: self.advertised_host.clone(),
+            port: self.advertised_port,
+        }
+    }
+}
+
+/// The listener other brokers use (`inter.broker.listener.name`) among the bound ones.
+pub(super) fn inter_broker<'a>(
+    config: &BrokerConfig,
+    listeners: &'a [Listener],
+) -> Result<&'a Listener, BrokerError> {
+    let name = config.inter_broker_listener()?.name;
+    listeners
+        .iter()
+        .find(|listener| listener.name == name)
+        .ok_or_else(|| BrokerError::InvalidRequest(format!("no bound listener {name}")))
 }
 
 /// Cluster mode's parts (all `None` when the broker runs alone).
@@ -155,7 +196,7 @@ pub(super) struct ClusterParts {
 /// Starts the quorum member and this broker's registration, and the replication machinery.
 pub(super) async fn join_cluster(
     config: &BrokerConfig,
-    listener: &Listener,
+    listeners: &[Listener],
     clock: &Arc<dyn Clock>,
     shutdown: &watch::Receiver<bool>,
 ) -> Result<ClusterParts, BrokerError> {
@@ -167,10 +208,12 @@ pub(super) async fn join_cluster(
             isr_changes: None,
         });
     }
+    let inter_broker = inter_broker(config, listeners)?;
     let parts = ClusterMember::start(
         config,
-        listener.advertised_host.clone(),
-        listener.advertised_port,
+        inter_broker.advertised_host.clone(),
+        inter_broker.advertised_port,
+        listeners.iter().map(Listener::endpoint).collect(),
         Arc::clone(clock),
         shutdown.clone(),
     )

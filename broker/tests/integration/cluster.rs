@@ -24,14 +24,22 @@ pub(crate) struct TestCluster {
     pub(crate) brokers: BTreeMap<i32, Broker>,
 }
 
-/// A port free now, for a controller listener bound just after.
-fn free_port() -> u16 {
+/// A port free now, for a listener bound just after.
+pub(crate) fn free_port() -> u16 {
     let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     probe.local_addr().unwrap().port()
 }
 
 impl TestCluster {
     pub(crate) async fn start(size: i32) -> TestCluster {
+        Self::start_configured(size, |_| Vec::new()).await
+    }
+
+    /// [`TestCluster::start`] with `node_properties(node_id)` added to each node's properties.
+    pub(crate) async fn start_configured(
+        size: i32,
+        node_properties: impl Fn(i32) -> Vec<(String, String)>,
+    ) -> TestCluster {
         init_logging();
         let dir = tempfile::tempdir().unwrap();
         let ports: Vec<u16> = (0..size).map(|_| free_port()).collect();
@@ -46,7 +54,12 @@ impl TestCluster {
             brokers: BTreeMap::new(),
         };
         for (node_id, port) in (1..=size).zip(ports) {
-            cluster.start_node(node_id, port, &[]).await;
+            let extra = node_properties(node_id);
+            let extra: Vec<(&str, &str)> = extra
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_str()))
+                .collect();
+            cluster.start_node(node_id, port, &extra).await;
         }
         cluster
     }

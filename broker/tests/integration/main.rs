@@ -21,6 +21,7 @@ mod fetch;
 mod groups;
 mod idempotence;
 mod limits;
+mod listeners;
 mod produce_consume;
 mod raw;
 #[path = "../support/records.rs"]

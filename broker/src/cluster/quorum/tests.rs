@@ -164,6 +164,7 @@ mod cluster {
             host: "127.0.0.1".into(),
             port: 9000 + broker_id as u16,
             rack: None,
+            listeners: Vec::new(),
         };
         match call(client, ControllerRequest::RegisterBroker(registration)).await {
             ControllerResponse::Done {

@@ -74,6 +74,7 @@ impl Simulation {
                         host: "sim".into(),
                         port: id as u16,
                         rack: None,
+                        listeners: Vec::new(),
                     };
                     outgoing.push((CONTROLLER, Message::Register(registration)));
                 }
