@@ -145,8 +145,23 @@ impl BrokerConfig {
         &self.dynamic
     }
 
-    /// Sets a broker property by its Kafka name, validating name and value.
+    /// Sets a broker property by its Kafka name, validating name and value. A TLS property of
+    /// one listener is `listener.name.<listener>.ssl.…`.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        if let Some(rest) = name.strip_prefix("listener.name.") {
+            let unknown = || ConfigError::Unknown {
+                name: name.to_string(),
+            };
+            let (listener, property) = rest.split_once('.').ok_or_else(unknown)?;
+            if !property.starts_with("ssl.") || listener.is_empty() {
+                return Err(unknown());
+            }
+            let def = broker_property_def(property).ok_or_else(unknown)?;
+            validate_value(name, value, def.kind, def.min, def.choices)?;
+            let key = format!("listener.name.{}.{property}", listener.to_ascii_lowercase());
+            self.properties.insert(key, value.to_string());
+            return Ok(());
+        }
         if let Some((_, reason)) = REFUSED_PROPERTIES.iter().find(|(n, _)| *n == name) {
             return Err(ConfigError::Unsupported {
                 name: name.to_string(),
@@ -179,6 +194,15 @@ impl BrokerConfig {
     /// The statically set value of a property (`--set`, `--config`), if any.
     pub fn explicit(&self, name: &str) -> Option<&str> {
         self.properties.get(name).map(String::as_str)
+    }
+
+    /// A property as one listener sees it: its `listener.name.<listener>.` value, else the
+    /// broker's.
+    pub fn listener_property(&self, listener: &str, name: &str) -> Option<String> {
+        let prefixed = format!("listener.name.{}.{name}", listener.to_ascii_lowercase());
+        self.explicit(&prefixed)
+            .or_else(|| self.value(name))
+            .map(str::to_string)
     }
 
     /// A property's value in one layer.

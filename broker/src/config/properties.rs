@@ -12,6 +12,8 @@ pub enum ConfigType {
     Double,
     String,
     List,
+    /// A secret (inline keys, passwords): never shown by DescribeConfigs.
+    Password,
 }
 
 impl ConfigType {
@@ -24,6 +26,7 @@ impl ConfigType {
             ConfigType::Long => 5,
             ConfigType::Double => 6,
             ConfigType::List => 7,
+            ConfigType::Password => 9,
         }
     }
 }
@@ -129,6 +132,27 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     ),
     prop_unset("inter.broker.listener.name", ConfigType::String),
     prop_unset("controller.listener.names", ConfigType::List),
+    // TLS of SSL listeners (PEM only), also per listener as listener.name.<name>.ssl.*.
+    prop_choice("ssl.keystore.type", "PEM", &["PEM"]),
+    prop_unset("ssl.keystore.location", ConfigType::String),
+    prop_unset("ssl.keystore.certificate.chain", ConfigType::Password),
+    prop_unset("ssl.keystore.key", ConfigType::Password),
+    prop_unset("ssl.key.password", ConfigType::Password),
+    prop_choice("ssl.truststore.type", "PEM", &["PEM"]),
+    prop_unset("ssl.truststore.location", ConfigType::String),
+    prop_unset("ssl.truststore.certificates", ConfigType::Password),
+    prop_choice(
+        "ssl.client.auth",
+        "none",
+        &["none", "requested", "required"],
+    ),
+    PropertyDef {
+        name: "ssl.enabled.protocols",
+        kind: ConfigType::List,
+        default: Some("TLSv1.2,TLSv1.3"),
+        min: None,
+        choices: &["TLSv1.2", "TLSv1.3"],
+    },
     prop_unset("broker.id", ConfigType::Int),
     prop_unset("cluster.id", ConfigType::String),
     // Cluster mode (KRaft's names): without voters the broker runs alone.
@@ -568,7 +592,7 @@ pub(super) fn validate_value(
                 return Err(invalid(name, value, "must be between 0 and 1"));
             }
         }
-        ConfigType::String | ConfigType::List => {}
+        ConfigType::String | ConfigType::List | ConfigType::Password => {}
     }
     if !choices.is_empty() {
         let items: Vec<&str> = if kind == ConfigType::List {

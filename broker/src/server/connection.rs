@@ -23,14 +23,15 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures::future::BoxFuture;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::Encodable;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use super::frame::{decode_request, Decoded, FrameHeader};
 use super::limits::{ConnectionLimits, ConnectionSlot, ListenerSlot};
+use super::tls::{self, TlsAcceptorCell};
 use crate::context::BrokerContext;
 use crate::handler::{self, api_versions, HandlerOutput};
 use crate::memory_pool::{RequestMemory, RequestMemoryPool};
@@ -51,6 +52,7 @@ pub(super) struct Shared {
 pub(super) async fn accept_loop(
     listener: TcpListener,
     listener_name: Arc<str>,
+    tls: Option<Arc<TlsAcceptorCell>>,
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -69,7 +71,18 @@ pub(super) async fn accept_loop(
                         }
                     };
                     let _ = stream.set_nodelay(true);
-                    connections.spawn(serve(stream, peer, Arc::clone(&listener_name), slot, shared.clone(), for_connections.clone()));
+                    let listener = Arc::clone(&listener_name);
+                    let shutdown = for_connections.clone();
+                    let shared = shared.clone();
+                    match &tls {
+                        None => {
+                            let (read_half, write_half) = stream.into_split();
+                            connections.spawn(serve(read_half, write_half, peer, listener, slot, shared, shutdown));
+                        }
+                        Some(tls) => {
+                            connections.spawn(serve_tls(tls.acceptor(), stream, peer, listener, slot, shared, shutdown));
+                        }
+                    }
                 }
                 Err(error) => {
                     // Out of file descriptors and similar: back off briefly instead of spinning.
@@ -106,19 +119,53 @@ enum Pending {
     },
 }
 
-async fn serve(
+/// Completes the TLS handshake (within `tls::HANDSHAKE_TIMEOUT`), then serves the connection.
+/// A client that does not speak TLS, or whose certificate is not trusted, is closed with a log
+/// line; nothing reaches the handlers.
+async fn serve_tls(
+    acceptor: TlsAcceptor,
     stream: TcpStream,
+    peer: SocketAddr,
+    listener: Arc<str>,
+    slot: ConnectionSlot,
+    shared: Shared,
+    shutdown: watch::Receiver<bool>,
+) {
+    let handshake = tokio::time::timeout(tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+    let stream = match handshake {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(error)) => {
+            tracing::info!(%peer, %listener, %error, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::info!(%peer, %listener, "TLS handshake timed out");
+            return;
+        }
+    };
+    let (read_half, write_half) = tokio::io::split(stream);
+    serve(
+        read_half, write_half, peer, listener, slot, shared, shutdown,
+    )
+    .await;
+}
+
+async fn serve<R, W>(
+    read_half: R,
+    write_half: W,
     peer: SocketAddr,
     listener: Arc<str>,
     _slot: ConnectionSlot,
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
-) {
+) where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let context = shared.context;
     context.metrics.connections.inc();
     context.metrics.connections_total.inc();
     tracing::debug!(%peer, "connection opened");
-    let (read_half, write_half) = stream.into_split();
     let (queue, pending) = mpsc::channel(MAX_QUEUED_RESPONSES);
     let writer = tokio::spawn(write_responses(
         write_half,
@@ -178,7 +225,7 @@ async fn serve(
 /// Reads one size-prefixed frame, its bytes reserved in the pool before they are allocated;
 /// `None` at a clean end of stream.
 async fn read_frame(
-    reader: &mut BufReader<OwnedReadHalf>,
+    reader: &mut BufReader<impl AsyncRead + Unpin>,
     max_frame: usize,
     pool: &RequestMemoryPool,
 ) -> Result<Option<(Bytes, RequestMemory)>, String> {
@@ -325,7 +372,7 @@ fn encode(
 }
 
 async fn write_responses(
-    write_half: OwnedWriteHalf,
+    write_half: impl AsyncWrite + Unpin,
     mut pending: mpsc::Receiver<Pending>,
     context: Arc<BrokerContext>,
     peer: SocketAddr,

@@ -17,6 +17,7 @@ mod limits;
 mod metadata;
 mod metrics_http;
 mod startup;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -127,9 +128,13 @@ impl Broker {
         };
         let names: Vec<String> = listeners.iter().map(|l| l.name.clone()).collect();
         for listener in listeners {
+            if let Some(tls) = &listener.tls {
+                tasks.spawn(tls::watch_files(Arc::clone(tls), shutdown_rx.clone()));
+            }
             tasks.spawn(connection::accept_loop(
                 listener.socket,
                 Arc::from(listener.name.as_str()),
+                listener.tls,
                 shared.clone(),
                 shutdown_rx.clone(),
             ));

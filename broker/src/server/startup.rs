@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::metadata;
+use super::tls::{TlsAcceptorCell, TlsSettings};
 use crate::broker_configs::BrokerConfigStore;
 use crate::clock::Clock;
 use crate::cluster::lifecycle::BrokerLifecycle;
@@ -118,6 +119,8 @@ pub(super) fn open_storage(
 /// One bound client listener and the address clients are told.
 pub(super) struct Listener {
     pub name: String,
+    /// An SSL listener's acceptor (reloaded when its files change).
+    pub tls: Option<Arc<TlsAcceptorCell>>,
     pub socket: TcpListener,
     pub local_addr: SocketAddr,
     pub advertised_host: String,
@@ -129,16 +132,22 @@ impl Listener {
     pub(super) async fn bind_all(config: &BrokerConfig) -> Result<Vec<Listener>, BrokerError> {
         let mut bound = Vec::new();
         for spec in config.client_listeners()? {
-            if spec.protocol != SecurityProtocol::Plaintext {
-                return Err(BrokerError::Config(ConfigError::Unsupported {
-                    name: "listener.security.protocol.map".into(),
-                    reason: format!(
-                        "listener {} is {}: only PLAINTEXT listeners are served yet",
-                        spec.name,
-                        spec.protocol.name()
-                    ),
-                }));
-            }
+            let tls = match spec.protocol {
+                SecurityProtocol::Plaintext => None,
+                SecurityProtocol::Ssl => Some(TlsAcceptorCell::new(TlsSettings::from_config(
+                    config, &spec.name,
+                )?)?),
+                SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => {
+                    return Err(BrokerError::Config(ConfigError::Unsupported {
+                        name: "listener.security.protocol.map".into(),
+                        reason: format!(
+                            "listener {} is {}: SASL is not served yet (PLAINTEXT and SSL are)",
+                            spec.name,
+                            spec.protocol.name()
+                        ),
+                    }));
+                }
+            };
             let socket = TcpListener::bind(spec.bind).await.map_err(|e| {
                 BrokerError::InvalidRequest(format!(
                     "cannot listen on {} (listener {}): {e}",
@@ -154,6 +163,7 @@ impl Listener {
             };
             bound.push(Listener {
                 name: spec.name,
+                tls,
                 socket,
                 local_addr,
                 advertised_host,

@@ -20,6 +20,8 @@ pub struct ConfigEntry {
     pub source: i8,
     pub kind: ConfigType,
     pub read_only: bool,
+    /// A secret: its value and synonyms are left out.
+    pub sensitive: bool,
     /// (name, value, source), most specific first.
     pub synonyms: Vec<(String, String, i8)>,
 }
@@ -57,6 +59,7 @@ pub fn describe_topic_configs(
                 source: first_source(&synonyms),
                 kind: def.kind,
                 read_only: false,
+                sensitive: false,
                 synonyms,
             }
         })
@@ -100,6 +103,7 @@ pub(super) fn describe_broker_configs(
                     source,
                     kind: def.kind,
                     read_only: !is_dynamic(def.name),
+                    sensitive: false,
                     synonyms: vec![(def.name.to_string(), value.to_string(), source)],
                 })
             })
@@ -109,13 +113,22 @@ pub(super) fn describe_broker_configs(
         .iter()
         .filter(|def| wanted(def.name))
         .map(|def| {
-            let synonyms = broker_synonyms(broker, def.name);
+            let mut synonyms = broker_synonyms(broker, def.name);
+            let source = first_source(&synonyms);
+            let mut value = broker.lookup(def.name).map(|(value, _)| value.to_string());
+            // Secrets (inline keys, passwords) are never shown, as Kafka hides PASSWORD configs.
+            let sensitive = def.kind == ConfigType::Password;
+            if sensitive {
+                value = None;
+                synonyms.clear();
+            }
             ConfigEntry {
                 name: def.name.to_string(),
-                value: broker.lookup(def.name).map(|(value, _)| value.to_string()),
-                source: first_source(&synonyms),
+                value,
+                source,
                 kind: def.kind,
                 read_only: !is_dynamic(def.name),
+                sensitive,
                 synonyms,
             }
         })

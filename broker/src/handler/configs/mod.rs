@@ -111,6 +111,7 @@ pub fn describe(
                         .with_name(StrBytes::from_string(entry.name))
                         .with_value(entry.value.map(StrBytes::from_string))
                         .with_read_only(entry.read_only)
+                        .with_is_sensitive(entry.sensitive)
                         .with_config_source(entry.source);
                     if request.include_synonyms {
                         out.synonyms = entry

@@ -1,0 +1,314 @@
+//! TLS on SSL listeners, with rustls (ring provider) and PEM files, by Kafka's properties:
+//! `ssl.keystore.location` (certificate chain and private key in one PEM file) or the inline
+//! `ssl.keystore.certificate.chain` + `ssl.keystore.key`; `ssl.truststore.location` or
+//! `ssl.truststore.certificates` (the CAs client certificates must chain to);
+//! `ssl.client.auth=none|requested|required`; `ssl.enabled.protocols` (TLSv1.2, TLSv1.3).
+//! Each may be given for one listener as `listener.name.<listener>.<property>`.
+//!
+//! A listener's [`TlsAcceptorCell`] holds the acceptor built from the files; [`watch_files`]
+//! rebuilds it when a file changes (cert-manager rotates certificates in place), keeping the old
+//! one if the new files do not make a valid configuration. The handshake is bounded by
+//! [`HANDSHAKE_TIMEOUT`].
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::sync::watch;
+use tokio_rustls::rustls;
+use tokio_rustls::TlsAcceptor;
+
+use crate::config::{BrokerConfig, ConfigError};
+
+/// How long a client may take to complete the TLS handshake.
+pub(super) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the key and trust files are checked for changes.
+const RELOAD_CHECK_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Whether clients must present a certificate (Kafka's `ssl.client.auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientAuth {
+    None,
+    Requested,
+    Required,
+}
+
+/// What a listener's TLS is made of, as configured.
+#[derive(Debug, Clone)]
+pub(super) struct TlsSettings {
+    listener: String,
+    keystore: PemSource,
+    key: Option<PemSource>,
+    truststore: Option<PemSource>,
+    client_auth: ClientAuth,
+    protocols: Vec<&'static rustls::SupportedProtocolVersion>,
+}
+
+/// PEM text from a file (re-read when it changes) or given inline.
+#[derive(Debug, Clone)]
+enum PemSource {
+    File(PathBuf),
+    Inline(String),
+}
+
+impl PemSource {
+    fn read(&self) -> Result<Vec<u8>, String> {
+        match self {
+            PemSource::File(path) => {
+                std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+            }
+            PemSource::Inline(text) => Ok(text.as_bytes().to_vec()),
+        }
+    }
+
+    fn modified(&self) -> Option<SystemTime> {
+        match self {
+            PemSource::File(path) => std::fs::metadata(path).and_then(|m| m.modified()).ok(),
+            PemSource::Inline(_) => None,
+        }
+    }
+}
+
+fn invalid(listener: &str, name: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::InvalidValue {
+        name: format!("{name} (listener {listener})"),
+        value: value.to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl TlsSettings {
+    /// The TLS settings of `listener` from its own (`listener.name.…`) and the broker's
+    /// properties.
+    pub(super) fn from_config(config: &BrokerConfig, listener: &str) -> Result<Self, ConfigError> {
+        let get = |name: &str| config.listener_property(listener, name);
+        let bad = |name: &str, value: &str, reason: &str| invalid(listener, name, value, reason);
+        for (name, wanted) in [("ssl.keystore.type", "PEM"), ("ssl.truststore.type", "PEM")] {
+            if let Some(kind) = get(name) {
+                if !kind.eq_ignore_ascii_case(wanted) {
+                    return Err(bad(
+                        name,
+                        &kind,
+                        "only PEM key and trust stores are supported",
+                    ));
+                }
+            }
+        }
+        if get("ssl.key.password").is_some_and(|password| !password.is_empty()) {
+            return Err(bad(
+                "ssl.key.password",
+                "(hidden)",
+                "encrypted private keys are not supported yet: give the key unencrypted (PKCS#8 \
+                 or RSA/EC PEM), as cert-manager writes it",
+            ));
+        }
+        let (keystore, key) =
+            match (
+                get("ssl.keystore.location"),
+                get("ssl.keystore.certificate.chain"),
+                get("ssl.keystore.key"),
+            ) {
+                (Some(path), None, None) => (PemSource::File(PathBuf::from(path)), None),
+                (None, Some(chain), Some(key)) => {
+                    (PemSource::Inline(chain), Some(PemSource::Inline(key)))
+                }
+                _ => return Err(bad(
+                    "ssl.keystore.location",
+                    "",
+                    "an SSL listener needs ssl.keystore.location (a PEM file with the certificate \
+                     chain and the private key), or ssl.keystore.certificate.chain with \
+                     ssl.keystore.key",
+                )),
+            };
+        let truststore = match (
+            get("ssl.truststore.location"),
+            get("ssl.truststore.certificates"),
+        ) {
+            (Some(path), None) => Some(PemSource::File(PathBuf::from(path))),
+            (None, Some(certificates)) => Some(PemSource::Inline(certificates)),
+            (None, None) => None,
+            (Some(_), Some(_)) => {
+                return Err(bad(
+                    "ssl.truststore.location",
+                    "",
+                    "give ssl.truststore.location or ssl.truststore.certificates, not both",
+                ))
+            }
+        };
+        let client_auth = match get("ssl.client.auth").as_deref().unwrap_or("none") {
+            "none" => ClientAuth::None,
+            "requested" => ClientAuth::Requested,
+            "required" => ClientAuth::Required,
+            other => {
+                return Err(bad(
+                    "ssl.client.auth",
+                    other,
+                    "expected none, requested or required",
+                ))
+            }
+        };
+        if client_auth != ClientAuth::None && truststore.is_none() {
+            return Err(bad(
+                "ssl.client.auth",
+                "",
+                "checking client certificates needs ssl.truststore.location (the CAs they chain to)",
+            ));
+        }
+        let enabled = get("ssl.enabled.protocols").unwrap_or_else(|| "TLSv1.2,TLSv1.3".into());
+        let mut protocols = Vec::new();
+        for protocol in enabled.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            protocols.push(match protocol {
+                "TLSv1.2" => &rustls::version::TLS12,
+                "TLSv1.3" => &rustls::version::TLS13,
+                other => {
+                    return Err(bad(
+                        "ssl.enabled.protocols",
+                        other,
+                        "rustls offers TLSv1.2 and TLSv1.3 only",
+                    ))
+                }
+            });
+        }
+        if protocols.is_empty() {
+            return Err(bad("ssl.enabled.protocols", "", "no protocol enabled"));
+        }
+        Ok(TlsSettings {
+            listener: listener.to_string(),
+            keystore,
+            key,
+            truststore,
+            client_auth,
+            protocols,
+        })
+    }
+
+    /// Reads the files and builds the acceptor.
+    pub(super) fn acceptor(&self) -> Result<TlsAcceptor, ConfigError> {
+        let bad = |name: &str, reason: String| invalid(&self.listener, name, "", reason);
+        let keystore = self
+            .keystore
+            .read()
+            .map_err(|e| bad("ssl.keystore.location", e))?;
+        let key_pem = match &self.key {
+            Some(key) => key.read().map_err(|e| bad("ssl.keystore.key", e))?,
+            None => keystore.clone(),
+        };
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&keystore)
+            .collect::<Result<_, _>>()
+            .map_err(|e| bad("ssl.keystore.location", format!("bad certificate PEM: {e}")))?;
+        if chain.is_empty() {
+            return Err(bad(
+                "ssl.keystore.location",
+                "no CERTIFICATE in the PEM".into(),
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
+            bad(
+                "ssl.keystore.key",
+                format!("no unencrypted private key in the PEM: {e}"),
+            )
+        })?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(&self.protocols)
+            .map_err(|e| bad("ssl.enabled.protocols", e.to_string()))?;
+        let builder = match (&self.truststore, self.client_auth) {
+            (Some(truststore), auth) if auth != ClientAuth::None => {
+                let pem = truststore
+                    .read()
+                    .map_err(|e| bad("ssl.truststore.location", e))?;
+                let mut roots = rustls::RootCertStore::empty();
+                for certificate in CertificateDer::pem_slice_iter(&pem) {
+                    let certificate = certificate.map_err(|e| {
+                        bad(
+                            "ssl.truststore.location",
+                            format!("bad certificate PEM: {e}"),
+                        )
+                    })?;
+                    roots
+                        .add(certificate)
+                        .map_err(|e| bad("ssl.truststore.location", format!("unusable CA: {e}")))?;
+                }
+                let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    provider,
+                );
+                let verifier = match auth {
+                    ClientAuth::Requested => verifier.allow_unauthenticated(),
+                    _ => verifier,
+                };
+                let verifier = verifier
+                    .build()
+                    .map_err(|e| bad("ssl.truststore.location", e.to_string()))?;
+                builder.with_client_cert_verifier(verifier)
+            }
+            _ => builder.with_no_client_auth(),
+        };
+        let server = builder
+            .with_single_cert(chain, key)
+            .map_err(|e| bad("ssl.keystore.location", format!("key and certificate: {e}")))?;
+        Ok(TlsAcceptor::from(Arc::new(server)))
+    }
+
+    fn modified(&self) -> Vec<Option<SystemTime>> {
+        [
+            Some(&self.keystore),
+            self.key.as_ref(),
+            self.truststore.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(PemSource::modified)
+        .collect()
+    }
+}
+
+/// A listener's current acceptor, replaced when its files change.
+pub(super) struct TlsAcceptorCell {
+    settings: TlsSettings,
+    current: RwLock<TlsAcceptor>,
+}
+
+impl TlsAcceptorCell {
+    pub(super) fn new(settings: TlsSettings) -> Result<Arc<Self>, ConfigError> {
+        let acceptor = settings.acceptor()?;
+        Ok(Arc::new(TlsAcceptorCell {
+            settings,
+            current: RwLock::new(acceptor),
+        }))
+    }
+
+    pub(super) fn acceptor(&self) -> TlsAcceptor {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// Rebuilds `cell`'s acceptor whenever one of its files changes, until shutdown.
+pub(super) async fn watch_files(cell: Arc<TlsAcceptorCell>, mut shutdown: watch::Receiver<bool>) {
+    let mut seen = cell.settings.modified();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(RELOAD_CHECK_INTERVAL) => {}
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
+        }
+        let now = cell.settings.modified();
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        match cell.settings.acceptor() {
+            Ok(acceptor) => {
+                *cell.current.write().unwrap_or_else(|p| p.into_inner()) = acceptor;
+                tracing::info!(listener = %cell.settings.listener, "TLS certificates reloaded");
+            }
+            Err(error) => {
+                tracing::error!(listener = %cell.settings.listener, %error, "TLS files changed but do not make a valid configuration: the previous certificates stay")
+            }
+        }
+    }
+}
