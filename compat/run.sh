@@ -10,7 +10,9 @@
 #   5. a Kafka Streams exactly_once_v2 word count killed -9 mid-way (compat/streams/run.sh)
 #      against both: its committed output must be exact;
 #   6. Java clients against a three-node Weir cluster with brokers killed -9 (compat/cluster.sh):
-#      Kafka's VerifiableProducer fails over losing nothing, the Streams word count stays exact.
+#      Kafka's VerifiableProducer fails over losing nothing, the Streams word count stays exact;
+#   7. kcat, confluent-kafka and Kafka's Java console clients over TLS and mTLS against Weir
+#      (compat/tls/clients.sh).
 # Usage: compat/run.sh PATH/TO/weir PATH/TO/weir-compat-scenario
 # Prints "compat: N passed, N failed" last; exits non-zero on any failure.
 set -uo pipefail
@@ -56,6 +58,7 @@ record "$here/franz-go/run.sh" "$weir_bootstrap"
 record "$here/streams/run.sh" "$weir_bootstrap"
 record "$here/streams/run.sh" "$kafka"
 record "$here/cluster.sh" "$weir"
+record "$here/tls/clients.sh" "$weir"
 if [ "$failed" -ne 0 ]; then
   echo "compat: Weir's warnings and errors (last 40):"
   grep -E " (WARN|ERROR) " "$work/weir.log" | grep -v "Connection reset by peer" | tail -40

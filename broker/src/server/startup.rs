@@ -182,12 +182,26 @@ impl Listener {
     }
 }
 
-/// The listener other brokers use (`inter.broker.listener.name`) among the bound ones.
+/// The listener other brokers use (`inter.broker.listener.name`) among the bound ones. In a
+/// cluster it must be PLAINTEXT for now: brokers do not yet connect to each other over TLS.
 pub(super) fn inter_broker<'a>(
     config: &BrokerConfig,
     listeners: &'a [Listener],
 ) -> Result<&'a Listener, BrokerError> {
-    let name = config.inter_broker_listener()?.name;
+    let spec = config.inter_broker_listener()?;
+    let clustered = !config.quorum_voters().is_empty();
+    if clustered && spec.protocol != SecurityProtocol::Plaintext {
+        return Err(BrokerError::Config(ConfigError::Unsupported {
+            name: "inter.broker.listener.name".into(),
+            reason: format!(
+                "listener {} is {}: brokers reach each other over PLAINTEXT only yet; name a \
+                 PLAINTEXT listener (reachable by the other brokers alone)",
+                spec.name,
+                spec.protocol.name()
+            ),
+        }));
+    }
+    let name = spec.name;
     listeners
         .iter()
         .find(|listener| listener.name == name)

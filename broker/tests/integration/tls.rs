@@ -260,3 +260,28 @@ async fn certificates_replaced_on_disk_are_served_without_a_restart() {
     );
     broker.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_refuses_an_ssl_inter_broker_listener_until_brokers_speak_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new("Weir test CA");
+    let keystore = dir.path().join("broker.pem");
+    authority.write_server_keystore(&keystore);
+    let voters = format!("1@127.0.0.1:{}", free_port());
+    let mut config = config(
+        &dir.path().join("data"),
+        &[
+            ("listeners", "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"),
+            ("ssl.keystore.location", keystore.to_str().unwrap()),
+            ("controller.quorum.voters", &voters),
+            ("inter.broker.listener.name", "SSL"),
+        ],
+    );
+    config.controller_listen = Some(voters.trim_start_matches("1@").parse().unwrap());
+    let error = weir_broker::Broker::start(config).await.err();
+    let message = error.map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        message.contains("PLAINTEXT only yet"),
+        "expected the inter-broker refusal, got {message:?}"
+    );
+}
