@@ -62,8 +62,17 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    restore_default_sigpipe();
     let cli = Cli::parse();
+    // Servers keep SIGPIPE ignored: a client that closes its connection while a response is
+    // written (over TLS the write is a writev, which cannot suppress the signal) must not kill
+    // the broker or a pipeline.
+    let serves = matches!(
+        cli.command,
+        Command::Broker(_) | Command::Pipeline(_) | Command::Job(_)
+    );
+    if !serves {
+        restore_default_sigpipe();
+    }
     init_tracing(matches!(
         cli.command,
         Command::Broker(_) | Command::Pipeline(_)
@@ -130,10 +139,11 @@ fn init_tracing(is_server: bool) {
 }
 
 /// Rust ignores SIGPIPE, so printing into a closed pipe (`weir consume … | head`) would panic.
-/// Like other command-line tools, end quietly instead.
+/// Like other command-line tools, end quietly instead (commands that print, not servers).
 #[allow(unsafe_code)] // system calls; each block says why it is sound
 fn restore_default_sigpipe() {
-    // SAFETY: resetting a signal disposition to its default at start-up, before any threads.
+    // SAFETY: resetting a signal disposition to its default at start-up, before any threads
+    // (argument parsing starts none).
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }

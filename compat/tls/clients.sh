@@ -16,7 +16,7 @@ work=$(mktemp -d)
 weir_pid=
 cleanup() {
   [ -n "$weir_pid" ] && kill "$weir_pid" 2>/dev/null
-  rm -rf "$work"
+  [ -n "${KEEP_TLS_WORK:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 passed=0
