@@ -103,10 +103,11 @@ same "confluent-kafka over SSL" expected.txt confluent.txt
 printf 'security.protocol=SSL\nssl.truststore.type=PEM\nssl.truststore.location=%s\n' "$work/ca.pem" > java.properties
 java_tool() { java -Xmx256m -Dlog4j2.level=WARN -cp "$libs/*" "$@"; }
 java_tool org.apache.kafka.tools.ConsoleProducer --bootstrap-server "localhost:$ssl" --topic tls-java \
-  --producer.config java.properties < expected.txt > java-producer.log 2>&1
+  --command-config java.properties < expected.txt > java-producer.log 2>&1
+# Only the records: the tool also prints notices on stdout.
 java_tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "localhost:$ssl" --topic tls-java \
-  --consumer.config java.properties --from-beginning --max-messages 200 --timeout-ms 30000 \
-  > java.txt 2> java-consumer.log
+  --command-config java.properties --from-beginning --max-messages 200 --timeout-ms 30000 \
+  2> java-consumer.log | grep '^record-' > java.txt
 same "Java console producer and consumer over SSL" expected.txt java.txt
 
 if [ "$failed" -ne 0 ]; then
