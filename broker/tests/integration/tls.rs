@@ -84,6 +84,36 @@ fn reaches(config: &ClientConfig) -> bool {
         .is_ok()
 }
 
+/// A broker with an SSL listener (`localhost:<port>`, keystore `keystore` unless `extra` names
+/// one), plus a PLAINTEXT one on `plain` when given, and `extra` properties; returns it with the
+/// SSL port.
+async fn ssl_broker(
+    dir: &Path,
+    keystore: &Path,
+    plain: Option<u16>,
+    extra: &[(&str, &str)],
+) -> (weir_broker::Broker, u16) {
+    let ssl = free_port();
+    let listeners = match plain {
+        Some(plain) => format!("PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl}"),
+        None => format!("SSL://127.0.0.1:{ssl}"),
+    };
+    let advertised = format!("SSL://localhost:{ssl}");
+    let keystore = keystore.to_str().unwrap().to_string();
+    let mut properties = vec![
+        ("listeners", listeners.as_str()),
+        ("advertised.listeners", advertised.as_str()),
+    ];
+    if !extra
+        .iter()
+        .any(|(name, _)| name.ends_with("ssl.keystore.location"))
+    {
+        properties.push(("ssl.keystore.location", keystore.as_str()));
+    }
+    properties.extend_from_slice(extra);
+    (start(&dir.join("data"), &properties).await, ssl)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ssl_listener_serves_tls_clients_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
@@ -91,18 +121,8 @@ async fn an_ssl_listener_serves_tls_clients_and_nothing_else() {
     let (keystore, ca) = (dir.path().join("broker.pem"), dir.path().join("ca.pem"));
     authority.write_server_keystore(&keystore);
     authority.write_ca(&ca);
-    let (plain, ssl) = (free_port(), free_port());
-    let listeners = format!("PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{ssl}");
-    let advertised = format!("SSL://localhost:{ssl}");
-    let broker = start(
-        &dir.path().join("data"),
-        &[
-            ("listeners", &listeners),
-            ("advertised.listeners", &advertised),
-            ("ssl.keystore.location", keystore.to_str().unwrap()),
-        ],
-    )
-    .await;
+    let plain = free_port();
+    let (broker, ssl) = ssl_broker(dir.path(), &keystore, Some(plain), &[]).await;
 
     // PLAINTEXT bytes (an ApiVersions frame) to the TLS port: closed, nothing answered.
     let mut raw = tokio::net::TcpStream::connect(("127.0.0.1", ssl))
@@ -183,14 +203,11 @@ async fn required_client_auth_admits_only_certificates_of_the_truststores_ca() {
     };
     let trusted = write_identity(&authority, "app");
     let stranger = write_identity(&Authority::new("Rogue CA"), "rogue");
-    let ssl = free_port();
-    let listeners = format!("SSL://127.0.0.1:{ssl}");
-    let advertised = format!("SSL://localhost:{ssl}");
-    let broker = start(
-        &dir.path().join("data"),
+    let (broker, ssl) = ssl_broker(
+        dir.path(),
+        &keystore,
+        None,
         &[
-            ("listeners", &listeners),
-            ("advertised.listeners", &advertised),
             (
                 "listener.name.ssl.ssl.keystore.location",
                 keystore.to_str().unwrap(),
@@ -225,18 +242,7 @@ async fn certificates_replaced_on_disk_are_served_without_a_restart() {
     first.write_ca(&first_ca);
     second.write_ca(&second_ca);
     first.write_server_keystore(&keystore);
-    let ssl = free_port();
-    let listeners = format!("SSL://127.0.0.1:{ssl}");
-    let advertised = format!("SSL://localhost:{ssl}");
-    let broker = start(
-        &dir.path().join("data"),
-        &[
-            ("listeners", &listeners),
-            ("advertised.listeners", &advertised),
-            ("ssl.keystore.location", keystore.to_str().unwrap()),
-        ],
-    )
-    .await;
+    let (broker, ssl) = ssl_broker(dir.path(), &keystore, None, &[]).await;
     assert!(reaches(&tls_client(ssl, &first_ca, None)));
     // A damaged file is not taken: the current certificate stays.
     std::fs::write(&keystore, "not a PEM file").unwrap();
