@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use super::dynamic::{ConfigSource, DynamicConfigs};
 use super::listeners::{
-    client_listeners, parse_listener_list, parse_protocol_map, Listener, SecurityProtocol,
+    bind_address, client_listeners, parse_listener_list, parse_protocol_map, Listener,
+    SecurityProtocol,
 };
 use super::properties::{
     broker_property_def, topic_config_def, validate_value, DEFAULT_QUEUED_MAX_REQUEST_BYTES,
@@ -376,10 +377,7 @@ impl BrokerConfig {
         let Some((_, host, port)) = parsed.iter().find(|(name, _, _)| names.contains(name)) else {
             return Ok(None);
         };
-        let bind_host = if host.is_empty() { "0.0.0.0" } else { host };
-        let address = format!("{bind_host}:{port}");
-        use std::net::ToSocketAddrs;
-        Ok(address.to_socket_addrs().ok().and_then(|mut a| a.next()))
+        Ok(bind_address(host, *port))
     }
 
     pub fn election_timeout_ms(&self) -> u64 {

@@ -122,6 +122,12 @@ pub(super) fn parse_protocol_map(
     Ok(map)
 }
 
+/// Where a listener of `listeners` binds: its host resolved (empty: every interface).
+pub(super) fn bind_address(host: &str, port: u16) -> Option<SocketAddr> {
+    let host = if host.is_empty() { "0.0.0.0" } else { host };
+    (host, port).to_socket_addrs().ok()?.next()
+}
+
 /// The client listeners of `listeners`, leaving out `controller_names`, with their protocols
 /// and advertised addresses; the host of a bind address is resolved now.
 pub(super) fn client_listeners(
@@ -151,18 +157,8 @@ pub(super) fn client_listeners(
                     format!("no security protocol for listener {name}"),
                 )
             })?;
-        let bind_host = if host.is_empty() { "0.0.0.0" } else { &host };
-        let bind = (bind_host, port)
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut addresses| addresses.next())
-            .ok_or_else(|| {
-                invalid(
-                    "listeners",
-                    listeners,
-                    format!("cannot resolve '{bind_host}'"),
-                )
-            })?;
+        let bind = bind_address(&host, port)
+            .ok_or_else(|| invalid("listeners", listeners, format!("cannot resolve '{host}'")))?;
         let advertised = advertised
             .iter()
             .find(|(advertised_name, _, _)| *advertised_name == name)
