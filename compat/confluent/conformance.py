@@ -264,18 +264,23 @@ def broker_configs(bootstrap, admin):
             ConfigEntry(name, value, incremental_operation=operation)])
         admin.incremental_alter_configs([change])[change].result(TIMEOUT_S)
 
-    def described(name):
+    def described(name, value):
+        """The entry once it shows `value` from the broker's dynamic config. Kafka's describe can
+        show the dynamic source a moment before the value: its broker's config map is updated
+        before the reconfigured config is built (measured on a fresh Kafka 4.4)."""
         deadline = time.time() + TIMEOUT_S
         while True:
             entry = admin.describe_configs([node])[node].result(TIMEOUT_S)[name]
-            if entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value or time.time() > deadline:
+            if (entry.value, entry.source) == (value, ConfigSource.DYNAMIC_BROKER_CONFIG.value) \
+                    or time.time() > deadline:
                 return entry
             time.sleep(0.1)
 
     alter("message.max.bytes", "2000000", AlterConfigOpType.SET)
-    entry = described("message.max.bytes")
+    entry = described("message.max.bytes", "2000000")
     check((entry.value, entry.source, entry.is_read_only)
-          == ("2000000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False), f"described {entry}")
+          == ("2000000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False), 
+          f"described {entry} source {entry.source}")
     try:
         alter("socket.request.max.bytes", "1048576", AlterConfigOpType.SET)
         raise AssertionError("a static broker config must be refused")
