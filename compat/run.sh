@@ -12,7 +12,9 @@
 #   6. Java clients against a three-node Weir cluster with brokers killed -9 (compat/cluster.sh):
 #      Kafka's VerifiableProducer fails over losing nothing, the Streams word count stays exact;
 #   7. kcat, confluent-kafka and Kafka's Java console clients over TLS and mTLS against Weir
-#      (compat/tls/clients.sh).
+#      (compat/tls/clients.sh);
+#   (compat/sasl/clients.sh — the same clients over SASL against Weir and a second reference Kafka
+#   — is written but not yet passing, so not run here.)
 # Usage: compat/run.sh PATH/TO/weir PATH/TO/weir-compat-scenario
 # Prints "compat: N passed, N failed" last; exits non-zero on any failure.
 set -uo pipefail
@@ -59,6 +61,7 @@ record "$here/streams/run.sh" "$weir_bootstrap"
 record "$here/streams/run.sh" "$kafka"
 record "$here/cluster.sh" "$weir"
 record "$here/tls/clients.sh" "$weir"
+# compat/sasl/clients.sh is not run yet: its last run here was 8 of 13 and it hung after fixes (see the session note).
 if [ "$failed" -ne 0 ]; then
   echo "compat: Weir's warnings and errors (last 40):"
   grep -E " (WARN|ERROR) " "$work/weir.log" | grep -v "Connection reset by peer" | tail -40

@@ -23,7 +23,7 @@ use crate::config::{
 };
 use crate::error::BrokerError;
 use crate::log::error::LogError;
-use crate::log::index::write_file_synced;
+use crate::log::index::{read_small_file, write_file_synced, SmallFile};
 use crate::topic::TopicRegistry;
 
 /// Every BROKER resource's dynamic configs, by resource name ("" for the cluster default).
@@ -114,17 +114,15 @@ fn read_sets(path: &Path) -> Result<BrokerConfigSets, BrokerError> {
         path: path.to_path_buf(),
         reason,
     };
-    let size = match std::fs::metadata(path) {
-        Ok(metadata) => metadata.len(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(error) => return Err(LogError::io(path, error).into()),
+    let bytes = match read_small_file(path, MAX_FILE_BYTES).map_err(|e| LogError::io(path, e))? {
+        SmallFile::Missing => return Ok(BTreeMap::new()),
+        SmallFile::TooLarge(size) => {
+            return Err(corrupt(format!(
+                "{size} bytes is more than the {MAX_FILE_BYTES} a set of broker configs can take"
+            )))
+        }
+        SmallFile::Bytes(bytes) => bytes,
     };
-    if size > MAX_FILE_BYTES {
-        return Err(corrupt(format!(
-            "{size} bytes is more than the {MAX_FILE_BYTES} a set of broker configs can take"
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|e| LogError::io(path, e))?;
     let sets: BrokerConfigSets = serde_json::from_slice(&bytes)
         .map_err(|e| corrupt(format!("the dynamic broker configs do not decode: {e}")))?;
     for (resource, configs) in &sets {

@@ -21,6 +21,10 @@ pub struct BrokerContext {
     /// The dynamic broker configs on disk: alone the only copy, in a cluster a copy of the
     /// metadata image's.
     pub broker_configs: crate::broker_configs::BrokerConfigStore,
+    /// SCRAM users of a broker running alone (in a cluster, the metadata image has them).
+    pub user_credentials: crate::user_credentials::UserCredentialStore,
+    /// ACLs of a broker running alone (in a cluster, the metadata image has them).
+    pub acls: crate::acls::AclStore,
     pub topics: TopicRegistry,
     pub groups: GroupCoordinator,
     pub producer_ids: Arc<ProducerIdManager>,
@@ -66,6 +70,64 @@ impl BrokerContext {
             .as_ref()
             .and_then(|cluster| cluster.cluster_id())
             .unwrap_or_else(|| self.cluster_id.clone())
+    }
+
+    /// A SCRAM user's stored credential: from the metadata image in a cluster, else this
+    /// broker's own store.
+    pub fn scram_credential(
+        &self,
+        user: &str,
+        mechanism: crate::security::scram::ScramMechanism,
+    ) -> Option<crate::security::scram::ScramCredential> {
+        match &self.cluster {
+            Some(cluster) => cluster
+                .image()
+                .image
+                .scram_credentials
+                .get(user)?
+                .get(&mechanism)
+                .cloned(),
+            None => self.user_credentials.get(user, mechanism),
+        }
+    }
+
+    /// Every ACL: the metadata image's in a cluster, else this broker's own.
+    pub fn acl_bindings(&self) -> std::collections::BTreeSet<crate::security::acl::AclBinding> {
+        match &self.cluster {
+            Some(cluster) => cluster.image().image.acls.clone(),
+            None => self.acls.bindings(),
+        }
+    }
+
+    /// Whether the authorizer lets `principal` at `host` do `operation` to a resource; always
+    /// when no authorizer is configured (`authorizer.class.name` unset).
+    pub fn authorize(
+        &self,
+        principal: &crate::security::KafkaPrincipal,
+        host: &str,
+        operation: crate::security::acl::Operation,
+        resource_type: crate::security::acl::ResourceType,
+        resource_name: &str,
+    ) -> bool {
+        let Some(settings) = crate::acls::authorizer_settings(&self.config()) else {
+            return true;
+        };
+        let decide = |bindings: &std::collections::BTreeSet<crate::security::acl::AclBinding>| {
+            crate::security::acl::authorize(
+                bindings,
+                &settings,
+                principal,
+                host,
+                operation,
+                resource_type,
+                resource_name,
+            )
+        };
+        // The ACLs are read in place: no copy per request.
+        match &self.cluster {
+            Some(cluster) => decide(&cluster.image().image.acls),
+            None => self.acls.with_bindings(decide),
+        }
     }
 
     /// Whether a topic partition exists in the cluster (or, alone, here).

@@ -13,7 +13,8 @@
 //! 2. [`config`] (broker and topic properties by Kafka's names), [`client`] (a small Kafka
 //!    protocol client: followers' fetches, the CLI's admin calls)
 //! 3. [`log`] (storage: batches, segments, indexes, recovery, retention, compaction) beside
-//!    [`producer`] (idempotent producers: ids, per-partition sequence state, snapshots)
+//!    [`producer`] (idempotent producers: ids, per-partition sequence state, snapshots) and
+//!    [`security`] (principals, the SASL mechanisms' server side, SCRAM credentials, JAAS)
 //! 4. [`partition`]: a partition's replication-facing state (role, leader epoch, high
 //!    watermark, the leader's view of its followers) and its waiters (long polls, group-commit
 //!    fsyncs, `acks=all`)
@@ -23,7 +24,9 @@
 //! 6. [`group`] (consumer groups and committed offsets), [`transaction`] (the transaction
 //!    coordinator, markers, verification of transactional writes), [`replication`] (followers
 //!    fetching from leaders, ISR changes sent to the controller), [`broker_configs`] (dynamic
-//!    broker configs: stored, validated, applied to the live config and the topics). Each
+//!    broker configs: stored, validated, applied to the live config and the topics),
+//!    [`user_credentials`] (SCRAM users: Kafka's rules for a change, the single node's file),
+//!    [`acls`] (the ACLs' store and the authorizer's settings). Each
 //!    speaks its own errors ([`group::GroupError`], [`transaction::TxnError`], …).
 //! 7. [`context`] (what every handler shares), [`metrics`] (the Prometheus registry and what
 //!    it reads of the layers below)
@@ -48,6 +51,7 @@
 //! - After a crash, recovery cuts each log at its first torn or corrupt batch; nothing before it
 //!   is lost.
 
+pub mod acls;
 pub mod broker_configs;
 pub mod client;
 pub mod clock;
@@ -63,12 +67,14 @@ pub mod metrics;
 pub mod partition;
 pub mod producer;
 pub mod replication;
+pub mod security;
 #[cfg(test)]
 mod seeded_rng;
 pub mod server;
 mod shutdown;
 pub mod topic;
 pub mod transaction;
+pub mod user_credentials;
 
 pub use config::BrokerConfig;
 pub use error::BrokerError;

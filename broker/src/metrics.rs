@@ -25,6 +25,7 @@ pub struct Metrics {
     pub connections: IntGauge,
     pub connections_total: IntCounter,
     pub connections_refused_total: IntCounterVec,
+    pub authentications_total: IntCounterVec,
     pub request_memory_used_bytes: IntGauge,
     pub request_memory_capacity_bytes: IntGauge,
     pub log_size_bytes: IntGaugeVec,
@@ -368,6 +369,12 @@ impl Metrics {
                 "connections_refused_total",
                 "Client connections closed on arrival, by reason (per_ip: max.connections.per.ip)",
                 &["reason"],
+            ),
+            authentications_total: counter_vec(
+                &registry,
+                "authentications_total",
+                "SASL and TLS client authentications, by listener, mechanism and result (success, failure)",
+                &["listener", "mechanism", "result"],
             ),
             request_memory_used_bytes: gauge(
                 &registry,

@@ -27,12 +27,40 @@ pub(crate) struct BrokerArgs {
     /// Address of the Prometheus /metrics endpoint; "off" disables it.
     #[arg(long, default_value = "127.0.0.1:9644")]
     metrics_listen: String,
-    /// YAML file of broker properties (Kafka names), e.g. `num.partitions: 3`.
+    /// File of broker properties (Kafka names): YAML (`num.partitions: 3`), or a Kafka
+    /// server.properties when its name ends in `.properties`.
     #[arg(long)]
     config: Option<PathBuf>,
     /// A broker property by its Kafka name, e.g. --set num.partitions=3 (repeatable; wins over --config).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     set: Vec<String>,
+}
+
+/// The properties of a `--config` file: a Java properties file (a Kafka server.properties)
+/// when its name ends in `.properties`, else a YAML map.
+fn config_file(path: &std::path::Path) -> anyhow::Result<Vec<(String, String)>> {
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read config file {}", path.display()))?;
+    if path.extension().is_some_and(|e| e == "properties") {
+        let properties = java_properties::read(std::io::BufReader::new(file))
+            .with_context(|| format!("{} is not a Java properties file", path.display()))?;
+        let mut properties: Vec<(String, String)> = properties.into_iter().collect();
+        properties.sort();
+        return Ok(properties);
+    }
+    let properties: serde_yaml::Mapping = serde_yaml::from_reader(file)
+        .with_context(|| format!("{} is not a YAML map of broker properties", path.display()))?;
+    properties
+        .into_iter()
+        .map(|(name, value)| {
+            let name = yaml_scalar(&name)
+                .with_context(|| format!("{}: property names must be strings", path.display()))?;
+            let value = yaml_scalar(&value).with_context(|| {
+                format!("{}: value of '{name}' must be a scalar", path.display())
+            })?;
+            Ok((name, value))
+        })
+        .collect()
 }
 
 /// `--listen` when not given.
@@ -65,17 +93,7 @@ pub(crate) fn build_config(args: &BrokerArgs) -> anyhow::Result<BrokerConfig> {
         config.advertised_listener = Some((host.trim_matches(['[', ']']).to_string(), port));
     }
     if let Some(path) = &args.config {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read config file {}", path.display()))?;
-        let properties: serde_yaml::Mapping = serde_yaml::from_str(&text).with_context(|| {
-            format!("{} is not a YAML map of broker properties", path.display())
-        })?;
-        for (name, value) in properties {
-            let name = yaml_scalar(&name)
-                .with_context(|| format!("{}: property names must be strings", path.display()))?;
-            let value = yaml_scalar(&value).with_context(|| {
-                format!("{}: value of '{name}' must be a scalar", path.display())
-            })?;
+        for (name, value) in config_file(path)? {
             config
                 .set(&name, &value)
                 .with_context(|| format!("in {}", path.display()))?;
@@ -184,6 +202,25 @@ mod tests {
             Some(("broker-0.weir".into(), 9092))
         );
         assert_eq!(config.metrics_listen, None);
+    }
+
+    #[test]
+    fn a_kafka_server_properties_file_is_read_as_java_properties() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.properties");
+        std::fs::write(
+            &path,
+            "# Kafka's file\nnum.partitions=3\n! another comment\nsasl.enabled.mechanisms = PLAIN\n\
+             listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule \\\n  required user_alice=\"a=b\";\n",
+        )
+        .unwrap();
+        let config = build_config(&args(Some(path), &[])).unwrap();
+        assert_eq!(config.num_partitions(), 3);
+        assert_eq!(config.explicit("sasl.enabled.mechanisms"), Some("PLAIN"));
+        assert_eq!(
+            config.explicit("listener.name.sasl_plaintext.plain.sasl.jaas.config"),
+            Some("org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"a=b\";")
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod sql;
 mod topic;
 mod topic_reassign;
 mod txn;
+mod user;
 mod weblog;
 
 use clap::{Parser, Subcommand};
@@ -59,6 +60,8 @@ enum Command {
     Weblog(weblog::WeblogArgs),
     /// Ad-hoc SQL over topics (each topic a table); a prompt when no query is given.
     Sql(sql::SqlArgs),
+    /// Create, list and delete SCRAM users (KIP-554's APIs: Weir or any Kafka cluster).
+    User(user::UserArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -95,6 +98,7 @@ fn main() -> std::process::ExitCode {
             Command::Consume(args) => consume::run(args).await,
             Command::Cluster(args) => topic::run_cluster(args).await,
             Command::Group(args) => group::run(args).await,
+            Command::User(args) => user::run(args).await,
             Command::Txn(args) => txn::run(args).await,
             Command::Job(args) => job::run(args).await,
             Command::Pipeline(args) => pipeline::run(args).await,

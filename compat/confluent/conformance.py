@@ -3,7 +3,7 @@ into, checked the same way against Weir and against the reference Kafka (compat/
 against both; every check must pass on both).
 
 Usage: conformance.py HOST:PORT [SECTION...]   (sections: fencing, describe_groups, topic_compression,
-broker_configs; default all)
+broker_configs, scram_users; default all)
 """
 
 import logging
@@ -13,7 +13,8 @@ import uuid
 
 from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
-                                   NewTopic, ResourceType)
+                                   NewTopic, ResourceType, ScramCredentialInfo, ScramMechanism,
+                                   UserScramCredentialDeletion, UserScramCredentialUpsertion)
 
 TIMEOUT_S = 30
 # librdkafka's own log lines (fencing makes it print fatal errors, as it should): not shown; a
@@ -308,8 +309,82 @@ def broker_configs(bootstrap, admin):
     print("broker_configs: a dynamic message.max.bytes of broker 1 described, applied and deleted")
 
 
+def scram_users(bootstrap, admin):
+    """SCRAM users through KIP-554's admin calls: upserts (one user with both mechanisms), the
+    refusals (too few and too many iterations, deleting what does not exist), describing named
+    users (an unknown one RESOURCE_NOT_FOUND) and all of them, and deletion."""
+    user, other = unique("scram-user"), unique("scram-other")
+
+    def altered(changes):
+        outcome = {}
+        for name, future in admin.alter_user_scram_credentials(changes).items():
+            try:
+                future.result(TIMEOUT_S)
+                outcome[name] = "ok"
+            except KafkaException as e:
+                outcome[name] = e.args[0].name()
+        return outcome
+
+    def info(mechanism, iterations):
+        return ScramCredentialInfo(mechanism, iterations)
+
+    sha256, sha512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
+    outcome = altered([
+        UserScramCredentialUpsertion(user, info(sha256, 8192), b"pw-one", b"salt-one"),
+        UserScramCredentialUpsertion(other, info(sha512, 4096), b"pw-two"),
+    ])
+    check(outcome == {user: "ok", other: "ok"}, f"upserts: {outcome}")
+    outcome = altered([UserScramCredentialUpsertion(user, info(sha512, 4096), b"pw-three")])
+    check(outcome == {user: "ok"}, f"a second mechanism: {outcome}")
+    few, many, missing = unique("few"), unique("many"), unique("missing")
+    outcome = altered([
+        UserScramCredentialUpsertion(few, info(sha256, 1000), b"pw"),
+        UserScramCredentialUpsertion(many, info(sha256, 20000), b"pw"),
+        UserScramCredentialDeletion(missing, sha256),
+    ])
+    check(outcome == {few: "UNACCEPTABLE_CREDENTIAL", many: "UNACCEPTABLE_CREDENTIAL",
+                      missing: "RESOURCE_NOT_FOUND"}, f"refusals: {outcome}")
+
+    def described(users):
+        answer = {}
+        futures = admin.describe_user_scram_credentials(users)
+        items = futures.items() if isinstance(futures, dict) else futures.result(TIMEOUT_S).items()
+        for name, value in items:
+            try:
+                description = value.result(TIMEOUT_S) if hasattr(value, "result") else value
+                answer[name] = sorted((i.mechanism.name, i.iterations) for i in description.scram_credential_infos)
+            except KafkaException as e:
+                answer[name] = e.args[0].name()
+        return answer
+
+    deadline = time.time() + TIMEOUT_S
+    expected = {user: [("SCRAM_SHA_256", 8192), ("SCRAM_SHA_512", 4096)], other: [("SCRAM_SHA_512", 4096)]}
+    while described([user, other]) != expected and time.time() < deadline:
+        time.sleep(0.2)
+    check(described([user, other]) == expected, f"described: {described([user, other])}")
+    unknown = unique("unknown")
+    check(described([unknown]) == {unknown: "RESOURCE_NOT_FOUND"}, f"unknown user: {described([unknown])}")
+    everyone = described(None)
+    check(everyone.get(user) == expected[user] and everyone.get(other) == expected[other],
+          f"all users: {everyone}")
+    outcome = altered([UserScramCredentialDeletion(user, sha256), UserScramCredentialDeletion(user, sha512),
+                       UserScramCredentialDeletion(other, sha512)])
+    check(outcome.get(other) == "ok", f"deletions: {outcome}")
+    # One user twice in a request: refused whole (DUPLICATE_RESOURCE), as Kafka's controller does.
+    check(outcome.get(user) == "DUPLICATE_RESOURCE", f"a user twice: {outcome}")
+    outcome = altered([UserScramCredentialDeletion(user, sha256)])
+    outcome.update(altered([UserScramCredentialDeletion(user, sha512)]))
+    check(outcome == {user: "ok"}, f"deletions one by one: {outcome}")
+    deadline = time.time() + TIMEOUT_S
+    while described([user]) != {user: "RESOURCE_NOT_FOUND"} and time.time() < deadline:
+        time.sleep(0.2)
+    check(described([user]) == {user: "RESOURCE_NOT_FOUND"}, f"after deletion: {described([user])}")
+    print("scram_users: SCRAM credentials upserted, refused, described and deleted")
+
+
 SECTIONS = {"fencing": fencing, "describe_groups": describe_groups,
-            "topic_compression": topic_compression, "broker_configs": broker_configs}
+            "topic_compression": topic_compression, "broker_configs": broker_configs,
+            "scram_users": scram_users}
 
 
 def main(bootstrap, sections):

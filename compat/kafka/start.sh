@@ -2,7 +2,9 @@
 # Starts a single-node Apache Kafka 4.x broker (KRaft, combined broker+controller, no Docker) on
 # 127.0.0.1 as Weir's reference. Jars come from Maven Central (compat/kafka/pom.xml) and are
 # cached outside the clone. Prints the bootstrap address; stop with compat/kafka/stop.sh.
-# Environment: KAFKA_PORT (default 19092), KAFKA_HEAP (default 512m), WEIR_CACHE.
+# Environment: KAFKA_PORT (default 19092), KAFKA_HEAP (default 512m), WEIR_CACHE;
+# KAFKA_EXTRA_LISTENERS ("SASL_SSL://127.0.0.1:PORT,…": listened on and advertised beside
+# PLAINTEXT; KAFKA_EXTRA_ADVERTISED if they are advertised otherwise) and KAFKA_EXTRA_PROPERTIES (a file appended to server.properties) for secured runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${WEIR_CACHE:-$HOME/.cache/weir}
@@ -23,12 +25,13 @@ if [ -f "$run/kafka.pid" ] && kill -0 "$(cat "$run/kafka.pid")" 2>/dev/null; the
   exit 0
 fi
 rm -rf "$run" && mkdir -p "$run/data"
+extra_advertised=${KAFKA_EXTRA_ADVERTISED:-${KAFKA_EXTRA_LISTENERS:-}}
 cat > "$run/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$controller_port
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port${KAFKA_EXTRA_LISTENERS:+,$KAFKA_EXTRA_LISTENERS}
+advertised.listeners=PLAINTEXT://127.0.0.1:$port${extra_advertised:+,$extra_advertised}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$run/data
@@ -39,6 +42,7 @@ transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=true
 PROPS
+[ -n "${KAFKA_EXTRA_PROPERTIES:-}" ] && cat "$KAFKA_EXTRA_PROPERTIES" >> "$run/server.properties"
 cat > "$run/log4j2.yaml" <<LOG
 Configuration:
   Appenders:

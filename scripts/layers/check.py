@@ -21,10 +21,10 @@ from collections import defaultdict
 LAYERS = [
     ["clock", "memory_pool", "seeded_rng", "shutdown"],
     ["config", "client"],
-    ["log", "producer"],
+    ["log", "producer", "security"],
     ["partition"],
     ["cluster", "topic", "error"],
-    ["group", "transaction", "replication", "broker_configs"],
+    ["group", "transaction", "replication", "broker_configs", "user_credentials", "acls"],
     ["context", "metrics"],
     ["handler"],
     ["server"],

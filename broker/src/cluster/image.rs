@@ -108,6 +108,12 @@ pub struct MetadataImage {
     /// Dynamic broker configs by BROKER resource: a broker's id, or "" for the cluster default.
     #[serde(default)]
     pub broker_configs: BTreeMap<String, BTreeMap<String, String>>,
+    /// SCRAM users' credentials, by user and mechanism.
+    #[serde(default)]
+    pub scram_credentials: crate::security::scram::UserCredentials,
+    /// The ACLs.
+    #[serde(default)]
+    pub acls: std::collections::BTreeSet<crate::security::acl::AclBinding>,
 }
 
 impl MetadataImage {
@@ -213,6 +219,22 @@ impl MetadataImage {
                         .broker_configs
                         .insert(resource.clone(), configs.clone()),
                 };
+            }
+            MetadataRecord::ScramCredential {
+                user,
+                mechanism,
+                credential,
+            } => crate::security::scram::apply_change(
+                &mut self.scram_credentials,
+                user,
+                *mechanism,
+                credential.as_ref(),
+            ),
+            MetadataRecord::AclCreated { binding } => {
+                self.acls.insert(binding.clone());
+            }
+            MetadataRecord::AclRemoved { binding } => {
+                self.acls.remove(binding);
             }
             MetadataRecord::DeleteTopic { topic_id } => {
                 self.topics.remove(topic_id);

@@ -65,6 +65,21 @@ pub enum MetadataRecord {
         resource: String,
         configs: BTreeMap<String, String>,
     },
+    /// A SCRAM user's credential for one mechanism (Kafka's UserScramCredentialRecord), or
+    /// its removal (`credential` None: RemoveUserScramCredentialRecord).
+    ScramCredential {
+        user: String,
+        mechanism: crate::security::scram::ScramMechanism,
+        credential: Option<crate::security::scram::ScramCredential>,
+    },
+    /// An ACL added (Kafka's AccessControlEntryRecord); adding one already there changes nothing.
+    AclCreated {
+        binding: crate::security::acl::AclBinding,
+    },
+    /// An ACL removed (RemoveAccessControlEntryRecord).
+    AclRemoved {
+        binding: crate::security::acl::AclBinding,
+    },
     PartitionChange(PartitionChange),
     /// Producer ids `first_id..first_id + size` belong to this broker (Kafka's
     /// ProducerIdsRecord): every broker hands out ids no other broker has.

@@ -11,8 +11,9 @@ use super::listeners::{
     SecurityProtocol,
 };
 use super::properties::{
-    broker_property_def, topic_config_def, validate_value, DEFAULT_QUEUED_MAX_REQUEST_BYTES,
-    GZIP_LEVEL, LZ4_LEVEL, REFUSED_PROPERTIES, ZSTD_LEVEL,
+    broker_property_def, listener_scoped, topic_config_def, validate_value,
+    DEFAULT_QUEUED_MAX_REQUEST_BYTES, GZIP_LEVEL, LISTENER_MECHANISMS,
+    LISTENER_MECHANISM_PROPERTIES, LZ4_LEVEL, REFUSED_PROPERTIES, ZSTD_LEVEL,
 };
 use super::topic::TopicCompression;
 use super::{ConfigError, LogConfig, TopicConfigDef};
@@ -146,22 +147,12 @@ impl BrokerConfig {
         &self.dynamic
     }
 
-    /// Sets a broker property by its Kafka name, validating name and value. A TLS property of
-    /// one listener is `listener.name.<listener>.ssl.…`.
+    /// Sets a broker property by its Kafka name, validating name and value. A property of one
+    /// listener is `listener.name.<listener>.<property>` (`ssl.…`, `sasl.enabled.mechanisms`,
+    /// …), of one of its SASL mechanisms `listener.name.<listener>.<mechanism>.<property>`.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
         if let Some(rest) = name.strip_prefix("listener.name.") {
-            let unknown = || ConfigError::Unknown {
-                name: name.to_string(),
-            };
-            let (listener, property) = rest.split_once('.').ok_or_else(unknown)?;
-            if !property.starts_with("ssl.") || listener.is_empty() {
-                return Err(unknown());
-            }
-            let def = broker_property_def(property).ok_or_else(unknown)?;
-            validate_value(name, value, def.kind, def.min, def.choices)?;
-            let key = format!("listener.name.{}.{property}", listener.to_ascii_lowercase());
-            self.properties.insert(key, value.to_string());
-            return Ok(());
+            return self.set_listener_scoped(name, rest, value);
         }
         if let Some((_, reason)) = REFUSED_PROPERTIES.iter().find(|(n, _)| *n == name) {
             return Err(ConfigError::Unsupported {
@@ -189,6 +180,44 @@ impl BrokerConfig {
             parse_protocol_map(value)?;
         }
         self.properties.insert(name.to_string(), value.to_string());
+        Ok(())
+    }
+
+    fn set_listener_scoped(
+        &mut self,
+        name: &str,
+        rest: &str,
+        value: &str,
+    ) -> Result<(), ConfigError> {
+        let unknown = || ConfigError::Unknown {
+            name: name.to_string(),
+        };
+        let (listener, property) = rest.split_once('.').ok_or_else(unknown)?;
+        if listener.is_empty() {
+            return Err(unknown());
+        }
+        let (def, property) = match property.split_once('.') {
+            Some((mechanism, per_mechanism))
+                if LISTENER_MECHANISMS.contains(&mechanism.to_ascii_lowercase().as_str()) =>
+            {
+                let def = LISTENER_MECHANISM_PROPERTIES
+                    .iter()
+                    .find(|def| def.name == per_mechanism)
+                    .ok_or_else(unknown)?;
+                (
+                    def,
+                    format!("{}.{per_mechanism}", mechanism.to_ascii_lowercase()),
+                )
+            }
+            _ if listener_scoped(property) => (
+                broker_property_def(property).ok_or_else(unknown)?,
+                property.to_string(),
+            ),
+            _ => return Err(unknown()),
+        };
+        validate_value(name, value, def.kind, def.min, def.choices)?;
+        let key = format!("listener.name.{}.{property}", listener.to_ascii_lowercase());
+        self.properties.insert(key, value.to_string());
         Ok(())
     }
 

@@ -119,6 +119,33 @@ const GZIP_LEVELS: std::ops::RangeInclusive<i64> = 1..=9;
 const LZ4_LEVELS: std::ops::RangeInclusive<i64> = 1..=17;
 const ZSTD_LEVELS: std::ops::RangeInclusive<i64> = -131_072..=22;
 
+/// Properties a SASL listener takes per mechanism, as
+/// `listener.name.<listener>.<mechanism>.<property>` (Kafka's only form for the JAAS entry).
+pub(super) const LISTENER_MECHANISM_PROPERTIES: &[PropertyDef] = &[
+    prop_unset("sasl.jaas.config", ConfigType::Password),
+    prop_min("connections.max.reauth.ms", ConfigType::Long, "0", 0),
+];
+
+/// Mechanism names as they appear, lower-cased, in those properties' names.
+pub(super) const LISTENER_MECHANISMS: &[&str] = &[
+    "plain",
+    "scram-sha-256",
+    "scram-sha-512",
+    "oauthbearer",
+    "gssapi",
+];
+
+/// Broker properties a listener may set for itself as `listener.name.<listener>.<property>`.
+pub(super) fn listener_scoped(property: &str) -> bool {
+    property.starts_with("ssl.")
+        || matches!(
+            property,
+            "sasl.enabled.mechanisms"
+                | "connections.max.reauth.ms"
+                | "sasl.server.max.receive.size"
+        )
+}
+
 /// Every broker property Weir accepts, with Kafka's defaults.
 pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     prop_min("node.id", ConfigType::Int, "1", 0),
@@ -139,6 +166,8 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     prop_unset("ssl.keystore.key", ConfigType::Password),
     prop_unset("ssl.key.password", ConfigType::Password),
     prop_choice("ssl.truststore.type", "PEM", &["PEM"]),
+    // How a client certificate's subject becomes the principal's name (Kafka's rules).
+    prop("ssl.principal.mapping.rules", ConfigType::String, "DEFAULT"),
     prop_unset("ssl.truststore.location", ConfigType::String),
     prop_unset("ssl.truststore.certificates", ConfigType::Password),
     prop_choice(
@@ -153,6 +182,39 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         min: None,
         choices: &["TLSv1.2", "TLSv1.3"],
     },
+    // SASL listeners (also per listener as listener.name.<name>.…; a mechanism's JAAS entry and
+    // re-authentication bound as listener.name.<name>.<mechanism>.…, see `LISTENER_MECHANISM`).
+    prop("sasl.enabled.mechanisms", ConfigType::List, "GSSAPI"),
+    prop(
+        "sasl.mechanism.inter.broker.protocol",
+        ConfigType::String,
+        "GSSAPI",
+    ),
+    prop_min("connections.max.reauth.ms", ConfigType::Long, "0", 0),
+    prop_min("sasl.server.max.receive.size", ConfigType::Int, "524288", 1),
+    prop_min(
+        "connection.failed.authentication.delay.ms",
+        ConfigType::Int,
+        "100",
+        0,
+    ),
+    // Authorization: Kafka's StandardAuthorizer by its class name turns ACLs on.
+    PropertyDef {
+        name: "authorizer.class.name",
+        kind: ConfigType::String,
+        default: Some(""),
+        min: None,
+        choices: &[
+            "",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        ],
+    },
+    prop_unset("super.users", ConfigType::String),
+    prop(
+        "allow.everyone.if.no.acl.found",
+        ConfigType::Boolean,
+        "false",
+    ),
     prop_unset("broker.id", ConfigType::Int),
     prop_unset("cluster.id", ConfigType::String),
     // Cluster mode (KRaft's names): without voters the broker runs alone.

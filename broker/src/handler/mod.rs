@@ -4,21 +4,28 @@
 //! `SUPPORTED_APIS` is the single source of truth for ApiVersions and for which requests the
 //! connection accepts.
 
+pub mod acl_requests;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod authorized_operations;
 pub mod configs;
+pub mod create_acls;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_acls;
+pub mod describe_client_quotas;
 pub mod describe_cluster;
 pub mod describe_groups;
 pub mod describe_producers;
 pub mod describe_quorum;
 pub mod describe_transactions;
+pub mod describe_user_scram_credentials;
 pub mod end_txn;
 pub mod errors;
 pub mod fetch;
@@ -38,6 +45,8 @@ pub mod offset_for_leader_epoch;
 pub mod partition_reassignments;
 pub mod produce;
 pub mod produce_txn;
+pub mod sasl_authenticate;
+pub mod sasl_handshake;
 pub mod sync_group;
 pub mod txn_offset_commit;
 pub mod unsupported;
@@ -89,6 +98,14 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::WriteTxnMarkers, 1, 1),
     (ApiKey::AlterPartitionReassignments, 0, 1),
     (ApiKey::ListPartitionReassignments, 0, 0),
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
+    (ApiKey::DescribeUserScramCredentials, 0, 0),
+    (ApiKey::AlterUserScramCredentials, 0, 0),
+    (ApiKey::DescribeAcls, 1, 3),
+    (ApiKey::CreateAcls, 1, 3),
+    (ApiKey::DeleteAcls, 1, 3),
+    (ApiKey::DescribeClientQuotas, 0, 1),
 ];
 
 /// The version range implemented for an API, if any.
@@ -134,6 +151,8 @@ pub struct RequestOrigin<'a> {
     pub client_id: &'a str,
     pub peer: std::net::SocketAddr,
     pub listener: &'a str,
+    /// Who the connection authenticated as (`User:ANONYMOUS` without authentication).
+    pub principal: &'a crate::security::KafkaPrincipal,
 }
 
 impl RequestOrigin<'_> {
@@ -256,6 +275,31 @@ pub async fn handle(
         RequestKind::ListPartitionReassignments(r) => ready(
             ResponseKind::ListPartitionReassignments(partition_reassignments::list(context, r)),
         ),
+        RequestKind::CreateAcls(r) => ready(ResponseKind::CreateAcls(
+            create_acls::handle(context, r).await,
+        )),
+        RequestKind::DescribeAcls(r) => ready(ResponseKind::DescribeAcls(describe_acls::handle(
+            context, version, r,
+        ))),
+        RequestKind::DeleteAcls(r) => ready(ResponseKind::DeleteAcls(
+            delete_acls::handle(context, r).await,
+        )),
+        RequestKind::SaslHandshake(_) => {
+            ready(ResponseKind::SaslHandshake(sasl_handshake::handle()))
+        }
+        RequestKind::SaslAuthenticate(_) => {
+            ready(ResponseKind::SaslAuthenticate(sasl_authenticate::handle()))
+        }
+        RequestKind::DescribeUserScramCredentials(r) => {
+            ready(ResponseKind::DescribeUserScramCredentials(
+                describe_user_scram_credentials::handle(context, r),
+            ))
+        }
+        RequestKind::AlterUserScramCredentials(r) => {
+            ready(ResponseKind::AlterUserScramCredentials(
+                alter_user_scram_credentials::handle(context, r).await,
+            ))
+        }
         RequestKind::WriteTxnMarkers(r) => ready(ResponseKind::WriteTxnMarkers(
             write_txn_markers::handle(context, r).await,
         )),

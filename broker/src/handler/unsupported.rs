@@ -66,9 +66,6 @@ pub fn top_level_error(
                 .with_producer_id(ProducerId(-1))
                 .with_producer_epoch(-1),
         ),
-        RequestKind::SaslHandshake(_) => {
-            ResponseKind::SaslHandshake(SaslHandshakeResponse::default().with_error_code(code))
-        }
         RequestKind::AddOffsetsToTxn(_) => {
             ResponseKind::AddOffsetsToTxn(AddOffsetsToTxnResponse::default().with_error_code(code))
         }

@@ -189,6 +189,29 @@ pub fn write_file_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     fs::rename(&tmp, path)
 }
 
+/// What [`read_small_file`] found.
+pub enum SmallFile {
+    Missing,
+    TooLarge(u64),
+    Bytes(Vec<u8>),
+}
+
+/// Reads a small metadata file whole, unless it is larger than `max_bytes` (its size is
+/// checked before anything is read).
+pub fn read_small_file(path: &Path, max_bytes: u64) -> std::io::Result<SmallFile> {
+    let size = match fs::metadata(path) {
+        Ok(metadata) => metadata.len(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(SmallFile::Missing)
+        }
+        Err(error) => return Err(error),
+    };
+    if size > max_bytes {
+        return Ok(SmallFile::TooLarge(size));
+    }
+    fs::read(path).map(SmallFile::Bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

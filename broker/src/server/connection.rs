@@ -9,6 +9,9 @@
 //! one) and its address's place under `max.connections.per.ip`; before a frame is allocated its
 //! size is reserved in the `queued.max.request.bytes` pool (see `limits`).
 //!
+//! On a SASL listener, `authentication` decides what happens to each request until the client
+//! has authenticated (and after its session expires); requests then carry its principal.
+//!
 //! Bad input closes the connection with a log line: a frame over `socket.request.max.bytes`, an
 //! unknown API key, a version outside what we implement (except ApiVersions, which gets the
 //! version-0 fallback), or a body that does not decode. An API we do not implement gets its own
@@ -29,12 +32,16 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
+use super::authentication::{Authenticator, RawVerdict, Verdict};
 use super::frame::{decode_request, Decoded, FrameHeader};
 use super::limits::{ConnectionLimits, ConnectionSlot, ListenerSlot};
 use super::tls::{self, TlsAcceptorCell};
 use crate::context::BrokerContext;
 use crate::handler::{self, api_versions, HandlerOutput};
 use crate::memory_pool::{RequestMemory, RequestMemoryPool};
+use crate::security::listener::SaslListener;
+use crate::security::ssl_principal::{self, SslPrincipalMapper};
+use crate::security::KafkaPrincipal;
 
 /// Responses queued per connection before the reader stops taking requests.
 const MAX_QUEUED_RESPONSES: usize = 64;
@@ -49,10 +56,19 @@ pub(super) struct Shared {
     pub pool: Arc<RequestMemoryPool>,
 }
 
+/// How a listener's connections are secured: TLS, SASL, both or neither.
+#[derive(Clone)]
+pub(super) struct ListenerSecurity {
+    pub name: Arc<str>,
+    pub tls: Option<Arc<TlsAcceptorCell>>,
+    pub sasl: Option<Arc<SaslListener>>,
+    /// An SSL listener's `ssl.principal.mapping.rules` (client certificates' principals).
+    pub principal_mapper: Arc<SslPrincipalMapper>,
+}
+
 pub(super) async fn accept_loop(
     listener: TcpListener,
-    listener_name: Arc<str>,
-    tls: Option<Arc<TlsAcceptorCell>>,
+    security: ListenerSecurity,
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -71,16 +87,18 @@ pub(super) async fn accept_loop(
                         }
                     };
                     let _ = stream.set_nodelay(true);
-                    let listener = Arc::clone(&listener_name);
                     let shutdown = for_connections.clone();
                     let shared = shared.clone();
-                    match &tls {
+                    let security = security.clone();
+                    match &security.tls {
                         None => {
                             let (read_half, write_half) = stream.into_split();
-                            connections.spawn(serve(read_half, write_half, peer, listener, slot, shared, shutdown));
+                            let authenticator = Authenticator::new(Arc::clone(&security.name), security.sasl.clone(), KafkaPrincipal::anonymous());
+                            let link = Link { peer, listener: security.name, authenticator };
+                            connections.spawn(serve(read_half, write_half, link, slot, shared, shutdown));
                         }
                         Some(tls) => {
-                            connections.spawn(serve_tls(tls.acceptor(), stream, peer, listener, slot, shared, shutdown));
+                            connections.spawn(serve_tls(tls.acceptor(), stream, peer, security, slot, shared, shutdown));
                         }
                     }
                 }
@@ -126,11 +144,12 @@ async fn serve_tls(
     acceptor: TlsAcceptor,
     stream: TcpStream,
     peer: SocketAddr,
-    listener: Arc<str>,
+    security: ListenerSecurity,
     slot: ConnectionSlot,
     shared: Shared,
     shutdown: watch::Receiver<bool>,
 ) {
+    let listener = security.name;
     let handshake = tokio::time::timeout(tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
     let stream = match handshake {
         Ok(Ok(stream)) => stream,
@@ -143,18 +162,48 @@ async fn serve_tls(
             return;
         }
     };
+    // SASL names the principal on a SASL_SSL listener; on SSL a client certificate does.
+    let certificate = stream
+        .get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|chain| chain.first());
+    let principal = match (&security.sasl, certificate) {
+        (None, Some(certificate)) => {
+            let named = ssl_principal::subject_name(certificate.as_ref())
+                .and_then(|subject| security.principal_mapper.name(&subject));
+            match named {
+                Ok(name) => KafkaPrincipal::user(name),
+                Err(reason) => {
+                    tracing::info!(%peer, %listener, %reason, "TLS client refused: no principal");
+                    return;
+                }
+            }
+        }
+        _ => KafkaPrincipal::anonymous(),
+    };
+    tracing::debug!(%peer, %listener, %principal, "TLS connection");
+    let authenticator = Authenticator::new(Arc::clone(&listener), security.sasl, principal);
     let (read_half, write_half) = tokio::io::split(stream);
-    serve(
-        read_half, write_half, peer, listener, slot, shared, shutdown,
-    )
-    .await;
+    let link = Link {
+        peer,
+        listener,
+        authenticator,
+    };
+    serve(read_half, write_half, link, slot, shared, shutdown).await;
+}
+
+/// One connection's peer, listener and authentication.
+struct Link {
+    peer: SocketAddr,
+    listener: Arc<str>,
+    authenticator: Authenticator,
 }
 
 async fn serve<R, W>(
     read_half: R,
     write_half: W,
-    peer: SocketAddr,
-    listener: Arc<str>,
+    mut link: Link,
     _slot: ConnectionSlot,
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
@@ -163,6 +212,7 @@ async fn serve<R, W>(
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let context = shared.context;
+    let peer = link.peer;
     context.metrics.connections.inc();
     context.metrics.connections_total.inc();
     tracing::debug!(%peer, "connection opened");
@@ -183,8 +233,9 @@ async fn serve<R, W>(
             .unwrap_or(600_000),
     );
     loop {
+        let frame_limit = link.authenticator.max_frame(max_frame);
         let frame = tokio::select! {
-            frame = tokio::time::timeout(idle, read_frame(&mut reader, max_frame, &shared.pool)) => frame,
+            frame = tokio::time::timeout(idle, read_frame(&mut reader, frame_limit, &shared.pool)) => frame,
             _ = crate::shutdown::stopped(&mut shutdown) => break,
         };
         let frame = match frame {
@@ -201,18 +252,27 @@ async fn serve<R, W>(
         };
         let (frame, reserved) = frame;
         let started = Instant::now();
-        let handled = handle_frame(&context, peer, &listener, frame, started).await;
+        let handled = if link.authenticator.expects_raw_token() {
+            raw_token(&context, &mut link.authenticator, &frame)
+        } else {
+            handle_frame(&context, &mut link, frame, started).await
+        };
         // Handled: the request's bytes leave the pool (a deferred response no longer needs them).
         drop(reserved);
-        let pending = match handled {
-            Ok(Some(pending)) => pending,
-            Ok(None) => continue,
+        let (pending, then_close) = match handled {
+            Ok(Handled::Respond(pending)) => (pending, None),
+            Ok(Handled::RespondAndClose(pending, reason)) => (pending, Some(reason)),
+            Ok(Handled::Nothing) => continue,
             Err(reason) => {
                 tracing::warn!(%peer, %reason, "closing connection");
                 break;
             }
         };
         if queue.send(pending).await.is_err() {
+            break;
+        }
+        if let Some(reason) = then_close {
+            tracing::info!(%peer, %reason, "closing connection");
             break;
         }
     }
@@ -257,13 +317,39 @@ async fn read_frame(
     Ok(Some((frame.freeze(), reserved)))
 }
 
+/// What a frame came to.
+enum Handled {
+    Respond(Pending),
+    /// Send this, then close (a failed authentication).
+    RespondAndClose(Pending, String),
+    /// Nothing to send (acks=0).
+    Nothing,
+}
+
+/// A raw SASL token (after a v0 handshake): answered with a raw size-prefixed token.
+fn raw_token(
+    context: &Arc<BrokerContext>,
+    authenticator: &mut Authenticator,
+    frame: &[u8],
+) -> Result<Handled, String> {
+    match authenticator.raw_token(context, frame) {
+        RawVerdict::Answer(token) => {
+            let mut buffer = BytesMut::with_capacity(4 + token.len());
+            buffer.put_i32(token.len() as i32);
+            buffer.extend_from_slice(&token);
+            Ok(Handled::Respond(Pending::Ready(buffer)))
+        }
+        RawVerdict::Close(reason) => Err(reason),
+    }
+}
+
 async fn handle_frame(
     context: &Arc<BrokerContext>,
-    peer: SocketAddr,
-    listener: &str,
+    link: &mut Link,
     frame: Bytes,
     started: Instant,
-) -> Result<Option<Pending>, String> {
+) -> Result<Handled, String> {
+    let ready = |bytes| Ok(Handled::Respond(Pending::Ready(bytes)));
     let (header_info, request_header, request) = match decode_request(frame)? {
         Decoded::Request {
             header,
@@ -277,10 +363,13 @@ async fn handle_frame(
                 version: 0,
                 ..header
             };
-            return encode(context, header, &response, started).map(|b| Some(Pending::Ready(b)));
+            return ready(encode(context, header, &response, started)?);
         }
         Decoded::Unimplemented { header, request } => {
-            return unimplemented_api(context, header, &request, started);
+            if !link.authenticator.authenticated() {
+                return Err(format!("{:?} before SASL authentication", header.api_key));
+            }
+            return unimplemented_api(context, header, &request, started).map(Handled::Respond);
         }
     };
     let FrameHeader {
@@ -294,23 +383,48 @@ async fn handle_frame(
         .map(|c| c.as_str())
         .unwrap_or("");
     tracing::trace!(api = ?api_key, version, correlation_id, client_id, "request");
+    match link
+        .authenticator
+        .admit(context, api_key, version, &request)
+    {
+        Verdict::Serve => {}
+        Verdict::Answer(response) => {
+            return ready(encode(context, header_info, &response, started)?)
+        }
+        Verdict::AnswerAndClose {
+            response,
+            delay,
+            reason,
+        } => {
+            let response = Box::pin(async move {
+                tokio::time::sleep(delay).await;
+                response
+            });
+            let pending = Pending::Deferred {
+                response,
+                header: header_info,
+                started,
+            };
+            return Ok(Handled::RespondAndClose(pending, reason));
+        }
+        Verdict::Close(reason) => return Err(reason),
+    }
     let origin = handler::RequestOrigin {
         client_id,
-        peer,
-        listener,
+        peer: link.peer,
+        listener: &link.listener,
+        principal: link.authenticator.principal(),
     };
     match handler::handle(context, version, &origin, request).await {
-        HandlerOutput::Ready(response) => {
-            encode(context, header_info, &response, started).map(|b| Some(Pending::Ready(b)))
-        }
-        HandlerOutput::Deferred(response) => Ok(Some(Pending::Deferred {
+        HandlerOutput::Ready(response) => ready(encode(context, header_info, &response, started)?),
+        HandlerOutput::Deferred(response) => Ok(Handled::Respond(Pending::Deferred {
             response,
             header: header_info,
             started,
         })),
         HandlerOutput::None => {
             record_request(context, api_key, started);
-            Ok(None)
+            Ok(Handled::Nothing)
         }
         HandlerOutput::Close => Err(format!("{api_key:?} cannot be answered")),
     }
@@ -322,14 +436,14 @@ fn unimplemented_api(
     header: FrameHeader,
     request: &RequestKind,
     started: Instant,
-) -> Result<Option<Pending>, String> {
+) -> Result<Pending, String> {
     let FrameHeader {
         api_key, version, ..
     } = header;
     let response = handler::unsupported::response(version, request)
         .ok_or_else(|| format!("{api_key:?} is not implemented"))?;
     tracing::debug!(api = ?api_key, version, "answered an unimplemented API with UNSUPPORTED_VERSION");
-    encode(context, header, &response, started).map(|b| Some(Pending::Ready(b)))
+    encode(context, header, &response, started).map(Pending::Ready)
 }
 
 fn record_request(context: &BrokerContext, api_key: ApiKey, started: Instant) {

@@ -10,6 +10,7 @@
 //!   sweep for lagging followers.
 //! - `metadata`: cluster mode — replicas, roles, fetchers and coordinators following the image.
 
+mod authentication;
 mod background;
 mod connection;
 pub mod frame;
@@ -76,6 +77,8 @@ impl Broker {
         let context = Arc::new(BrokerContext {
             live_config: storage.live_config,
             broker_configs: storage.broker_configs,
+            user_credentials: storage.user_credentials,
+            acls: storage.acls,
             topics: storage.topics,
             groups: storage.groups,
             producer_ids: storage.producer_ids,
@@ -131,10 +134,15 @@ impl Broker {
             if let Some(tls) = &listener.tls {
                 tasks.spawn(tls::watch_files(Arc::clone(tls), shutdown_rx.clone()));
             }
+            let security = connection::ListenerSecurity {
+                name: Arc::from(listener.name.as_str()),
+                tls: listener.tls,
+                sasl: listener.sasl,
+                principal_mapper: listener.principal_mapper,
+            };
             tasks.spawn(connection::accept_loop(
                 listener.socket,
-                Arc::from(listener.name.as_str()),
-                listener.tls,
+                security,
                 shared.clone(),
                 shutdown_rx.clone(),
             ));

@@ -227,16 +227,6 @@ async fn hostile_frames_close_the_connection_and_broker_keeps_serving() {
     let mut client = RawClient::connect(broker.local_addr()).await;
     let response = client
         .call(
-            1,
-            &kafka_protocol::messages::SaslHandshakeRequest::default(),
-        )
-        .await;
-    assert_eq!(
-        response.error_code,
-        ResponseError::UnsupportedVersion.code()
-    );
-    let response = client
-        .call(
             0,
             &kafka_protocol::messages::ConsumerGroupHeartbeatRequest::default(),
         )

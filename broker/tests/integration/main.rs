@@ -27,6 +27,7 @@ mod raw;
 #[path = "../support/records.rs"]
 mod records;
 mod retention;
+mod sasl;
 mod tls;
 mod transaction_v2;
 mod transactions;

@@ -291,3 +291,43 @@ async fn a_cluster_refuses_an_ssl_inter_broker_listener_until_brokers_speak_tls(
         "expected the inter-broker refusal, got {message:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_no_principal_mapping_rule_names_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new("Weir test CA");
+    let (keystore, ca) = (dir.path().join("broker.pem"), dir.path().join("ca.pem"));
+    authority.write_server_keystore(&keystore);
+    authority.write_ca(&ca);
+    let identity = |name: &str| {
+        let (certificate, key) = authority.issue(name, &[], true);
+        let paths = (
+            dir.path().join(format!("{name}.crt")),
+            dir.path().join(format!("{name}.key")),
+        );
+        std::fs::write(&paths.0, certificate).unwrap();
+        std::fs::write(&paths.1, key).unwrap();
+        paths
+    };
+    let (app, other) = (identity("app"), identity("other"));
+    let (broker, ssl) = ssl_broker(
+        dir.path(),
+        &keystore,
+        None,
+        &[
+            ("ssl.truststore.location", ca.to_str().unwrap()),
+            ("ssl.client.auth", "required"),
+            ("ssl.principal.mapping.rules", "RULE:^CN=(app)$/$1/U"),
+        ],
+    )
+    .await;
+    assert!(
+        reaches(&tls_client(ssl, &ca, Some((&app.0, &app.1)))),
+        "CN=app refused"
+    );
+    assert!(
+        !reaches(&tls_client(ssl, &ca, Some((&other.0, &other.1)))),
+        "a certificate no rule maps was admitted"
+    );
+    broker.shutdown().await.unwrap();
+}

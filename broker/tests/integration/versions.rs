@@ -658,5 +658,84 @@ async fn every_api_answers_every_advertised_version() {
         let ids = range(ApiKey::AddPartitionsToTxn).count();
         assert_eq!(r.transaction_states.len(), ids, "ListTransactions v{v}");
     }
+    // On a PLAINTEXT listener both SASL APIs are ILLEGAL_SASL_STATE (sasl.rs runs the exchange).
+    for v in range(ApiKey::SaslHandshake) {
+        let request =
+            SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
+        let r = client.call(v, &request).await;
+        assert_eq!(r.error_code, 34, "SaslHandshake v{v}");
+    }
+    for v in range(ApiKey::SaslAuthenticate) {
+        let r = client.call(v, &SaslAuthenticateRequest::default()).await;
+        assert_eq!(r.error_code, 34, "SaslAuthenticate v{v}");
+    }
+    for v in range(ApiKey::AlterUserScramCredentials) {
+        let upsertion = alter_user_scram_credentials_request::ScramCredentialUpsertion::default()
+            .with_name(StrBytes::from_string(format!("user-v{v}")))
+            .with_mechanism(1)
+            .with_iterations(4096)
+            .with_salt(bytes::Bytes::from_static(b"salt"))
+            .with_salted_password(bytes::Bytes::from(vec![1u8; 32]));
+        let request = AlterUserScramCredentialsRequest::default().with_upsertions(vec![upsertion]);
+        let r = client.call(v, &request).await;
+        assert_eq!(r.results[0].error_code, 0, "AlterUserScramCredentials v{v}");
+    }
+    for v in range(ApiKey::DescribeUserScramCredentials) {
+        let r = client
+            .call(v, &DescribeUserScramCredentialsRequest::default())
+            .await;
+        assert_eq!(r.error_code, 0, "DescribeUserScramCredentials v{v}");
+        assert_eq!(r.results.len(), 1, "DescribeUserScramCredentials v{v}");
+    }
+    for v in range(ApiKey::DescribeClientQuotas) {
+        let user = describe_client_quotas_request::ComponentData::default()
+            .with_entity_type(StrBytes::from_static_str("user"))
+            .with_match_type(2);
+        let request = DescribeClientQuotasRequest::default().with_components(vec![user]);
+        let r = client.call(v, &request).await;
+        assert_eq!(
+            (r.error_code, r.entries),
+            (0, Some(Vec::new())),
+            "DescribeClientQuotas v{v}"
+        );
+    }
+    // No authorizer configured: the ACL APIs answer SECURITY_DISABLED, as Kafka's do.
+    for v in range(ApiKey::DescribeAcls) {
+        let request = DescribeAclsRequest::default()
+            .with_resource_type_filter(1)
+            .with_pattern_type_filter(1)
+            .with_operation(1)
+            .with_permission_type(1);
+        let r = client.call(v, &request).await;
+        assert_eq!(r.error_code, 54, "DescribeAcls v{v}");
+    }
+    for v in range(ApiKey::CreateAcls) {
+        let creation = create_acls_request::AclCreation::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("versions"))
+            .with_resource_pattern_type(3)
+            .with_principal(StrBytes::from_static_str("User:alice"))
+            .with_host(StrBytes::from_static_str("*"))
+            .with_operation(3)
+            .with_permission_type(3);
+        let r = client
+            .call(
+                v,
+                &CreateAclsRequest::default().with_creations(vec![creation]),
+            )
+            .await;
+        assert_eq!(r.results[0].error_code, 54, "CreateAcls v{v}");
+    }
+    for v in range(ApiKey::DeleteAcls) {
+        let filter = delete_acls_request::DeleteAclsFilter::default()
+            .with_resource_type_filter(1)
+            .with_pattern_type_filter(1)
+            .with_operation(1)
+            .with_permission_type(1);
+        let r = client
+            .call(v, &DeleteAclsRequest::default().with_filters(vec![filter]))
+            .await;
+        assert_eq!(r.filter_results[0].error_code, 54, "DeleteAcls v{v}");
+    }
     broker.shutdown().await.unwrap();
 }

@@ -360,6 +360,25 @@ fn decide(
         ControllerRequest::AlterBrokerConfigs { resource, configs } => {
             Ok(controller.alter_broker_configs(resource, configs))
         }
+        ControllerRequest::ChangeAcls { created, removed } => Ok(created
+            .into_iter()
+            .map(|binding| MetadataRecord::AclCreated { binding })
+            .chain(
+                removed
+                    .into_iter()
+                    .map(|binding| MetadataRecord::AclRemoved { binding }),
+            )
+            .collect()),
+        ControllerRequest::AlterScramCredentials { changes } => Ok(changes
+            .into_iter()
+            .map(
+                |(user, mechanism, credential)| MetadataRecord::ScramCredential {
+                    user,
+                    mechanism,
+                    credential,
+                },
+            )
+            .collect()),
         // Answered by the service (`add_observer`, `describe_quorum`): no records.
         ControllerRequest::AddObserver { .. } | ControllerRequest::DescribeQuorum => Ok(Vec::new()),
         ControllerRequest::AllocateProducerIds {

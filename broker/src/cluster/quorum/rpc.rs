@@ -103,6 +103,19 @@ pub enum ControllerRequest {
         resource: String,
         configs: std::collections::BTreeMap<String, String>,
     },
+    /// SCRAM credentials to store (`Some`) or remove, checked by the broker that asks.
+    AlterScramCredentials {
+        changes: Vec<(
+            String,
+            crate::security::scram::ScramMechanism,
+            Option<crate::security::scram::ScramCredential>,
+        )>,
+    },
+    /// ACLs to add and to remove (the ones a DeleteAcls filter matched at the asking broker).
+    ChangeAcls {
+        created: Vec<crate::security::acl::AclBinding>,
+        removed: Vec<crate::security::acl::AclBinding>,
+    },
     /// Makes node `node_id` an observer of the metadata log (a Raft learner), reached at
     /// `address` (its controller listener); a broker-only node asks before registering.
     AddObserver {

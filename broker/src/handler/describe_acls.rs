@@ -1,0 +1,75 @@
+//! DescribeAcls: the ACLs a filter matches, grouped by resource pattern (MATCH: every binding
+//! that would apply to the named resource). Without an authorizer: SECURITY_DISABLED.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
+use kafka_protocol::messages::{DescribeAclsRequest, DescribeAclsResponse};
+use kafka_protocol::ResponseError;
+
+use super::acl_requests::{filter_of, text, AclFields};
+use crate::context::BrokerContext;
+use crate::security::acl::PatternType;
+
+pub fn handle(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    request: DescribeAclsRequest,
+) -> DescribeAclsResponse {
+    let failed = |error: ResponseError, message: &str| {
+        DescribeAclsResponse::default()
+            .with_error_code(error.code())
+            .with_error_message(Some(text(message)))
+    };
+    if crate::acls::authorizer_settings(&context.config()).is_none() {
+        return failed(
+            ResponseError::SecurityDisabled,
+            "No Authorizer is configured.",
+        );
+    }
+    // v0 has no pattern type: literal only.
+    let pattern_type = if version == 0 {
+        PatternType::Literal.code()
+    } else {
+        request.pattern_type_filter
+    };
+    let filter = match filter_of(&AclFields {
+        resource_type: request.resource_type_filter,
+        resource_name: request.resource_name_filter.as_deref(),
+        pattern_type,
+        principal: request.principal_filter.as_deref(),
+        host: request.host_filter.as_deref(),
+        operation: request.operation,
+        permission: request.permission_type,
+    }) {
+        Ok(filter) => filter,
+        Err(reason) => return failed(ResponseError::InvalidRequest, &reason),
+    };
+    let mut resources: BTreeMap<(i8, String, i8), Vec<AclDescription>> = BTreeMap::new();
+    for binding in context.acl_bindings().iter().filter(|b| filter.matches(b)) {
+        let key = (
+            binding.resource_type.code(),
+            binding.resource_name.clone(),
+            binding.pattern_type.code(),
+        );
+        resources.entry(key).or_default().push(
+            AclDescription::default()
+                .with_principal(text(&binding.principal))
+                .with_host(text(&binding.host))
+                .with_operation(binding.operation.code())
+                .with_permission_type(binding.permission.code()),
+        );
+    }
+    let resources = resources
+        .into_iter()
+        .map(|((resource_type, name, pattern_type), acls)| {
+            DescribeAclsResource::default()
+                .with_resource_type(resource_type)
+                .with_resource_name(text(&name))
+                .with_pattern_type(pattern_type)
+                .with_acls(acls)
+        })
+        .collect();
+    DescribeAclsResponse::default().with_resources(resources)
+}

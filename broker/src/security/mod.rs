@@ -1,0 +1,28 @@
+//! Authentication: who a connection speaks for, and how a client proves it.
+//!
+//! - [`principal`]: `User:<name>`, `User:ANONYMOUS` where nothing was proved.
+//! - [`sasl`]: the server side of PLAIN and SCRAM-SHA-256/512 exchanges, token by token.
+//! - [`scram`]: SCRAM credentials (salt, iterations, StoredKey, ServerKey) and their crypto.
+//! - [`jaas`]: Kafka's `sasl.jaas.config` values (PLAIN's `user_<name>` entries).
+//! - [`listener`]: what one SASL listener accepts, read from the broker's properties.
+//! - [`ssl_principal`]: a client certificate's subject (RFC 2253) and `ssl.principal.mapping.rules`.
+//!
+//! Data flow: a connection on a SASL listener (`server::authentication`) takes ApiVersions and
+//! SaslHandshake, runs an [`sasl::Exchange`] over SaslAuthenticate requests (or raw tokens
+//! after a v0 handshake) against [`sasl::Credentials`] (the stored SCRAM credentials,
+//! `user_credentials`; the listener's PLAIN users), and only then serves other requests, as the
+//! principal the exchange named.
+//!
+//! Invariants: no password is stored, only what SCRAM derives from it; a failed exchange closes
+//! the connection; nothing but ApiVersions, SaslHandshake and SaslAuthenticate is handled
+//! before authentication succeeds.
+
+pub mod acl;
+pub mod jaas;
+pub mod listener;
+pub mod principal;
+pub mod sasl;
+pub mod scram;
+pub mod ssl_principal;
+
+pub use principal::KafkaPrincipal;

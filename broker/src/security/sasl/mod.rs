@@ -1,0 +1,123 @@
+//! The server side of the SASL mechanisms Kafka's clients speak: PLAIN (RFC 4616) against the
+//! `user_<name>` entries of the listener's JAAS config, and SCRAM-SHA-256/512 (RFC 5802) against
+//! the stored credentials. An [`Exchange`] takes the client's tokens one at a time and ends in
+//! an authenticated user or a [`SaslError`]; the connection (`server::authentication`) carries
+//! the tokens in SaslAuthenticate requests or, after a v0 handshake, as raw frames.
+
+pub mod plain;
+pub mod scram;
+
+use std::collections::BTreeMap;
+
+use super::scram::{ScramCredential, ScramMechanism};
+
+/// A SASL mechanism Weir's broker can serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mechanism {
+    Plain,
+    Scram(ScramMechanism),
+}
+
+impl Mechanism {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::Plain => "PLAIN",
+            Mechanism::Scram(scram) => scram.name(),
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Mechanism> {
+        match name {
+            "PLAIN" => Some(Mechanism::Plain),
+            _ => ScramMechanism::from_name(name).map(Mechanism::Scram),
+        }
+    }
+}
+
+impl std::fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where an exchange finds what the client must prove.
+pub trait Credentials {
+    /// The stored SCRAM credential of `user` for `mechanism`.
+    fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
+    /// The PLAIN password of `user` (the JAAS config's `user_<name>`).
+    fn plain_password(&self, user: &str) -> Option<String>;
+}
+
+/// PLAIN users of one listener, from its JAAS config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlainUsers(pub BTreeMap<String, String>);
+
+/// Why an exchange failed. Kafka tells the client only what cannot help a guesser: a
+/// [`SaslError::Visible`] message goes to the client as it is, a [`SaslError::Hidden`] one only
+/// to the log (the client reads that its credentials are invalid).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SaslError {
+    #[error("{0}")]
+    Visible(String),
+    #[error("{0}")]
+    Hidden(String),
+}
+
+impl SaslError {
+    /// What the client is told (SaslAuthenticate's error message).
+    pub fn client_message(&self, mechanism: Mechanism, reauthenticating: bool) -> String {
+        match self {
+            SaslError::Visible(message) => message.clone(),
+            SaslError::Hidden(_) => format!(
+                "Authentication failed during {} due to invalid credentials with SASL mechanism {mechanism}",
+                if reauthenticating {
+                    "re-authentication"
+                } else {
+                    "authentication"
+                }
+            ),
+        }
+    }
+}
+
+/// One step of an exchange.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Send this challenge and wait for the client's next token.
+    Challenge(Vec<u8>),
+    /// Authenticated as `user`; send `response` (possibly empty) as the last token.
+    Done { user: String, response: Vec<u8> },
+}
+
+/// One client's authentication with one mechanism.
+pub enum Exchange {
+    /// PLAIN takes one token; `finished` once it has.
+    Plain {
+        finished: bool,
+    },
+    Scram(scram::ScramExchange),
+}
+
+impl Exchange {
+    pub fn new(mechanism: Mechanism) -> Exchange {
+        match mechanism {
+            Mechanism::Plain => Exchange::Plain { finished: false },
+            Mechanism::Scram(scram) => Exchange::Scram(scram::ScramExchange::new(scram)),
+        }
+    }
+
+    /// Takes the client's next token. After an error or `Done` the exchange is over: a further
+    /// token is an error.
+    pub fn step(&mut self, token: &[u8], credentials: &dyn Credentials) -> Result<Step, SaslError> {
+        match self {
+            Exchange::Plain { finished: true } => Err(SaslError::Hidden(
+                "a token after the PLAIN exchange ended".into(),
+            )),
+            Exchange::Plain { finished } => {
+                *finished = true;
+                plain::authenticate(token, credentials)
+            }
+            Exchange::Scram(exchange) => exchange.step(token, credentials),
+        }
+    }
+}
