@@ -300,6 +300,9 @@ pub async fn handle(
                 alter_user_scram_credentials::handle(context, r).await,
             ))
         }
+        RequestKind::DescribeClientQuotas(r) => ready(ResponseKind::DescribeClientQuotas(
+            describe_client_quotas::handle(r),
+        )),
         RequestKind::WriteTxnMarkers(r) => ready(ResponseKind::WriteTxnMarkers(
             write_txn_markers::handle(context, r).await,
         )),

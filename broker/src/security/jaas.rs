@@ -217,7 +217,7 @@ mod tests {
         for (text, says) in [
             ("", "no login module"),
             ("com.example.Kerberos required;", "not one Weir serves"),
-            (&format!("{PLAIN_LOGIN_MODULE}"), "no control flag"),
+            (PLAIN_LOGIN_MODULE, "no control flag"),
             (
                 &format!("{PLAIN_LOGIN_MODULE} always;"),
                 "not a control flag",

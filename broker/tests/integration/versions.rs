@@ -690,7 +690,8 @@ async fn every_api_answers_every_advertised_version() {
     for v in range(ApiKey::DescribeClientQuotas) {
         let user = describe_client_quotas_request::ComponentData::default()
             .with_entity_type(StrBytes::from_static_str("user"))
-            .with_match_type(2);
+            .with_match_type(2)
+            .with_match(None);
         let request = DescribeClientQuotasRequest::default().with_components(vec![user]);
         let r = client.call(v, &request).await;
         assert_eq!(
