@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
@@ -61,10 +61,27 @@ pub fn check_new_binding(binding: &AclBinding) -> Result<(), String> {
     Ok(())
 }
 
+/// The ACLs as they were when a request arrived, without a copy: the applied metadata image's
+/// in a cluster, or the single broker's set.
+#[derive(Clone)]
+pub enum AclSnapshot {
+    Image(Arc<crate::cluster::image::MetadataImage>),
+    Local(Arc<BTreeSet<AclBinding>>),
+}
+
+impl AclSnapshot {
+    pub fn bindings(&self) -> &BTreeSet<AclBinding> {
+        match self {
+            AclSnapshot::Image(image) => &image.acls,
+            AclSnapshot::Local(bindings) => bindings,
+        }
+    }
+}
+
 /// The ACLs of a broker running alone, on disk.
 pub struct AclStore {
     path: PathBuf,
-    bindings: Mutex<BTreeSet<AclBinding>>,
+    bindings: Mutex<Arc<BTreeSet<AclBinding>>>,
 }
 
 impl AclStore {
@@ -87,17 +104,13 @@ impl AclStore {
             };
         Ok(AclStore {
             path,
-            bindings: Mutex::new(bindings),
+            bindings: Mutex::new(Arc::new(bindings)),
         })
     }
 
-    pub fn bindings(&self) -> BTreeSet<AclBinding> {
+    /// The bindings as they are now; later changes do not touch the snapshot.
+    pub fn snapshot(&self) -> Arc<BTreeSet<AclBinding>> {
         self.lock().clone()
-    }
-
-    /// `read` of the bindings in place.
-    pub fn with_bindings<T>(&self, read: impl FnOnce(&BTreeSet<AclBinding>) -> T) -> T {
-        read(&self.lock())
     }
 
     /// Adds `created` and removes what `deleted` matches, durably; returns what was removed.
@@ -107,7 +120,7 @@ impl AclStore {
         deleted: &[AclFilter],
     ) -> Result<Vec<AclBinding>, BrokerError> {
         let mut bindings = self.lock();
-        let mut next = bindings.clone();
+        let mut next = BTreeSet::clone(&bindings);
         next.extend(created.iter().cloned());
         let removed: Vec<AclBinding> = next
             .iter()
@@ -117,16 +130,16 @@ impl AclStore {
         for binding in &removed {
             next.remove(binding);
         }
-        if next != *bindings {
+        if next != **bindings {
             let bytes = serde_json::to_vec_pretty(&next)
                 .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
             write_file_synced(&self.path, &bytes).map_err(|e| LogError::io(&self.path, e))?;
-            *bindings = next;
+            *bindings = Arc::new(next);
         }
         Ok(removed)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<AclBinding>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Arc<BTreeSet<AclBinding>>> {
         self.bindings.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -156,7 +169,7 @@ mod tests {
             .change(&[binding("a", "User:x"), binding("b", "User:y")], &[])
             .unwrap();
         let reopened = AclStore::open(dir.path()).unwrap();
-        assert_eq!(reopened.bindings().len(), 2);
+        assert_eq!(reopened.snapshot().len(), 2);
         let by_principal = AclFilter {
             resource_type: None,
             resource_name: None,
@@ -168,7 +181,7 @@ mod tests {
         };
         let removed = reopened.change(&[], &[by_principal]).unwrap();
         assert_eq!(removed, vec![binding("a", "User:x")]);
-        assert_eq!(AclStore::open(dir.path()).unwrap().bindings().len(), 1);
+        assert_eq!(AclStore::open(dir.path()).unwrap().snapshot().len(), 1);
         std::fs::write(dir.path().join(FILE_NAME), b"[oops").unwrap();
         assert!(AclStore::open(dir.path()).is_err());
     }

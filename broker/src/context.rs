@@ -91,42 +91,11 @@ impl BrokerContext {
         }
     }
 
-    /// Every ACL: the metadata image's in a cluster, else this broker's own.
-    pub fn acl_bindings(&self) -> std::collections::BTreeSet<crate::security::acl::AclBinding> {
+    /// Every ACL as it is now: the metadata image's in a cluster, else this broker's own.
+    pub fn acl_snapshot(&self) -> crate::acls::AclSnapshot {
         match &self.cluster {
-            Some(cluster) => cluster.image().image.acls.clone(),
-            None => self.acls.bindings(),
-        }
-    }
-
-    /// Whether the authorizer lets `principal` at `host` do `operation` to a resource; always
-    /// when no authorizer is configured (`authorizer.class.name` unset).
-    pub fn authorize(
-        &self,
-        principal: &crate::security::KafkaPrincipal,
-        host: &str,
-        operation: crate::security::acl::Operation,
-        resource_type: crate::security::acl::ResourceType,
-        resource_name: &str,
-    ) -> bool {
-        let Some(settings) = crate::acls::authorizer_settings(&self.config()) else {
-            return true;
-        };
-        let decide = |bindings: &std::collections::BTreeSet<crate::security::acl::AclBinding>| {
-            crate::security::acl::authorize(
-                bindings,
-                &settings,
-                principal,
-                host,
-                operation,
-                resource_type,
-                resource_name,
-            )
-        };
-        // The ACLs are read in place: no copy per request.
-        match &self.cluster {
-            Some(cluster) => decide(&cluster.image().image.acls),
-            None => self.acls.with_bindings(decide),
+            Some(cluster) => crate::acls::AclSnapshot::Image(cluster.image().image),
+            None => crate::acls::AclSnapshot::Local(self.acls.snapshot()),
         }
     }
 

@@ -82,6 +82,11 @@ pub fn filter_of(fields: &AclFields<'_>) -> Result<AclFilter, String> {
     })
 }
 
+/// Kafka's words when no authorizer is configured.
+pub const NO_AUTHORIZER: &str = "No Authorizer is configured.";
+/// Kafka's default message of CLUSTER_AUTHORIZATION_FAILED.
+pub const CLUSTER_REFUSED: &str = "Cluster authorization failed.";
+
 pub fn text(value: &str) -> StrBytes {
     StrBytes::from_string(value.to_string())
 }

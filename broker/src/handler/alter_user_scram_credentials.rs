@@ -15,10 +15,13 @@ use kafka_protocol::protocol::StrBytes;
 use super::errors::error_for;
 use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
+use crate::security::acl::Operation;
 use crate::user_credentials::{check_changes, CredentialChange, Refusal, Upsertion};
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: AlterUserScramCredentialsRequest,
 ) -> AlterUserScramCredentialsResponse {
     let deletions = request
@@ -48,6 +51,18 @@ pub async fn handle(
             users.push(change.user.clone());
         }
     }
+    // Kafka: ALTER on the cluster, else every user is refused and nothing changes.
+    if !access.allows_cluster(Operation::Alter) {
+        let refusal = Refusal {
+            code: kafka_protocol::ResponseError::ClusterAuthorizationFailed.code(),
+            message: super::acl_requests::CLUSTER_REFUSED.to_string(),
+        };
+        let refused = users
+            .iter()
+            .map(|user| (user.clone(), refusal.clone()))
+            .collect();
+        return answer(users, &refused);
+    }
     let refused = match alter(context, &changes).await {
         Ok(refused) => refused,
         // Nothing stored: every user gets the error.
@@ -63,6 +78,13 @@ pub async fn handle(
                 .collect()
         }
     };
+    answer(users, &refused)
+}
+
+fn answer(
+    users: Vec<String>,
+    refused: &BTreeMap<String, Refusal>,
+) -> AlterUserScramCredentialsResponse {
     let results = users
         .into_iter()
         .map(|user| {

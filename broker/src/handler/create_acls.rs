@@ -8,12 +8,15 @@ use kafka_protocol::messages::create_acls_response::AclCreationResult;
 use kafka_protocol::messages::{CreateAclsRequest, CreateAclsResponse};
 use kafka_protocol::ResponseError;
 
-use super::acl_requests::{binding_of, change, text, AclFields};
+use super::acl_requests::{binding_of, change, text, AclFields, CLUSTER_REFUSED, NO_AUTHORIZER};
 use super::errors::error_for;
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
+use crate::security::acl::Operation;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: CreateAclsRequest,
 ) -> CreateAclsResponse {
     let failed = |error: ResponseError, message: String| {
@@ -21,16 +24,18 @@ pub async fn handle(
             .with_error_code(error.code())
             .with_error_message(Some(text(&message)))
     };
-    if crate::acls::authorizer_settings(&context.config()).is_none() {
+    // Kafka asks for ALTER on the cluster before it looks for an authorizer.
+    let refusal = match access.allows_cluster(Operation::Alter) {
+        false => Some((ResponseError::ClusterAuthorizationFailed, CLUSTER_REFUSED)),
+        true => crate::acls::authorizer_settings(&context.config())
+            .is_none()
+            .then_some((ResponseError::SecurityDisabled, NO_AUTHORIZER)),
+    };
+    if let Some((error, message)) = refusal {
         let results = request
             .creations
             .iter()
-            .map(|_| {
-                failed(
-                    ResponseError::SecurityDisabled,
-                    "No Authorizer is configured.".into(),
-                )
-            })
+            .map(|_| failed(error, message.into()))
             .collect();
         return CreateAclsResponse::default().with_results(results);
     }

@@ -12,15 +12,27 @@ use crate::cluster::member::ClusterMember;
 use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::context::BrokerContext;
 use crate::error::BrokerError;
+use crate::handler::access::Access;
 use crate::handler::errors::error_for;
+use crate::security::acl::Operation;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
+        // ALTER on the topic, as Kafka (before its existence is looked at).
+        if !access.allows_topic(Operation::Alter, topic.name.as_str()) {
+            results.push(
+                result
+                    .with_error_code(kafka_protocol::ResponseError::TopicAuthorizationFailed.code())
+                    .with_error_message(None),
+            );
+            continue;
+        }
         let outcome = match &context.cluster {
             Some(cluster) => create_in_cluster(cluster, &topic, request.validate_only).await,
             None => check_assignments(context, &topic).and_then(|()| {

@@ -15,24 +15,37 @@ use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::cluster::ControllerConfig;
 use crate::context::BrokerContext;
 use crate::error::BrokerError;
+use crate::handler::access::Access;
 use crate::handler::configs::{describe_topic_configs, ConfigEntry};
 use crate::handler::errors::error_for;
 use crate::handler::HandlerOutput;
+use crate::security::acl::Operation;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     request: CreateTopicsRequest,
 ) -> HandlerOutput {
+    // CREATE on the cluster or on each topic, as Kafka.
+    let everything = access.allows_cluster(Operation::Create);
+    let refused: Refused = request
+        .topics
+        .iter()
+        .map(|topic| topic.name.to_string())
+        .filter(|name| !everything && !access.allows_topic(Operation::Create, name))
+        .collect();
     match &context.cluster {
         None => HandlerOutput::Ready(Box::new(ResponseKind::CreateTopics(create_here(
-            context, version, request,
+            context, version, request, &refused,
         )))),
         Some(cluster) => {
             let cluster = Arc::clone(cluster);
             let context = Arc::clone(context);
             HandlerOutput::Deferred(Box::pin(async move {
-                ResponseKind::CreateTopics(create_in_cluster(&context, &cluster, request).await)
+                ResponseKind::CreateTopics(
+                    create_in_cluster(&context, &cluster, request, &refused).await,
+                )
             }))
         }
     }
@@ -43,6 +56,7 @@ fn create_here(
     context: &Arc<BrokerContext>,
     version: i16,
     request: CreateTopicsRequest,
+    refused: &Refused,
 ) -> CreateTopicsResponse {
     let mut seen = std::collections::HashSet::new();
     let topics = request
@@ -53,6 +67,9 @@ fn create_here(
             let result = CreatableTopicResult::default().with_name(name.clone());
             if !seen.insert(name.to_string()) {
                 return with_error(result, &listed_twice(&name));
+            }
+            if refused.contains(name.as_str()) {
+                return not_authorized(result);
             }
             let mut configs = BTreeMap::new();
             for config in &topic.configs {
@@ -116,6 +133,7 @@ async fn create_in_cluster(
     context: &Arc<BrokerContext>,
     cluster: &Arc<ClusterMember>,
     request: CreateTopicsRequest,
+    refused: &Refused,
 ) -> CreateTopicsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
     let mut seen = std::collections::HashSet::new();
@@ -124,6 +142,10 @@ async fn create_in_cluster(
         let result = CreatableTopicResult::default().with_name(name.clone());
         if !seen.insert(name.to_string()) {
             results.push(with_error(result, &listed_twice(&name)));
+            continue;
+        }
+        if refused.contains(name.as_str()) {
+            results.push(not_authorized(result));
             continue;
         }
         match create_one_in_cluster(context, cluster, &topic, request.validate_only).await {
@@ -231,6 +253,15 @@ fn check_assignments_alone(topic: &CreatableTopic) -> Result<(), BrokerError> {
 
 fn listed_twice(name: &str) -> BrokerError {
     BrokerError::InvalidRequest(format!("topic '{name}' appears more than once"))
+}
+
+/// The topics the principal may not create.
+type Refused = std::collections::HashSet<String>;
+
+fn not_authorized(result: CreatableTopicResult) -> CreatableTopicResult {
+    result
+        .with_error_code(kafka_protocol::ResponseError::TopicAuthorizationFailed.code())
+        .with_error_message(Some(StrBytes::from_static_str("Authorization failed.")))
 }
 
 fn with_error(result: CreatableTopicResult, error: &BrokerError) -> CreatableTopicResult {

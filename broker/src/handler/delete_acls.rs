@@ -9,12 +9,15 @@ use kafka_protocol::messages::delete_acls_response::{
 use kafka_protocol::messages::{DeleteAclsRequest, DeleteAclsResponse};
 use kafka_protocol::ResponseError;
 
-use super::acl_requests::{change, filter_of, text, AclFields};
+use super::acl_requests::{change, filter_of, text, AclFields, CLUSTER_REFUSED, NO_AUTHORIZER};
 use super::errors::error_for;
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
+use crate::security::acl::Operation;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: DeleteAclsRequest,
 ) -> DeleteAclsResponse {
     let failed = |error: ResponseError, message: &str| {
@@ -22,16 +25,18 @@ pub async fn handle(
             .with_error_code(error.code())
             .with_error_message(Some(text(message)))
     };
-    if crate::acls::authorizer_settings(&context.config()).is_none() {
+    // Kafka asks for ALTER on the cluster before it looks for an authorizer.
+    let refusal = match access.allows_cluster(Operation::Alter) {
+        false => Some((ResponseError::ClusterAuthorizationFailed, CLUSTER_REFUSED)),
+        true => crate::acls::authorizer_settings(&context.config())
+            .is_none()
+            .then_some((ResponseError::SecurityDisabled, NO_AUTHORIZER)),
+    };
+    if let Some((error, message)) = refusal {
         let results = request
             .filters
             .iter()
-            .map(|_| {
-                failed(
-                    ResponseError::SecurityDisabled,
-                    "No Authorizer is configured.",
-                )
-            })
+            .map(|_| failed(error, message))
             .collect();
         return DeleteAclsResponse::default().with_filter_results(results);
     }

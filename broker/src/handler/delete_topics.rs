@@ -10,10 +10,13 @@ use kafka_protocol::ResponseError;
 
 use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
 use crate::handler::errors::error_for;
+use crate::security::acl::Operation;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     request: DeleteTopicsRequest,
 ) -> DeleteTopicsResponse {
@@ -35,10 +38,26 @@ pub async fn handle(
         let result = DeletableTopicResult::default()
             .with_name(name.clone())
             .with_topic_id(topic_id);
+        // DELETE on the topic, as Kafka: a named one before its existence is looked at; one
+        // by id once resolved, its name hidden unless the principal may DESCRIBE it.
+        let refused = ResponseError::TopicAuthorizationFailed.code();
+        if let Some(name) = &name {
+            if !access.allows_topic(Operation::Delete, name.as_str()) {
+                responses.push(result.with_error_code(refused));
+                continue;
+            }
+        }
         let Some(topic) = resolve(context, name.as_ref(), topic_id) else {
             responses.push(result.with_error_code(ResponseError::UnknownTopicId.code()));
             continue;
         };
+        if name.is_none() && !access.allows_topic(Operation::Delete, &topic) {
+            let shown = access
+                .allows_topic(Operation::Describe, &topic)
+                .then(|| TopicName(StrBytes::from_string(topic.clone())));
+            responses.push(result.with_name(shown).with_error_code(refused));
+            continue;
+        }
         if !context.config().delete_topic_enable() {
             responses.push(result.with_error_code(ResponseError::TopicDeletionDisabled.code()));
             continue;

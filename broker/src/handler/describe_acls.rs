@@ -8,12 +8,15 @@ use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeA
 use kafka_protocol::messages::{DescribeAclsRequest, DescribeAclsResponse};
 use kafka_protocol::ResponseError;
 
-use super::acl_requests::{filter_of, text, AclFields};
+use super::acl_requests::{filter_of, text, AclFields, CLUSTER_REFUSED, NO_AUTHORIZER};
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
+use crate::security::acl::Operation;
 use crate::security::acl::PatternType;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     request: DescribeAclsRequest,
 ) -> DescribeAclsResponse {
@@ -22,11 +25,11 @@ pub fn handle(
             .with_error_code(error.code())
             .with_error_message(Some(text(message)))
     };
+    if !access.allows_cluster(Operation::Describe) {
+        return failed(ResponseError::ClusterAuthorizationFailed, CLUSTER_REFUSED);
+    }
     if crate::acls::authorizer_settings(&context.config()).is_none() {
-        return failed(
-            ResponseError::SecurityDisabled,
-            "No Authorizer is configured.",
-        );
+        return failed(ResponseError::SecurityDisabled, NO_AUTHORIZER);
     }
     // v0 has no pattern type: literal only.
     let pattern_type = if version == 0 {
@@ -47,7 +50,8 @@ pub fn handle(
         Err(reason) => return failed(ResponseError::InvalidRequest, &reason),
     };
     let mut resources: BTreeMap<(i8, String, i8), Vec<AclDescription>> = BTreeMap::new();
-    for binding in context.acl_bindings().iter().filter(|b| filter.matches(b)) {
+    let acls = context.acl_snapshot();
+    for binding in acls.bindings().iter().filter(|b| filter.matches(b)) {
         let key = (
             binding.resource_type.code(),
             binding.resource_name.clone(),

@@ -7,13 +7,22 @@ use kafka_protocol::messages::{BrokerId, DescribeClusterRequest, DescribeCluster
 use kafka_protocol::protocol::StrBytes;
 
 use crate::context::BrokerContext;
+use crate::handler::access::{Access, NOT_REQUESTED};
+use crate::security::acl::{Operation, ResourceType, CLUSTER_NAME};
 
 /// The brokers' addresses on `listener`, the one the request came in on.
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     listener: &str,
-    _request: DescribeClusterRequest,
+    request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
+    // KIP-430, as Kafka: none without DESCRIBE on the cluster.
+    let operations = match request.include_cluster_authorized_operations {
+        false => NOT_REQUESTED,
+        true if !access.allows_cluster(Operation::Describe) => 0,
+        true => access.authorized_operations(true, ResourceType::Cluster, CLUSTER_NAME),
+    };
     if let Some(cluster) = &context.cluster {
         let image = cluster.image().image;
         let brokers = image
@@ -30,12 +39,14 @@ pub fn handle(
             })
             .collect();
         return DescribeClusterResponse::default()
+            .with_cluster_authorized_operations(operations)
             .with_cluster_id(StrBytes::from_string(context.cluster_id()))
             .with_controller_id(BrokerId(cluster.active_controller().unwrap_or(-1)))
             .with_brokers(brokers);
     }
     let (host, port) = context.advertised(listener);
     DescribeClusterResponse::default()
+        .with_cluster_authorized_operations(operations)
         .with_cluster_id(StrBytes::from_string(context.cluster_id()))
         .with_controller_id(BrokerId(context.node_id))
         .with_brokers(vec![DescribeClusterBroker::default()

@@ -7,24 +7,35 @@ use std::sync::Arc;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
 
 use crate::context::BrokerContext;
-use crate::handler::authorized_operations::group_operations;
+use crate::handler::access::{Access, NOT_REQUESTED};
+use crate::security::acl::{Operation, ResourceType};
 
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
-    let operations = group_operations(request.include_authorized_operations);
+    let requested = request.include_authorized_operations;
     let groups = request
         .groups
         .into_iter()
         .map(|group_id| {
+            if !access.allows_group(Operation::Describe, &group_id) {
+                return DescribedGroup::default()
+                    .with_group_id(group_id)
+                    .with_error_code(ResponseError::GroupAuthorizationFailed.code())
+                    .with_authorized_operations(NOT_REQUESTED);
+            }
             if let Some(error) = context.groups.coordinator_error(&group_id) {
                 return DescribedGroup::default()
                     .with_group_id(group_id)
                     .with_error_code(super::errors::code(Some(error)));
             }
+            let operations =
+                access.authorized_operations(requested, ResourceType::Group, &group_id);
             describe(context, group_id).with_authorized_operations(operations)
         })
         .collect();

@@ -11,24 +11,35 @@ use kafka_protocol::messages::{DescribeProducersRequest, DescribeProducersRespon
 use kafka_protocol::ResponseError;
 
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
+use crate::security::acl::Operation;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: DescribeProducersRequest,
 ) -> DescribeProducersResponse {
     let topics = request
         .topics
         .into_iter()
         .map(|requested| {
-            let topic = context.topics.get(requested.name.as_str());
+            // READ on the topic, as Kafka; a refused name's existence does not show.
+            let authorized = access.allows_topic(Operation::Read, requested.name.as_str());
+            let missing = match authorized {
+                true => ResponseError::UnknownTopicOrPartition,
+                false => ResponseError::TopicAuthorizationFailed,
+            };
+            let topic = context
+                .topics
+                .get(requested.name.as_str())
+                .filter(|_| authorized);
             let partitions = requested
                 .partition_indexes
                 .iter()
                 .map(|&index| {
                     let response = PartitionResponse::default().with_partition_index(index);
                     let Some(partition) = topic.as_ref().and_then(|t| t.partition(index)) else {
-                        return response
-                            .with_error_code(ResponseError::UnknownTopicOrPartition.code());
+                        return response.with_error_code(missing.code());
                     };
                     let log = partition.log();
                     let producers = log

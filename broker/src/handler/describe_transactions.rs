@@ -13,9 +13,12 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
+use crate::security::acl::Operation;
 
 pub fn describe(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: DescribeTransactionsRequest,
 ) -> DescribeTransactionsResponse {
     let known = context.transactions.snapshot();
@@ -23,6 +26,13 @@ pub fn describe(
         .transactional_ids
         .into_iter()
         .map(|id| {
+            // DESCRIBE on the id, as Kafka, and only the partitions of describable topics.
+            if !access.allows_transactional_id(Operation::Describe, id.as_str()) {
+                return TransactionState::default()
+                    .with_transactional_id(id)
+                    .with_error_code(ResponseError::TransactionalIdAuthorizationFailed.code())
+                    .with_transaction_state(StrBytes::from_static_str(""));
+            }
             let elsewhere = context
                 .transactions
                 .coordinator_error(&context.topics, id.as_str());
@@ -40,6 +50,9 @@ pub fn describe(
             };
             let mut topics: Vec<TopicData> = Vec::new();
             for (topic, partition) in &txn.partitions {
+                if !access.allows_topic(Operation::Describe, topic) {
+                    continue;
+                }
                 match topics.iter_mut().find(|t| t.topic.as_str() == topic) {
                     Some(entry) => entry.partitions.push(*partition),
                     None => topics.push(
@@ -64,6 +77,7 @@ pub fn describe(
 
 pub fn list(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: ListTransactionsRequest,
 ) -> ListTransactionsResponse {
     let now_ms = context.clock.now_ms();
@@ -71,6 +85,8 @@ pub fn list(
         .transactions
         .snapshot()
         .into_iter()
+        // Only the ids the principal may DESCRIBE, as Kafka.
+        .filter(|(id, _)| access.allows_transactional_id(Operation::Describe, id))
         .filter(|(_, txn)| {
             let state_ok = request.state_filters.is_empty()
                 || request

@@ -15,12 +15,22 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
+use crate::security::acl::Operation;
 use crate::security::scram::{ScramMechanism, UserCredentials};
 
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: DescribeUserScramCredentialsRequest,
 ) -> DescribeUserScramCredentialsResponse {
+    if !access.allows_cluster(Operation::Describe) {
+        return DescribeUserScramCredentialsResponse::default()
+            .with_error_code(ResponseError::ClusterAuthorizationFailed.code())
+            .with_error_message(Some(StrBytes::from_static_str(
+                super::acl_requests::CLUSTER_REFUSED,
+            )));
+    }
     let credentials: UserCredentials = match &context.cluster {
         Some(cluster) => cluster.image().image.scram_credentials.clone(),
         None => context.user_credentials.credentials(),

@@ -10,6 +10,10 @@
 //! - A follower's fetch (`replica_id` set) reads up to the log end, not the high watermark,
 //!   tells the leader how far the follower got (which may move the high watermark and earn it
 //!   a place in the ISR), and waits for the log end to move rather than the high watermark.
+//! - Authorization as Kafka's: a follower's fetch needs CLUSTER_ACTION on the cluster (else
+//!   every partition is TOPIC_AUTHORIZATION_FAILED and nothing moves), a consumer's READ on each
+//!   topic (an unknown topic id stays UNKNOWN_TOPIC_ID; an unknown name the principal may not
+//!   read is TOPIC_AUTHORIZATION_FAILED, so existence does not leak).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,9 +29,11 @@ use kafka_protocol::ResponseError;
 use tokio::sync::watch;
 
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
 use crate::handler::errors::log_error;
 use crate::log::batch::BatchIter;
 use crate::partition::Partition;
+use crate::security::acl::Operation;
 use crate::topic::Topic;
 
 /// Isolation level READ_COMMITTED.
@@ -35,24 +41,39 @@ const READ_COMMITTED: i8 = 1;
 
 struct ResolvedTopic {
     request: FetchTopic,
+    /// `None`: unknown, or not readable by the principal.
     topic: Option<Arc<Topic>>,
+    authorized: bool,
 }
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     request: FetchRequest,
 ) -> FetchResponse {
+    let follower_allowed =
+        request.replica_id.0 >= 0 && access.allows_cluster(Operation::ClusterAction);
     let resolved: Vec<ResolvedTopic> = request
         .topics
         .iter()
-        .map(|requested| ResolvedTopic {
-            topic: if version >= 13 {
+        .map(|requested| {
+            let topic = if version >= 13 {
                 context.topics.get_by_id(requested.topic_id)
             } else {
                 context.topics.get(requested.topic.as_str())
-            },
-            request: requested.clone(),
+            };
+            let authorized = match (request.replica_id.0 >= 0, &topic) {
+                (true, _) => follower_allowed,
+                (false, Some(topic)) => access.allows_topic(Operation::Read, &topic.name),
+                (false, None) if version >= 13 => true,
+                (false, None) => access.allows_topic(Operation::Read, requested.topic.as_str()),
+            };
+            ResolvedTopic {
+                topic: topic.filter(|_| authorized),
+                authorized,
+                request: requested.clone(),
+            }
         })
         .collect();
     let partitions: Vec<Arc<Partition>> = resolved
@@ -142,6 +163,7 @@ fn read_all(
                 .with_last_stable_offset(-1)
                 .with_log_start_offset(-1);
             let partition = match &entry.topic {
+                None if !entry.authorized => Err(ResponseError::TopicAuthorizationFailed),
                 None if version >= 13 => Err(ResponseError::UnknownTopicId),
                 None => Err(ResponseError::UnknownTopicOrPartition),
                 Some(topic) => crate::handler::led_partition(topic, requested.partition),

@@ -18,7 +18,9 @@ use crate::cluster::member::ClusterMember;
 use crate::cluster::NO_LEADER;
 use crate::context::BrokerContext;
 use crate::group::offsets::{self, OFFSETS_TOPIC};
+use crate::handler::access::Access;
 use crate::handler::errors::error_for;
+use crate::security::acl::Operation;
 use crate::transaction::records::TRANSACTION_STATE_TOPIC;
 
 const GROUP_KEY_TYPE: i8 = 0;
@@ -27,6 +29,33 @@ const TRANSACTION_KEY_TYPE: i8 = 1;
 
 /// (node id, host, port) of the coordinator of `key`.
 type Found = (i32, StrBytes, i32);
+
+/// The coordinator of a key the principal may DESCRIBE (Kafka's check; refused keys learn
+/// nothing of their coordinator).
+fn find_authorized(
+    context: &Arc<BrokerContext>,
+    access: &Access,
+    listener: &str,
+    key_type: i8,
+    key: &str,
+) -> Result<Found, (ResponseError, String)> {
+    let refusal = match key_type {
+        GROUP_KEY_TYPE if !access.allows_group(Operation::Describe, key) => {
+            Some(ResponseError::GroupAuthorizationFailed)
+        }
+        TRANSACTION_KEY_TYPE if !access.allows_transactional_id(Operation::Describe, key) => {
+            Some(ResponseError::TransactionalIdAuthorizationFailed)
+        }
+        _ => None,
+    };
+    match refusal {
+        Some(error) => Err((
+            error,
+            format!("Not authorized to describe the coordinator of {key}"),
+        )),
+        None => find(context, listener, key_type, key),
+    }
+}
 
 fn find(
     context: &Arc<BrokerContext>,
@@ -129,6 +158,7 @@ fn answer(context: &Arc<BrokerContext>, key_type: i8) -> Result<(), (ResponseErr
 /// The coordinators' addresses on `listener`, the one the request came in on.
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     listener: &str,
     request: FindCoordinatorRequest,
@@ -137,8 +167,8 @@ pub fn handle(
         let coordinators = request
             .coordinator_keys
             .into_iter()
-            .map(
-                |key| match find(context, listener, request.key_type, key.as_str()) {
+            .map(|key| {
+                match find_authorized(context, access, listener, request.key_type, key.as_str()) {
                     Ok((node, host, port)) => Coordinator::default()
                         .with_key(key)
                         .with_node_id(BrokerId(node))
@@ -150,12 +180,18 @@ pub fn handle(
                         .with_port(-1)
                         .with_error_code(error.code())
                         .with_error_message(Some(StrBytes::from_string(message))),
-                },
-            )
+                }
+            })
             .collect();
         return FindCoordinatorResponse::default().with_coordinators(coordinators);
     }
-    match find(context, listener, request.key_type, request.key.as_str()) {
+    match find_authorized(
+        context,
+        access,
+        listener,
+        request.key_type,
+        request.key.as_str(),
+    ) {
         Ok((node, host, port)) => FindCoordinatorResponse::default()
             .with_node_id(BrokerId(node))
             .with_host(host)

@@ -1,4 +1,5 @@
-//! ListGroups: every group, with state (v4+) and type (v5, always "classic").
+//! ListGroups: every group, with state (v4+) and type (v5, always "classic"). As Kafka: all of
+//! them with DESCRIBE on the cluster, else those the principal may DESCRIBE.
 
 use std::sync::Arc;
 
@@ -7,9 +8,12 @@ use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
+use crate::security::acl::Operation;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     request: ListGroupsRequest,
 ) -> ListGroupsResponse {
@@ -23,10 +27,14 @@ pub fn handle(
         .iter()
         .map(|s| s.to_lowercase())
         .collect();
+    let every_group = access.allows_cluster(Operation::Describe);
     let groups = context
         .groups
         .list()
         .into_iter()
+        .filter(|(group_id, _, _)| {
+            every_group || access.allows_group(Operation::Describe, group_id)
+        })
         .filter(|(_, _, state)| states.is_empty() || states.contains(&state.to_lowercase()))
         .filter(|_| types.is_empty() || types.iter().any(|t| t == "classic"))
         .map(|(group_id, protocol_type, state)| {

@@ -10,8 +10,10 @@ use kafka_protocol::ResponseError;
 
 use crate::config::MAX_DECOMPRESSED_BATCH_BYTES;
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
 use crate::handler::errors::log_error;
 use crate::partition::Partition;
+use crate::security::acl::Operation;
 
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const EARLIEST_TIMESTAMP: i64 = -2;
@@ -19,6 +21,7 @@ pub const MAX_TIMESTAMP: i64 = -3;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
@@ -28,7 +31,16 @@ pub fn handle(
         .topics
         .into_iter()
         .map(|topic| {
-            let found = context.topics.get(topic.name.as_str());
+            // Authorization first, as Kafka: a refused name's existence does not show.
+            let authorized = access.allows_topic(Operation::Describe, topic.name.as_str());
+            let missing = match authorized {
+                true => ResponseError::UnknownTopicOrPartition,
+                false => ResponseError::TopicAuthorizationFailed,
+            };
+            let found = context
+                .topics
+                .get(topic.name.as_str())
+                .filter(|_| authorized);
             let partitions = topic
                 .partitions
                 .into_iter()
@@ -37,7 +49,7 @@ pub fn handle(
                         .with_partition_index(requested.partition_index);
                     let partition = found
                         .as_ref()
-                        .ok_or(ResponseError::UnknownTopicOrPartition)
+                        .ok_or(missing)
                         .and_then(|t| crate::handler::led_partition(t, requested.partition_index));
                     let result = partition.and_then(|partition| {
                         partition.check_leader_epoch(requested.current_leader_epoch)?;

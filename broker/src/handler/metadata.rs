@@ -1,4 +1,9 @@
 //! Metadata: brokers, topics and partition leaders; auto-creates topics when allowed.
+//!
+//! Authorization as Kafka's: a topic the principal may not DESCRIBE is left out of an
+//! all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when named (existing or not); a
+//! missing topic is auto-created only with CREATE on the cluster or the topic (else
+//! TOPIC_AUTHORIZATION_FAILED); KIP-430's topic and cluster operations when asked.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,28 +18,128 @@ use kafka_protocol::ResponseError;
 use crate::cluster::member::ClusterMember;
 use crate::cluster::{MetadataImage, TopicState, NO_LEADER};
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
 use crate::handler::errors::{code, error_for};
+use crate::security::acl::{Operation, ResourceType, CLUSTER_NAME};
 use crate::topic::Topic;
 
 /// Metadata as seen from `listener`: the brokers' addresses on that listener.
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     listener: &str,
     request: MetadataRequest,
 ) -> MetadataResponse {
     let auto_create = context.config().auto_create_topics_enable()
         && (version < 4 || request.allow_auto_topic_creation);
-    if let Some(cluster) = &context.cluster {
-        return cluster_metadata(context, cluster, version, listener, request, auto_create);
+    let may_create = |name: &str| {
+        access.allows_cluster(Operation::Create) || access.allows_topic(Operation::Create, name)
+    };
+    let may_auto_create = |name: &str| {
+        auto_create && access.allows_topic(Operation::Describe, name) && may_create(name)
+    };
+    let asked = Asked {
+        all_topics: match &request.topics {
+            None => true,
+            Some(topics) => version == 0 && topics.is_empty(),
+        },
+        by_id: request
+            .topics
+            .iter()
+            .flatten()
+            .any(|topic| topic.name.is_none()),
+        topic_operations: request.include_topic_authorized_operations,
+        cluster_operations: request.include_cluster_authorized_operations,
+    };
+    let response = match &context.cluster {
+        Some(cluster) => cluster_metadata(
+            context,
+            cluster,
+            version,
+            listener,
+            request,
+            &may_auto_create,
+        ),
+        None => single_node_metadata(context, version, listener, request, &may_auto_create),
+    };
+    authorize_topics(response, access, &asked, |name| {
+        auto_create && !may_create(name)
+    })
+}
+
+/// What the request asked beyond its topics.
+struct Asked {
+    all_topics: bool,
+    /// Topics named by id (Kafka answers a refused one by id, a named one by name).
+    by_id: bool,
+    topic_operations: bool,
+    cluster_operations: bool,
+}
+
+/// Applies the principal's DESCRIBE rights to the answer and fills in authorized operations.
+/// `creation_refused(name)`: a missing topic would have been created but for its CREATE right.
+fn authorize_topics(
+    mut response: MetadataResponse,
+    access: &Access,
+    asked: &Asked,
+    creation_refused: impl Fn(&str) -> bool,
+) -> MetadataResponse {
+    let refused = ResponseError::TopicAuthorizationFailed.code();
+    let unknown = ResponseError::UnknownTopicOrPartition.code();
+    let topics = std::mem::take(&mut response.topics);
+    response.topics = topics
+        .into_iter()
+        .filter_map(|topic| {
+            let Some(name) = topic.name.clone() else {
+                return Some(topic);
+            };
+            if !access.allows_topic(Operation::Describe, &name) {
+                // Left out of all topics; named (or by id), refused without its details.
+                return (!asked.all_topics).then(|| {
+                    MetadataResponseTopic::default()
+                        .with_name((!asked.by_id).then_some(name))
+                        .with_topic_id(match asked.by_id {
+                            true => topic.topic_id,
+                            false => uuid::Uuid::nil(),
+                        })
+                        .with_error_code(refused)
+                });
+            }
+            if topic.error_code == unknown && creation_refused(&name) {
+                return Some(topic.with_error_code(refused));
+            }
+            let operations =
+                access.authorized_operations(asked.topic_operations, ResourceType::Topic, &name);
+            Some(topic.with_topic_authorized_operations(operations))
+        })
+        .collect();
+    if asked.cluster_operations {
+        response.cluster_authorized_operations = match access.allows_cluster(Operation::Describe) {
+            true => access.authorized_operations(true, ResourceType::Cluster, CLUSTER_NAME),
+            false => 0,
+        };
     }
+    response
+}
+
+fn single_node_metadata(
+    context: &Arc<BrokerContext>,
+    version: i16,
+    listener: &str,
+    request: MetadataRequest,
+    may_auto_create: &dyn Fn(&str) -> bool,
+) -> MetadataResponse {
     let topics = match request.topics {
         None => all_topics(context),
         Some(topics) if version == 0 && topics.is_empty() => all_topics(context),
         Some(topics) => topics
             .into_iter()
             .map(|requested| match requested.name {
-                Some(name) => named_topic(context, name, auto_create),
+                Some(name) => {
+                    let auto_create = may_auto_create(name.as_str());
+                    named_topic(context, name, auto_create)
+                }
                 None => topic_by_id(context, requested.topic_id),
             })
             .collect(),
@@ -129,7 +234,7 @@ fn cluster_metadata(
     version: i16,
     listener: &str,
     request: MetadataRequest,
-    auto_create: bool,
+    may_auto_create: &dyn Fn(&str) -> bool,
 ) -> MetadataResponse {
     let image = cluster.image().image;
     // A broker without this listener is left out, as Kafka does.
@@ -162,7 +267,10 @@ fn cluster_metadata(
             .map(|requested| match requested.name {
                 Some(name) => match image.topic_by_name(name.as_str()) {
                     Some(topic) => describe_image_topic(&image, topic),
-                    None => missing_topic(context, cluster, name, auto_create),
+                    None => {
+                        let auto_create = may_auto_create(name.as_str());
+                        missing_topic(context, cluster, name, auto_create)
+                    }
                 },
                 None => match image.topics.get(&requested.topic_id) {
                     Some(topic) => describe_image_topic(&image, topic),

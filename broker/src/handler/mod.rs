@@ -4,12 +4,12 @@
 //! `SUPPORTED_APIS` is the single source of truth for ApiVersions and for which requests the
 //! connection accepts.
 
+pub mod access;
 pub mod acl_requests;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
-pub mod authorized_operations;
 pub mod configs;
 pub mod create_acls;
 pub mod create_partitions;
@@ -45,6 +45,7 @@ pub mod offset_for_leader_epoch;
 pub mod partition_reassignments;
 pub mod produce;
 pub mod produce_txn;
+pub mod request_gate;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
 pub mod sync_group;
@@ -170,6 +171,11 @@ pub async fn handle(
     request: RequestKind,
 ) -> HandlerOutput {
     let ready = |response: ResponseKind| HandlerOutput::Ready(Box::new(response));
+    // Authorization first, as Kafka: a refused client learns nothing of coordinators.
+    let access = access::Access::of(context, origin);
+    if let Some(response) = request_gate::refusal(&access, &request) {
+        return ready(response);
+    }
     if let Some(response) = group_routing::not_coordinator(&context.groups, version, &request) {
         return ready(response);
     }
@@ -179,47 +185,48 @@ pub async fn handle(
         }
         RequestKind::Metadata(r) => ready(ResponseKind::Metadata(metadata::handle(
             context,
+            &access,
             version,
             origin.listener,
             r,
         ))),
-        RequestKind::Produce(r) => produce::handle(context, version, origin, r).await,
+        RequestKind::Produce(r) => produce::handle(context, &access, version, origin, r).await,
         RequestKind::Fetch(r) => ready(ResponseKind::Fetch(
-            fetch::handle(context, version, r).await,
+            fetch::handle(context, &access, version, r).await,
         )),
         RequestKind::ListOffsets(r) => ready(ResponseKind::ListOffsets(list_offsets::handle(
-            context, version, r,
+            context, &access, version, r,
         ))),
-        RequestKind::CreateTopics(r) => create_topics::handle(context, version, r),
+        RequestKind::CreateTopics(r) => create_topics::handle(context, &access, version, r),
         RequestKind::DeleteTopics(r) => ready(ResponseKind::DeleteTopics(
-            delete_topics::handle(context, version, r).await,
+            delete_topics::handle(context, &access, version, r).await,
         )),
         RequestKind::DeleteRecords(r) => ready(ResponseKind::DeleteRecords(
-            delete_records::handle(context, r),
+            delete_records::handle(context, &access, r),
         )),
         RequestKind::OffsetForLeaderEpoch(r) => ready(ResponseKind::OffsetForLeaderEpoch(
-            offset_for_leader_epoch::handle(context, r),
+            offset_for_leader_epoch::handle(context, &access, r),
         )),
         RequestKind::DescribeConfigs(r) => ready(ResponseKind::DescribeConfigs(configs::describe(
-            context, version, r,
+            context, &access, version, r,
         ))),
-        RequestKind::AlterConfigs(r) => {
-            ready(ResponseKind::AlterConfigs(configs::alter(context, r).await))
-        }
+        RequestKind::AlterConfigs(r) => ready(ResponseKind::AlterConfigs(
+            configs::alter(context, &access, r).await,
+        )),
         RequestKind::IncrementalAlterConfigs(r) => ready(ResponseKind::IncrementalAlterConfigs(
-            configs::incremental_alter(context, r).await,
+            configs::incremental_alter(context, &access, r).await,
         )),
         RequestKind::CreatePartitions(r) => ready(ResponseKind::CreatePartitions(
-            create_partitions::handle(context, r).await,
+            create_partitions::handle(context, &access, r).await,
         )),
         RequestKind::DescribeCluster(r) => ready(ResponseKind::DescribeCluster(
-            describe_cluster::handle(context, origin.listener, r),
+            describe_cluster::handle(context, &access, origin.listener, r),
         )),
         RequestKind::DescribeQuorum(r) => ready(ResponseKind::DescribeQuorum(
             describe_quorum::handle(context, r).await,
         )),
         RequestKind::FindCoordinator(r) => ready(ResponseKind::FindCoordinator(
-            find_coordinator::handle(context, version, origin.listener, r),
+            find_coordinator::handle(context, &access, version, origin.listener, r),
         )),
         RequestKind::JoinGroup(r) => join_group::handle(context, version, origin, r),
         RequestKind::SyncGroup(r) => sync_group::handle(context, version, r),
@@ -227,27 +234,27 @@ pub async fn handle(
         RequestKind::LeaveGroup(r) => ready(ResponseKind::LeaveGroup(leave_group::handle(
             context, version, r,
         ))),
-        RequestKind::OffsetCommit(r) => offset_commit::handle(context, r),
+        RequestKind::OffsetCommit(r) => offset_commit::handle(context, &access, r),
         RequestKind::OffsetFetch(r) => ready(ResponseKind::OffsetFetch(offset_fetch::handle(
-            context, version, r,
+            context, &access, version, r,
         ))),
         RequestKind::ListGroups(r) => ready(ResponseKind::ListGroups(list_groups::handle(
-            context, version, r,
+            context, &access, version, r,
         ))),
         RequestKind::DescribeGroups(r) => ready(ResponseKind::DescribeGroups(
-            describe_groups::handle(context, r),
+            describe_groups::handle(context, &access, r),
         )),
         RequestKind::DeleteGroups(r) => ready(ResponseKind::DeleteGroups(delete_groups::handle(
-            context, r,
+            context, &access, r,
         ))),
         RequestKind::OffsetDelete(r) => ready(ResponseKind::OffsetDelete(offset_delete::handle(
-            context, r,
+            context, &access, r,
         ))),
         RequestKind::InitProducerId(r) => ready(ResponseKind::InitProducerId(
             init_producer_id::handle(context, version, r).await,
         )),
         RequestKind::AddPartitionsToTxn(r) => ready(ResponseKind::AddPartitionsToTxn(
-            add_partitions_to_txn::handle(context, version, r).await,
+            add_partitions_to_txn::handle(context, &access, version, r).await,
         )),
         RequestKind::AddOffsetsToTxn(r) => ready(ResponseKind::AddOffsetsToTxn(
             add_offsets_to_txn::handle(context, version, r).await,
@@ -256,16 +263,16 @@ pub async fn handle(
             end_txn::handle(context, version, r).await,
         )),
         RequestKind::TxnOffsetCommit(r) => ready(ResponseKind::TxnOffsetCommit(
-            txn_offset_commit::handle(context, version, r).await,
+            txn_offset_commit::handle(context, &access, version, r).await,
         )),
         RequestKind::DescribeTransactions(r) => ready(ResponseKind::DescribeTransactions(
-            describe_transactions::describe(context, r),
+            describe_transactions::describe(context, &access, r),
         )),
         RequestKind::ListTransactions(r) => ready(ResponseKind::ListTransactions(
-            describe_transactions::list(context, r),
+            describe_transactions::list(context, &access, r),
         )),
         RequestKind::DescribeProducers(r) => ready(ResponseKind::DescribeProducers(
-            describe_producers::handle(context, r),
+            describe_producers::handle(context, &access, r),
         )),
         RequestKind::AlterPartitionReassignments(r) => {
             ready(ResponseKind::AlterPartitionReassignments(
@@ -276,13 +283,13 @@ pub async fn handle(
             ResponseKind::ListPartitionReassignments(partition_reassignments::list(context, r)),
         ),
         RequestKind::CreateAcls(r) => ready(ResponseKind::CreateAcls(
-            create_acls::handle(context, r).await,
+            create_acls::handle(context, &access, r).await,
         )),
         RequestKind::DescribeAcls(r) => ready(ResponseKind::DescribeAcls(describe_acls::handle(
-            context, version, r,
+            context, &access, version, r,
         ))),
         RequestKind::DeleteAcls(r) => ready(ResponseKind::DeleteAcls(
-            delete_acls::handle(context, r).await,
+            delete_acls::handle(context, &access, r).await,
         )),
         RequestKind::SaslHandshake(_) => {
             ready(ResponseKind::SaslHandshake(sasl_handshake::handle()))
@@ -292,12 +299,12 @@ pub async fn handle(
         }
         RequestKind::DescribeUserScramCredentials(r) => {
             ready(ResponseKind::DescribeUserScramCredentials(
-                describe_user_scram_credentials::handle(context, r),
+                describe_user_scram_credentials::handle(context, &access, r),
             ))
         }
         RequestKind::AlterUserScramCredentials(r) => {
             ready(ResponseKind::AlterUserScramCredentials(
-                alter_user_scram_credentials::handle(context, r).await,
+                alter_user_scram_credentials::handle(context, &access, r).await,
             ))
         }
         RequestKind::DescribeClientQuotas(r) => ready(ResponseKind::DescribeClientQuotas(

@@ -13,10 +13,17 @@ use kafka_protocol::ResponseError;
 use crate::context::BrokerContext;
 use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::CommittedOffset;
+use crate::handler::access::Access;
 use crate::handler::errors::{error_for, log_error};
 use crate::handler::HandlerOutput;
+use crate::security::acl::Operation;
 
-pub fn handle(context: &Arc<BrokerContext>, request: OffsetCommitRequest) -> HandlerOutput {
+/// READ on the group is checked before (`request_gate`); READ on each topic here, first.
+pub fn handle(
+    context: &Arc<BrokerContext>,
+    access: &Access,
+    request: OffsetCommitRequest,
+) -> HandlerOutput {
     let group_id = request.group_id.to_string();
     let group_error: Option<ResponseError> = context
         .groups
@@ -32,11 +39,14 @@ pub fn handle(context: &Arc<BrokerContext>, request: OffsetCommitRequest) -> Han
     // (topic index, partition index, error) for each requested partition.
     let mut results: Vec<OffsetCommitResponseTopic> = Vec::new();
     for topic in &request.topics {
+        let topic_allowed = access.allows_topic(Operation::Read, topic.name.as_str());
         let partitions = topic
             .partitions
             .iter()
             .map(|p| {
-                let error = if let Some(error) = group_error {
+                let error = if !topic_allowed {
+                    Some(ResponseError::TopicAuthorizationFailed)
+                } else if let Some(error) = group_error {
                     Some(error)
                 } else if !context.partition_exists(topic.name.as_str(), p.partition_index) {
                     Some(ResponseError::UnknownTopicOrPartition)

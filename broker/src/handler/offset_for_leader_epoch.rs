@@ -13,16 +13,33 @@ use kafka_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpoch
 use kafka_protocol::ResponseError;
 
 use crate::context::BrokerContext;
+use crate::handler::access::Access;
+use crate::security::acl::Operation;
 
 pub fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: OffsetForLeaderEpochRequest,
 ) -> OffsetForLeaderEpochResponse {
+    // A follower's request needs CLUSTER_ACTION, a client's DESCRIBE on each topic (Kafka).
+    let follower = request.replica_id.0 >= 0;
+    let follower_allowed = follower && access.allows_cluster(Operation::ClusterAction);
     let topics = request
         .topics
         .into_iter()
         .map(|topic| {
-            let found = context.topics.get(topic.topic.as_str());
+            let authorized = match follower {
+                true => follower_allowed,
+                false => access.allows_topic(Operation::Describe, topic.topic.as_str()),
+            };
+            let missing = match authorized {
+                true => ResponseError::UnknownTopicOrPartition,
+                false => ResponseError::TopicAuthorizationFailed,
+            };
+            let found = context
+                .topics
+                .get(topic.topic.as_str())
+                .filter(|_| authorized);
             let partitions = topic
                 .partitions
                 .into_iter()
@@ -33,7 +50,7 @@ pub fn handle(
                         .with_end_offset(-1);
                     let partition = match &found {
                         Some(topic) => crate::handler::led_partition(topic, requested.partition),
-                        None => Err(ResponseError::UnknownTopicOrPartition),
+                        None => Err(missing),
                     };
                     let checked = partition.and_then(|partition| {
                         partition.check_leader_epoch(requested.current_leader_epoch)?;

@@ -7,6 +7,10 @@
 //! for replicas ends with REQUEST_TIMED_OUT after the request's `timeout_ms`; `acks=all` is
 //! refused up front with NOT_ENOUGH_REPLICAS while the ISR is smaller than
 //! `min.insync.replicas`.
+//!
+//! Authorization as Kafka's: a transactional request needs WRITE on its transactional id (else
+//! every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE (else
+//! TOPIC_AUTHORIZATION_FAILED, before the topic is looked up); nothing unauthorized is appended.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,6 +28,7 @@ use kafka_protocol::ResponseError;
 use crate::config::MAX_DECOMPRESSED_BATCH_BYTES;
 use crate::context::BrokerContext;
 use crate::error::BrokerError;
+use crate::handler::access::Access;
 use crate::handler::errors::{batch_error, error_for, log_error};
 use crate::handler::produce_txn::{self, TxnChecks};
 use crate::handler::{HandlerOutput, RequestOrigin};
@@ -31,6 +36,7 @@ use crate::log::batch::{validate_producer_batch, ValidatedBatch, ValidationLimit
 use crate::log::error::{BatchError, LogError};
 use crate::log::recompress::to_topic_compression;
 use crate::partition::Partition;
+use crate::security::acl::Operation;
 use crate::topic::Topic;
 
 /// The transactional side of a produce request, and its acks.
@@ -53,6 +59,7 @@ struct AckWait {
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     origin: &RequestOrigin<'_>,
     request: ProduceRequest,
@@ -61,7 +68,12 @@ pub async fn handle(
     let internal_allowed = origin.client_id == ADMIN_CLIENT_ID;
     let acks = request.acks;
     let valid_acks = matches!(acks, -1..=1);
-    let txn_checks = match valid_acks {
+    // Kafka refuses the whole request when its transactional id may not be written.
+    let transactional_id_allowed = request
+        .transactional_id
+        .as_deref()
+        .is_none_or(|id| access.allows_transactional_id(Operation::Write, id));
+    let txn_checks = match valid_acks && transactional_id_allowed {
         true => produce_txn::check_request(context, version, &request).await,
         false => TxnChecks::default(),
     };
@@ -75,9 +87,14 @@ pub async fn handle(
     let mut responses = Vec::with_capacity(request.topic_data.len());
     for (topic_index, topic_data) in request.topic_data.into_iter().enumerate() {
         let name = topic_data.name.as_str();
-        let topic = match crate::topic::is_internal(name) && !internal_allowed {
-            true => Err(ResponseError::InvalidTopicException),
-            false => lookup_topic(context, name),
+        let topic = if !transactional_id_allowed {
+            Err(ResponseError::TransactionalIdAuthorizationFailed)
+        } else if !access.allows_topic(Operation::Write, name) {
+            Err(ResponseError::TopicAuthorizationFailed)
+        } else if crate::topic::is_internal(name) && !internal_allowed {
+            Err(ResponseError::InvalidTopicException)
+        } else {
+            lookup_topic(context, name)
         };
         let mut partition_responses = Vec::with_capacity(topic_data.partition_data.len());
         for (partition_slot, data) in topic_data.partition_data.into_iter().enumerate() {

@@ -15,8 +15,10 @@ use kafka_protocol::ResponseError;
 use crate::context::BrokerContext;
 use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::{CommittedOffset, OFFSETS_TOPIC};
+use crate::handler::access::Access;
 use crate::handler::errors::error_for;
 use crate::handler::offset_commit::wait_for_commit;
+use crate::security::acl::Operation;
 use crate::transaction::verify::{self, TxnWrite};
 
 /// The first TxnOffsetCommit version of transaction version 2.
@@ -24,20 +26,24 @@ const IMPLICIT_ADD_OFFSETS_VERSION: i16 = 5;
 
 pub async fn handle(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     request: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
+    // WRITE on the id and READ on the group are checked before (`request_gate`).
     let group_id = request.group_id.as_str();
     let error = check(context, version, &request).await;
     let now_ms = context.clock.now_ms();
     let mut commits = Vec::new();
     let mut topics = Vec::new();
     for topic in &request.topics {
+        let topic_allowed = access.allows_topic(Operation::Read, topic.name.as_str());
         let partitions = topic
             .partitions
             .iter()
             .map(|p| {
-                let partition_error = error.or_else(|| {
+                let refused = (!topic_allowed).then_some(ResponseError::TopicAuthorizationFailed);
+                let partition_error = refused.or(error).or_else(|| {
                     if !context.partition_exists(topic.name.as_str(), p.partition_index) {
                         return Some(ResponseError::UnknownTopicOrPartition);
                     }

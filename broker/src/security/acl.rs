@@ -331,6 +331,93 @@ pub fn authorize<'a>(
     allowed || (!covered && settings.allow_everyone_if_no_acl_found)
 }
 
+/// Whether `principal` at `host` may do `operation` to at least one resource of a type:
+/// Kafka's `authorizeByResourceType` (KIP-679; an idempotent producer without IDEMPOTENT_WRITE
+/// on the cluster may still produce where it may WRITE some topic). Only bindings of exactly
+/// `operation` count, as in Kafka; a DENY on the literal `*` denies outright, and an ALLOW
+/// counts unless a DENY covers its whole pattern (the same literal, or a prefix of it).
+pub fn authorize_any<'a>(
+    bindings: impl IntoIterator<Item = &'a AclBinding>,
+    settings: &AuthorizerSettings,
+    principal: &KafkaPrincipal,
+    host: &str,
+    operation: Operation,
+    resource_type: ResourceType,
+) -> bool {
+    if settings.super_users.contains(principal) {
+        return true;
+    }
+    let principal = principal.to_string();
+    let mut allowed: Vec<(&str, PatternType)> = Vec::new();
+    let mut denied: Vec<(&str, PatternType)> = Vec::new();
+    for binding in bindings {
+        if binding.resource_type != resource_type
+            || binding.operation != operation
+            || !binding.applies_to(&principal, host)
+        {
+            continue;
+        }
+        let pattern = (binding.resource_name.as_str(), binding.pattern_type);
+        match binding.permission {
+            Permission::Deny if pattern == (WILDCARD, PatternType::Literal) => return false,
+            Permission::Deny => denied.push(pattern),
+            Permission::Allow => allowed.push(pattern),
+        }
+    }
+    let denied_prefix_of = |name: &str| {
+        denied
+            .iter()
+            .any(|(prefix, kind)| *kind == PatternType::Prefixed && name.starts_with(prefix))
+    };
+    allowed.iter().any(|(name, kind)| match kind {
+        PatternType::Literal => {
+            !denied.contains(&(name, PatternType::Literal)) && !denied_prefix_of(name)
+        }
+        PatternType::Prefixed => !denied_prefix_of(name),
+    })
+}
+
+/// The operations Kafka lists for a resource type in KIP-430's authorized operations.
+pub fn supported_operations(resource_type: ResourceType) -> &'static [Operation] {
+    use Operation::*;
+    match resource_type {
+        ResourceType::Topic => &[
+            Read,
+            Write,
+            Create,
+            Describe,
+            Delete,
+            Alter,
+            DescribeConfigs,
+            AlterConfigs,
+        ],
+        ResourceType::Group => &[Read, Describe, Delete, DescribeConfigs, AlterConfigs],
+        ResourceType::Cluster => &[
+            Create,
+            ClusterAction,
+            DescribeConfigs,
+            AlterConfigs,
+            IdempotentWrite,
+            Alter,
+            Describe,
+        ],
+        ResourceType::TransactionalId => &[Describe, Write, TwoPhaseCommit],
+        ResourceType::DelegationToken => &[Describe],
+        ResourceType::User => &[CreateTokens, DescribeTokens],
+    }
+}
+
+/// KIP-430's bit field: bit `code` set for each supported operation `allowed` lets through.
+pub fn operations_bit_field(
+    resource_type: ResourceType,
+    mut allowed: impl FnMut(Operation) -> bool,
+) -> i32 {
+    supported_operations(resource_type)
+        .iter()
+        .filter(|operation| allowed(**operation))
+        .fold(0, |bits, operation| bits | 1 << operation.code())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,5 +595,74 @@ mod tests {
             ..filter
         };
         assert_eq!(acls.iter().filter(|b| everything.matches(b)).count(), 4);
+    }
+}
+
+#[cfg(test)]
+mod resource_type_tests {
+    use super::*;
+
+    fn allow(name: &str, pattern_type: PatternType, permission: Permission) -> AclBinding {
+        AclBinding {
+            resource_type: ResourceType::Topic,
+            resource_name: name.into(),
+            pattern_type,
+            principal: "User:p".into(),
+            host: WILDCARD.into(),
+            operation: Operation::Write,
+            permission,
+        }
+    }
+
+    fn any_write(bindings: &[AclBinding]) -> bool {
+        authorize_any(
+            bindings,
+            &AuthorizerSettings::default(),
+            &KafkaPrincipal::user("p"),
+            "10.0.0.1",
+            Operation::Write,
+            ResourceType::Topic,
+        )
+    }
+
+    #[test]
+    fn some_allowed_resource_is_enough_unless_a_deny_covers_it() {
+        use PatternType::*;
+        use Permission::*;
+        assert!(!any_write(&[]));
+        assert!(any_write(&[allow("a", Literal, Allow)]));
+        assert!(!any_write(&[
+            allow("a", Literal, Allow),
+            allow("a", Literal, Deny)
+        ]));
+        assert!(!any_write(&[
+            allow("ab", Literal, Allow),
+            allow("a", Prefixed, Deny)
+        ]));
+        assert!(any_write(&[
+            allow("a", Prefixed, Allow),
+            allow("ab", Prefixed, Deny)
+        ]));
+        assert!(!any_write(&[
+            allow("a", Literal, Allow),
+            allow("*", Literal, Deny)
+        ]));
+        let mut read = allow("a", Literal, Allow);
+        read.operation = Operation::Read;
+        assert!(!any_write(&[read]), "only the exact operation counts");
+    }
+
+    #[test]
+    fn bit_fields_carry_kafkas_operation_codes() {
+        // librdkafka expects 8 topic and 7 cluster operations when nothing is restricted.
+        let all = |t| operations_bit_field(t, |_| true);
+        assert_eq!(all(ResourceType::Topic).count_ones(), 8);
+        assert_eq!(all(ResourceType::Cluster).count_ones(), 7);
+        let group = (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11);
+        assert_eq!(all(ResourceType::Group), group);
+        assert_eq!(
+            operations_bit_field(ResourceType::Topic, |op| op == Operation::Read),
+            1 << 3
+        );
     }
 }

@@ -61,7 +61,6 @@ pub(super) fn open_storage(
     clock: &Arc<dyn Clock>,
 ) -> Result<Storage, BrokerError> {
     let data_dir = &config.data_dir;
-    refuse_unenforced_authorizer(config)?;
     check_data_dir(data_dir)?;
     let clean_shutdown = take_clean_shutdown_marker(data_dir)?;
     if !clean_shutdown {
@@ -125,21 +124,6 @@ pub(super) fn open_storage(
         user_credentials,
         acls,
     })
-}
-
-/// ACLs are stored and decided (`acls`, `security::acl`) but not yet checked by every request
-/// handler: a broker started with an authorizer would look secured and not be, so it is
-/// refused until the handlers check what Kafka checks (issue 23).
-fn refuse_unenforced_authorizer(config: &BrokerConfig) -> Result<(), BrokerError> {
-    if crate::acls::authorizer_settings(config).is_none() {
-        return Ok(());
-    }
-    Err(BrokerError::Config(ConfigError::Unsupported {
-        name: "authorizer.class.name".into(),
-        reason: "ACLs are not enforced by every request yet; a broker that stored them and let \
-                 everything through would only look secured"
-            .into(),
-    }))
 }
 
 /// One bound client listener and the address clients are told.

@@ -3,7 +3,9 @@
 
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 
+mod acls;
 mod admin;
+mod authorized_operations;
 mod bad_input;
 mod broker_configs;
 mod cluster;

@@ -30,7 +30,9 @@ use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::config::BrokerResource;
 use crate::context::BrokerContext;
 use crate::error::BrokerError;
+use crate::handler::access::Access;
 use crate::handler::errors::error_for;
+use crate::security::acl::Operation;
 
 mod entries;
 mod incremental;
@@ -41,9 +43,33 @@ use incremental::apply_incremental;
 
 pub const RESOURCE_TOPIC: i8 = 2;
 pub const RESOURCE_BROKER: i8 = 4;
+pub const RESOURCE_BROKER_LOGGER: i8 = 8;
+
+/// Kafka's check of one config resource: `operation` on the topic, or on the cluster for a
+/// broker (or broker logger); the refusal's code and message.
+fn refusal(
+    access: &Access,
+    operation: Operation,
+    resource_type: i8,
+    name: &str,
+) -> Option<(i16, Option<StrBytes>)> {
+    let (allowed, error) = match resource_type {
+        RESOURCE_TOPIC => (
+            access.allows_topic(operation, name),
+            ResponseError::TopicAuthorizationFailed,
+        ),
+        RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => (
+            access.allows_cluster(operation),
+            ResponseError::ClusterAuthorizationFailed,
+        ),
+        _ => return None,
+    };
+    (!allowed).then(|| (error.code(), None))
+}
 
 pub fn describe(
     context: &Arc<BrokerContext>,
+    access: &Access,
     version: i16,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
@@ -60,6 +86,14 @@ pub fn describe(
             let result = DescribeConfigsResult::default()
                 .with_resource_type(resource.resource_type)
                 .with_resource_name(resource.resource_name.clone());
+            if let Some((code, message)) = refusal(
+                access,
+                Operation::DescribeConfigs,
+                resource.resource_type,
+                resource.resource_name.as_str(),
+            ) {
+                return result.with_error_code(code).with_error_message(message);
+            }
             let entries = match resource.resource_type {
                 RESOURCE_TOPIC => match topic_overrides(context, resource.resource_name.as_str()) {
                     Some(overrides) => {
@@ -140,10 +174,27 @@ pub fn describe(
 /// AlterConfigs replaces a topic's whole set of overrides.
 pub async fn alter(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: AlterConfigsRequest,
 ) -> AlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
+        let name = resource.resource_name.as_str();
+        if let Some((code, message)) = refusal(
+            access,
+            Operation::AlterConfigs,
+            resource.resource_type,
+            name,
+        ) {
+            responses.push(
+                alter_configs_response::AlterConfigsResourceResponse::default()
+                    .with_resource_type(resource.resource_type)
+                    .with_resource_name(resource.resource_name)
+                    .with_error_code(code)
+                    .with_error_message(message),
+            );
+            continue;
+        }
         let overrides: BTreeMap<String, String> = resource
             .configs
             .iter()
@@ -176,10 +227,27 @@ pub async fn alter(
 /// IncrementalAlterConfigs sets, deletes, appends to or subtracts from single configs.
 pub async fn incremental_alter(
     context: &Arc<BrokerContext>,
+    access: &Access,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
+        let name = resource.resource_name.as_str();
+        if let Some((code, message)) = refusal(
+            access,
+            Operation::AlterConfigs,
+            resource.resource_type,
+            name,
+        ) {
+            responses.push(
+                incremental_alter_configs_response::AlterConfigsResourceResponse::default()
+                    .with_resource_type(resource.resource_type)
+                    .with_resource_name(resource.resource_name)
+                    .with_error_code(code)
+                    .with_error_message(message),
+            );
+            continue;
+        }
         let changes: Vec<(String, i8, Option<String>)> = resource
             .configs
             .iter()
