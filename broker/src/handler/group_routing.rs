@@ -43,7 +43,10 @@ fn single_group(version: i16, request: &RequestKind) -> Option<&str> {
 }
 
 /// Responses for the group APIs `unsupported::top_level_error` does not build.
-fn per_partition_error(request: &RequestKind, error: ResponseError) -> Option<ResponseKind> {
+pub(super) fn per_partition_error(
+    request: &RequestKind,
+    error: ResponseError,
+) -> Option<ResponseKind> {
     let code = error.code();
     let response = match request {
         RequestKind::OffsetDelete(_) => {

@@ -173,7 +173,7 @@ pub async fn handle(
     let ready = |response: ResponseKind| HandlerOutput::Ready(Box::new(response));
     // Authorization first, as Kafka: a refused client learns nothing of coordinators.
     let access = access::Access::of(context, origin);
-    if let Some(response) = request_gate::refusal(&access, &request) {
+    if let Some(response) = request_gate::refusal(&access, version, &request) {
         return ready(response);
     }
     if let Some(response) = group_routing::not_coordinator(&context.groups, version, &request) {

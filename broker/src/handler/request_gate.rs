@@ -14,12 +14,6 @@
 //! | AddOffsetsToTxn, TxnOffsetCommit | then READ on the group | GROUP_AUTHORIZATION_FAILED |
 //! | InitProducerId without an id | IDEMPOTENT_WRITE on the cluster, or WRITE on some topic (KIP-679) | CLUSTER_AUTHORIZATION_FAILED |
 
-use kafka_protocol::messages::offset_commit_response::{
-    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
-};
-use kafka_protocol::messages::txn_offset_commit_response::{
-    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
-};
 use kafka_protocol::messages::write_txn_markers_response::{
     WritableTxnMarkerPartitionResult, WritableTxnMarkerResult, WritableTxnMarkerTopicResult,
 };
@@ -32,13 +26,13 @@ use crate::handler::acl_requests::CLUSTER_REFUSED;
 use crate::security::acl::{Operation, ResourceType};
 
 /// The refusal of `request`, when the principal lacks what the whole request needs.
-pub fn refusal(access: &Access, request: &RequestKind) -> Option<ResponseKind> {
-    cluster_refusal(access, request)
-        .or_else(|| transactional_refusal(access, request))
-        .or_else(|| group_refusal(access, request))
+pub fn refusal(access: &Access, version: i16, request: &RequestKind) -> Option<ResponseKind> {
+    cluster_refusal(access, version, request)
+        .or_else(|| transactional_refusal(access, version, request))
+        .or_else(|| group_refusal(access, version, request))
 }
 
-fn cluster_refusal(access: &Access, request: &RequestKind) -> Option<ResponseKind> {
+fn cluster_refusal(access: &Access, version: i16, request: &RequestKind) -> Option<ResponseKind> {
     let needed = match request {
         RequestKind::WriteTxnMarkers(_) => Operation::ClusterAction,
         RequestKind::DescribeQuorum(_) | RequestKind::ListPartitionReassignments(_) => {
@@ -49,8 +43,12 @@ fn cluster_refusal(access: &Access, request: &RequestKind) -> Option<ResponseKin
         RequestKind::InitProducerId(r) if r.transactional_id.is_none() => {
             let allowed = access.allows_cluster(Operation::IdempotentWrite)
                 || access.allows_any(Operation::Write, ResourceType::Topic);
-            return (!allowed)
-                .then(|| init_producer_id_refused(ResponseError::ClusterAuthorizationFailed));
+            return match allowed {
+                true => None,
+                false => {
+                    error_response(version, request, ResponseError::ClusterAuthorizationFailed)
+                }
+            };
         }
         _ => return None,
     };
@@ -89,7 +87,11 @@ fn cluster_refusal(access: &Access, request: &RequestKind) -> Option<ResponseKin
 
 /// Requests naming one transactional id (and maybe a group): WRITE on the id, then READ on
 /// the group, as Kafka checks them.
-fn transactional_refusal(access: &Access, request: &RequestKind) -> Option<ResponseKind> {
+fn transactional_refusal(
+    access: &Access,
+    version: i16,
+    request: &RequestKind,
+) -> Option<ResponseKind> {
     let (id, group) = match request {
         RequestKind::InitProducerId(r) => (r.transactional_id.as_deref()?.as_str(), None),
         RequestKind::EndTxn(r) => (r.transactional_id.as_str(), None),
@@ -104,51 +106,11 @@ fn transactional_refusal(access: &Access, request: &RequestKind) -> Option<Respo
     } else {
         return None;
     };
-    let code = error.code();
-    Some(match request {
-        RequestKind::InitProducerId(_) => init_producer_id_refused(error),
-        RequestKind::EndTxn(_) => {
-            ResponseKind::EndTxn(EndTxnResponse::default().with_error_code(code))
-        }
-        RequestKind::AddOffsetsToTxn(_) => {
-            ResponseKind::AddOffsetsToTxn(AddOffsetsToTxnResponse::default().with_error_code(code))
-        }
-        RequestKind::TxnOffsetCommit(r) => {
-            let topics = r
-                .topics
-                .iter()
-                .map(|topic| {
-                    let partitions = topic
-                        .partitions
-                        .iter()
-                        .map(|p| {
-                            TxnOffsetCommitResponsePartition::default()
-                                .with_partition_index(p.partition_index)
-                                .with_error_code(code)
-                        })
-                        .collect();
-                    TxnOffsetCommitResponseTopic::default()
-                        .with_name(topic.name.clone())
-                        .with_partitions(partitions)
-                })
-                .collect();
-            ResponseKind::TxnOffsetCommit(TxnOffsetCommitResponse::default().with_topics(topics))
-        }
-        _ => return None,
-    })
-}
-
-fn init_producer_id_refused(error: ResponseError) -> ResponseKind {
-    ResponseKind::InitProducerId(
-        InitProducerIdResponse::default()
-            .with_error_code(error.code())
-            .with_producer_id(ProducerId(-1))
-            .with_producer_epoch(-1),
-    )
+    error_response(version, request, error)
 }
 
 /// Requests of one consumer group's members: READ on the group.
-fn group_refusal(access: &Access, request: &RequestKind) -> Option<ResponseKind> {
+fn group_refusal(access: &Access, version: i16, request: &RequestKind) -> Option<ResponseKind> {
     let group = match request {
         RequestKind::JoinGroup(r) => r.group_id.as_str(),
         RequestKind::SyncGroup(r) => r.group_id.as_str(),
@@ -160,45 +122,17 @@ fn group_refusal(access: &Access, request: &RequestKind) -> Option<ResponseKind>
     if access.allows_group(Operation::Read, group) {
         return None;
     }
-    let code = ResponseError::GroupAuthorizationFailed.code();
-    Some(match request {
-        RequestKind::JoinGroup(_) => ResponseKind::JoinGroup(
-            JoinGroupResponse::default()
-                .with_error_code(code)
-                .with_generation_id(-1),
-        ),
-        RequestKind::SyncGroup(_) => {
-            ResponseKind::SyncGroup(SyncGroupResponse::default().with_error_code(code))
-        }
-        RequestKind::Heartbeat(_) => {
-            ResponseKind::Heartbeat(HeartbeatResponse::default().with_error_code(code))
-        }
-        RequestKind::LeaveGroup(_) => {
-            ResponseKind::LeaveGroup(LeaveGroupResponse::default().with_error_code(code))
-        }
-        RequestKind::OffsetCommit(r) => {
-            let topics = r
-                .topics
-                .iter()
-                .map(|topic| {
-                    let partitions = topic
-                        .partitions
-                        .iter()
-                        .map(|p| {
-                            OffsetCommitResponsePartition::default()
-                                .with_partition_index(p.partition_index)
-                                .with_error_code(code)
-                        })
-                        .collect();
-                    OffsetCommitResponseTopic::default()
-                        .with_name(topic.name.clone())
-                        .with_partitions(partitions)
-                })
-                .collect();
-            ResponseKind::OffsetCommit(OffsetCommitResponse::default().with_topics(topics))
-        }
-        _ => return None,
-    })
+    error_response(version, request, ResponseError::GroupAuthorizationFailed)
+}
+
+/// `request`'s answer carrying only `error`: the shapes the NOT_COORDINATOR answers use.
+fn error_response(
+    version: i16,
+    request: &RequestKind,
+    error: ResponseError,
+) -> Option<ResponseKind> {
+    super::unsupported::top_level_error(version, request, error)
+        .or_else(|| super::group_routing::per_partition_error(request, error))
 }
 
 /// Kafka's error response to WriteTxnMarkers: the error on every partition of every marker.
