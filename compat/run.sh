@@ -13,6 +13,8 @@
 #      Kafka's VerifiableProducer fails over losing nothing, the Streams word count stays exact;
 #   7. kcat, confluent-kafka and Kafka's Java console clients over TLS and mTLS against Weir
 #      (compat/tls/clients.sh);
+#   8. the security differential (compat/security/run.sh): both brokers with SASL_SSL and the
+#      StandardAuthorizer, the scenario's security section, kafka-acls.sh and `weir acl`;
 #   (compat/sasl/clients.sh — the same clients over SASL against Weir and a second reference Kafka
 #   — is written but not yet passing, so not run here.)
 # Usage: compat/run.sh PATH/TO/weir PATH/TO/weir-compat-scenario
@@ -61,6 +63,7 @@ record "$here/streams/run.sh" "$weir_bootstrap"
 record "$here/streams/run.sh" "$kafka"
 record "$here/cluster.sh" "$weir"
 record "$here/tls/clients.sh" "$weir"
+record "$here/security/run.sh" "$weir" "$scenario"
 # compat/sasl/clients.sh is not run yet: its last run here was 8 of 13 and it hung after fixes (see the session note).
 if [ "$failed" -ne 0 ]; then
   echo "compat: Weir's warnings and errors (last 40):"

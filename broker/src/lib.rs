@@ -10,11 +10,12 @@
 //!
 //! 1. [`clock`] (time behind a seam), `shutdown` (the stop signal every task watches),
 //!    [`memory_pool`] (bytes reserved before they are allocated)
-//! 2. [`config`] (broker and topic properties by Kafka's names), [`client`] (a small Kafka
-//!    protocol client: followers' fetches, the CLI's admin calls)
+//! 2. [`config`] (broker and topic properties by Kafka's names)
 //! 3. [`log`] (storage: batches, segments, indexes, recovery, retention, compaction) beside
-//!    [`producer`] (idempotent producers: ids, per-partition sequence state, snapshots) and
-//!    [`security`] (principals, the SASL mechanisms' server side, SCRAM credentials, JAAS)
+//!    [`producer`] (idempotent producers: ids, per-partition sequence state, snapshots),
+//!    [`security`] (principals, the SASL mechanisms' server side, SCRAM credentials, JAAS) and
+//!    [`client`] (a small Kafka protocol client over PLAINTEXT, TLS and SASL: followers'
+//!    fetches, the CLI's admin calls; it logs in with `security`'s SCRAM)
 //! 4. [`partition`]: a partition's replication-facing state (role, leader epoch, high
 //!    watermark, the leader's view of its followers) and its waiters (long polls, group-commit
 //!    fsyncs, `acks=all`)

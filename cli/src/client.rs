@@ -2,6 +2,7 @@
 
 use clap::Args;
 use rdkafka::ClientConfig;
+use weir_broker::client::ClientSecurity;
 use weir_client::ClientSettings;
 
 #[derive(Args, Clone)]
@@ -28,16 +29,24 @@ impl ConnectArgs {
 
     /// The cluster and the `-X NAME=VALUE` properties.
     pub(crate) fn settings(&self) -> anyhow::Result<ClientSettings> {
-        let properties = self
-            .properties
+        Ok(ClientSettings::new(&self.bootstrap).with_properties(self.property_pairs()?))
+    }
+
+    /// TLS and SASL for the protocol client's admin calls, from the same `-X` properties
+    /// librdkafka reads (`security.protocol`, `ssl.*`, `sasl.*`).
+    pub(crate) fn security(&self) -> anyhow::Result<ClientSecurity> {
+        Ok(ClientSecurity::from_properties(self.property_pairs()?)?)
+    }
+
+    fn property_pairs(&self) -> anyhow::Result<Vec<(&str, &str)>> {
+        self.properties
             .iter()
             .map(|property| {
                 property
                     .split_once('=')
                     .ok_or_else(|| anyhow::anyhow!("-X '{property}' must be NAME=VALUE"))
             })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(ClientSettings::new(&self.bootstrap).with_properties(properties))
+            .collect()
     }
 }
 

@@ -115,7 +115,7 @@ async fn committed_offsets(
     use kafka_protocol::protocol::StrBytes;
     // Offsets live on the group's coordinator, which need not be the bootstrap broker.
     let mut client = crate::protocol_client::connect_to_coordinator(
-        &connect.bootstrap,
+        connect,
         crate::protocol_client::GROUP_KEY,
         group,
     )

@@ -7,6 +7,7 @@
 //! - `weir sql`: ad-hoc SQL over topics.
 //! - `weir pipeline run|validate`: YAML pipelines (the pipelines crate).
 
+mod acl;
 mod broker_command;
 mod client;
 mod consume;
@@ -62,6 +63,8 @@ enum Command {
     Sql(sql::SqlArgs),
     /// Create, list and delete SCRAM users (KIP-554's APIs: Weir or any Kafka cluster).
     User(user::UserArgs),
+    /// Create, list and delete ACLs (Kafka's ACL APIs: Weir or any Kafka cluster).
+    Acl(acl::AclArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -99,6 +102,7 @@ fn main() -> std::process::ExitCode {
             Command::Cluster(args) => topic::run_cluster(args).await,
             Command::Group(args) => group::run(args).await,
             Command::User(args) => user::run(args).await,
+            Command::Acl(args) => acl::run(args).await,
             Command::Txn(args) => txn::run(args).await,
             Command::Job(args) => job::run(args).await,
             Command::Pipeline(args) => pipeline::run(args).await,

@@ -10,18 +10,41 @@ use anyhow::{bail, Context};
 use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest, MetadataResponse};
 use kafka_protocol::protocol::StrBytes;
 pub(crate) use weir_broker::client::ProtocolClient;
+use weir_broker::client::DEFAULT_TIMEOUT;
+
+use crate::client::ConnectArgs;
 
 /// FindCoordinator key types.
 pub(crate) const GROUP_KEY: i8 = 0;
 pub(crate) const TRANSACTION_KEY: i8 = 1;
 
+/// A connection to the first bootstrap broker, secured as the `-X` properties say.
+pub(crate) async fn connect(connect: &ConnectArgs) -> anyhow::Result<ProtocolClient> {
+    let first = connect
+        .bootstrap
+        .split(',')
+        .next()
+        .unwrap_or_default()
+        .trim();
+    connect_at(connect, first).await
+}
+
+/// A connection to the broker at `address`, secured as the `-X` properties say.
+pub(crate) async fn connect_at(
+    connect: &ConnectArgs,
+    address: &str,
+) -> anyhow::Result<ProtocolClient> {
+    let security = connect.security()?;
+    Ok(ProtocolClient::connect_secured(address, "weir-cli", DEFAULT_TIMEOUT, &security).await?)
+}
+
 /// A connection to the coordinator of `key` (a group or a transactional id).
 pub(crate) async fn connect_to_coordinator(
-    bootstrap: &str,
+    connect: &ConnectArgs,
     key_type: i8,
     key: &str,
 ) -> anyhow::Result<ProtocolClient> {
-    let mut client = ProtocolClient::connect(bootstrap).await?;
+    let mut client = self::connect(connect).await?;
     let request = FindCoordinatorRequest::default()
         .with_key(StrBytes::from_string(key.to_string()))
         .with_key_type(key_type);
@@ -33,13 +56,13 @@ pub(crate) async fn connect_to_coordinator(
         );
     }
     let address = format!("{}:{}", coordinator.host.as_str(), coordinator.port);
-    Ok(ProtocolClient::connect(&address).await?)
+    connect_at(connect, &address).await
 }
 
-async fn metadata(bootstrap: &str, topic: Option<&str>) -> anyhow::Result<MetadataResponse> {
+async fn metadata(connect: &ConnectArgs, topic: Option<&str>) -> anyhow::Result<MetadataResponse> {
     use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
     use kafka_protocol::messages::TopicName;
-    let mut client = ProtocolClient::connect(bootstrap).await?;
+    let mut client = self::connect(connect).await?;
     let topics = topic.map(|name| {
         vec![MetadataRequestTopic::default()
             .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))]
@@ -51,8 +74,8 @@ async fn metadata(bootstrap: &str, topic: Option<&str>) -> anyhow::Result<Metada
 }
 
 /// The address of every broker of the cluster.
-pub(crate) async fn broker_addresses(bootstrap: &str) -> anyhow::Result<Vec<String>> {
-    let response = metadata(bootstrap, None).await?;
+pub(crate) async fn broker_addresses(connect: &ConnectArgs) -> anyhow::Result<Vec<String>> {
+    let response = metadata(connect, None).await?;
     Ok(response
         .brokers
         .iter()
@@ -62,11 +85,11 @@ pub(crate) async fn broker_addresses(bootstrap: &str) -> anyhow::Result<Vec<Stri
 
 /// A connection to the leader of a partition.
 pub(crate) async fn connect_to_leader(
-    bootstrap: &str,
+    connect: &ConnectArgs,
     topic: &str,
     partition: i32,
 ) -> anyhow::Result<ProtocolClient> {
-    let response = metadata(bootstrap, Some(topic)).await?;
+    let response = metadata(connect, Some(topic)).await?;
     let found = response
         .topics
         .iter()
@@ -87,5 +110,5 @@ pub(crate) async fn connect_to_leader(
         .find(|b| b.node_id == leader)
         .with_context(|| format!("{topic}-{partition} has no leader now"))?;
     let address = format!("{}:{}", broker.host.as_str(), broker.port);
-    Ok(ProtocolClient::connect(&address).await?)
+    connect_at(connect, &address).await
 }

@@ -250,7 +250,7 @@ async fn alter_topic_configs(
             .with_resource_name(StrBytes::from_string(topic.to_string()))
             .with_configs(changes),
     ]);
-    let mut client = crate::protocol_client::ProtocolClient::connect(&connect.bootstrap).await?;
+    let mut client = crate::protocol_client::connect(connect).await?;
     let response = client.call(0, &request).await?;
     for resource in response.responses {
         if resource.error_code != 0 {
@@ -284,7 +284,7 @@ fn metadata(
 /// --describe --under-replicated-partitions` and `--unavailable-partitions` would list them).
 async fn cluster_info(connect: &ConnectArgs) -> anyhow::Result<()> {
     use kafka_protocol::messages::MetadataRequest;
-    let mut client = crate::protocol_client::ProtocolClient::connect(&connect.bootstrap).await?;
+    let mut client = crate::protocol_client::connect(connect).await?;
     let response = client
         .call(12, &MetadataRequest::default().with_topics(None))
         .await?;
@@ -405,8 +405,7 @@ pub(crate) async fn run_cluster(args: ClusterArgs) -> anyhow::Result<()> {
         ClusterCommand::Info => cluster_info(&args.connect).await?,
         ClusterCommand::ApiVersions => {
             use kafka_protocol::messages::{ApiKey, ApiVersionsRequest};
-            let mut client =
-                crate::protocol_client::ProtocolClient::connect(&args.connect.bootstrap).await?;
+            let mut client = crate::protocol_client::connect(&args.connect).await?;
             let request = ApiVersionsRequest::default()
                 .with_client_software_name(kafka_protocol::protocol::StrBytes::from_static_str(
                     "weir-cli",

@@ -38,7 +38,7 @@ pub(crate) async fn reassign(
             .with_partitions(vec![ReassignablePartition::default()
                 .with_partition_index(partition)
                 .with_replicas(target)])]);
-    let mut client = ProtocolClient::connect(&connect.bootstrap).await?;
+    let mut client = crate::protocol_client::connect(connect).await?;
     let response = client.call(0, &request).await?;
     if let Some(error) = kafka_protocol::ResponseError::try_from_code(response.error_code) {
         bail!("cannot reassign {topic}-{partition}: {error}");
@@ -82,7 +82,7 @@ pub(crate) async fn reassign(
 
 /// Prints the moves in progress.
 pub(crate) async fn list(connect: &ConnectArgs) -> anyhow::Result<()> {
-    let mut client = ProtocolClient::connect(&connect.bootstrap).await?;
+    let mut client = crate::protocol_client::connect(connect).await?;
     println!("TOPIC\tPARTITION\tREPLICAS\tADDING\tREMOVING");
     for (topic, partition, replicas, adding, removing) in in_progress(&mut client).await? {
         println!("{topic}\t{partition}\t{replicas:?}\t{adding:?}\t{removing:?}");

@@ -18,7 +18,8 @@ use kafka_protocol::protocol::StrBytes;
 
 use crate::client::ConnectArgs;
 use crate::protocol_client::{
-    broker_addresses, connect_to_coordinator, connect_to_leader, ProtocolClient, TRANSACTION_KEY,
+    broker_addresses, connect_at, connect_to_coordinator, connect_to_leader, ProtocolClient,
+    TRANSACTION_KEY,
 };
 
 #[derive(Args)]
@@ -66,7 +67,7 @@ fn text(value: &str) -> StrBytes {
 }
 
 pub(crate) async fn run(args: TxnArgs) -> anyhow::Result<()> {
-    let bootstrap = args.connect.bootstrap.as_str();
+    let connect = &args.connect;
     match args.command {
         TxnCommand::List { state } => {
             // Each broker lists the ids it coordinates (as Kafka's admin client, ask them all).
@@ -74,8 +75,8 @@ pub(crate) async fn run(args: TxnArgs) -> anyhow::Result<()> {
                 .with_state_filters(state.iter().map(|s| text(s)).collect())
                 .with_duration_filter(-1);
             let mut listed = Vec::new();
-            for address in broker_addresses(bootstrap).await? {
-                let mut client = ProtocolClient::connect(&address).await?;
+            for address in broker_addresses(connect).await? {
+                let mut client = connect_at(connect, &address).await?;
                 let response = client.call(1, &request).await?;
                 if response.error_code != 0 {
                     bail!(
@@ -99,7 +100,7 @@ pub(crate) async fn run(args: TxnArgs) -> anyhow::Result<()> {
         }
         TxnCommand::Describe { transactional_id } => {
             let mut client =
-                connect_to_coordinator(bootstrap, TRANSACTION_KEY, &transactional_id).await?;
+                connect_to_coordinator(connect, TRANSACTION_KEY, &transactional_id).await?;
             let request = DescribeTransactionsRequest::default()
                 .with_transactional_ids(vec![TransactionalId(text(&transactional_id))]);
             let response = client.call(0, &request).await?;
@@ -125,7 +126,7 @@ pub(crate) async fn run(args: TxnArgs) -> anyhow::Result<()> {
             }
         }
         TxnCommand::Producers { topic, partition } => {
-            let mut client = connect_to_leader(bootstrap, &topic, partition).await?;
+            let mut client = connect_to_leader(connect, &topic, partition).await?;
             println!("PRODUCER-ID\tEPOCH\tLAST-SEQUENCE\tCOORDINATOR-EPOCH\tTXN-START-OFFSET");
             for producer in producers(&mut client, &topic, partition).await? {
                 println!(
@@ -145,7 +146,7 @@ pub(crate) async fn run(args: TxnArgs) -> anyhow::Result<()> {
             producer_id,
         } => {
             // The marker is written by the partition's leader.
-            let mut client = connect_to_leader(bootstrap, &topic, partition).await?;
+            let mut client = connect_to_leader(connect, &topic, partition).await?;
             let candidates = producers(&mut client, &topic, partition).await?;
             let found = candidates.iter().find(|p| {
                 p.current_txn_start_offset >= 0

@@ -56,7 +56,7 @@ enum UserCommand {
 }
 
 pub(crate) async fn run(args: UserArgs) -> anyhow::Result<()> {
-    let mut client = ProtocolClient::connect(&args.connect.bootstrap).await?;
+    let mut client = crate::protocol_client::connect(&args.connect).await?;
     match args.command {
         UserCommand::Create {
             name,

@@ -20,8 +20,8 @@ from collections import defaultdict
 # Bottom first. Modules in one layer may use each other.
 LAYERS = [
     ["clock", "memory_pool", "seeded_rng", "shutdown"],
-    ["config", "client"],
-    ["log", "producer", "security"],
+    ["config"],
+    ["log", "producer", "security", "client"],
     ["partition"],
     ["cluster", "topic", "error"],
     ["group", "transaction", "replication", "broker_configs", "user_credentials", "acls"],

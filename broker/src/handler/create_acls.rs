@@ -8,7 +8,9 @@ use kafka_protocol::messages::create_acls_response::AclCreationResult;
 use kafka_protocol::messages::{CreateAclsRequest, CreateAclsResponse};
 use kafka_protocol::ResponseError;
 
-use super::acl_requests::{binding_of, change, text, AclFields, CLUSTER_REFUSED, NO_AUTHORIZER};
+use super::acl_requests::{
+    binding_of, change, needs_cluster_permission, text, AclFields, NO_AUTHORIZER,
+};
 use super::errors::error_for;
 use crate::context::BrokerContext;
 use crate::handler::access::Access;
@@ -26,33 +28,26 @@ pub async fn handle(
     };
     // Kafka asks for ALTER on the cluster before it looks for an authorizer.
     let refusal = match access.allows_cluster(Operation::Alter) {
-        false => Some((ResponseError::ClusterAuthorizationFailed, CLUSTER_REFUSED)),
+        false => Some((
+            ResponseError::ClusterAuthorizationFailed,
+            needs_cluster_permission(access, "CreateAcls", Operation::Alter),
+        )),
         true => crate::acls::authorizer_settings(&context.config())
             .is_none()
-            .then_some((ResponseError::SecurityDisabled, NO_AUTHORIZER)),
+            .then(|| (ResponseError::SecurityDisabled, NO_AUTHORIZER.to_string())),
     };
     if let Some((error, message)) = refusal {
         let results = request
             .creations
             .iter()
-            .map(|_| failed(error, message.into()))
+            .map(|_| failed(error, message.clone()))
             .collect();
         return CreateAclsResponse::default().with_results(results);
     }
     let outcomes: Vec<Result<_, String>> = request
         .creations
         .iter()
-        .map(|creation| {
-            binding_of(&AclFields {
-                resource_type: creation.resource_type,
-                resource_name: Some(creation.resource_name.as_str()),
-                pattern_type: creation.resource_pattern_type,
-                principal: Some(creation.principal.as_str()),
-                host: Some(creation.host.as_str()),
-                operation: creation.operation,
-                permission: creation.permission_type,
-            })
-        })
+        .map(|creation| binding_of(&AclFields::of_creation(creation)))
         .collect();
     let valid = outcomes
         .iter()

@@ -9,7 +9,9 @@ use kafka_protocol::messages::delete_acls_response::{
 use kafka_protocol::messages::{DeleteAclsRequest, DeleteAclsResponse};
 use kafka_protocol::ResponseError;
 
-use super::acl_requests::{change, filter_of, text, AclFields, CLUSTER_REFUSED, NO_AUTHORIZER};
+use super::acl_requests::{
+    change, filter_of, needs_cluster_permission, text, AclFields, NO_AUTHORIZER,
+};
 use super::errors::error_for;
 use crate::context::BrokerContext;
 use crate::handler::access::Access;
@@ -27,33 +29,26 @@ pub async fn handle(
     };
     // Kafka asks for ALTER on the cluster before it looks for an authorizer.
     let refusal = match access.allows_cluster(Operation::Alter) {
-        false => Some((ResponseError::ClusterAuthorizationFailed, CLUSTER_REFUSED)),
+        false => Some((
+            ResponseError::ClusterAuthorizationFailed,
+            needs_cluster_permission(access, "DeleteAcls", Operation::Alter),
+        )),
         true => crate::acls::authorizer_settings(&context.config())
             .is_none()
-            .then_some((ResponseError::SecurityDisabled, NO_AUTHORIZER)),
+            .then(|| (ResponseError::SecurityDisabled, NO_AUTHORIZER.to_string())),
     };
     if let Some((error, message)) = refusal {
         let results = request
             .filters
             .iter()
-            .map(|_| failed(error, message))
+            .map(|_| failed(error, &message))
             .collect();
         return DeleteAclsResponse::default().with_filter_results(results);
     }
     let filters: Vec<Result<_, String>> = request
         .filters
         .iter()
-        .map(|filter| {
-            filter_of(&AclFields {
-                resource_type: filter.resource_type_filter,
-                resource_name: filter.resource_name_filter.as_deref(),
-                pattern_type: filter.pattern_type_filter,
-                principal: filter.principal_filter.as_deref(),
-                host: filter.host_filter.as_deref(),
-                operation: filter.operation,
-                permission: filter.permission_type,
-            })
-        })
+        .map(|filter| filter_of(&AclFields::of_delete_filter(filter)))
         .collect();
     let valid: Vec<_> = filters
         .iter()

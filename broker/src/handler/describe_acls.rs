@@ -8,7 +8,7 @@ use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeA
 use kafka_protocol::messages::{DescribeAclsRequest, DescribeAclsResponse};
 use kafka_protocol::ResponseError;
 
-use super::acl_requests::{filter_of, text, AclFields, CLUSTER_REFUSED, NO_AUTHORIZER};
+use super::acl_requests::{filter_of, needs_cluster_permission, text, AclFields, NO_AUTHORIZER};
 use crate::context::BrokerContext;
 use crate::handler::access::Access;
 use crate::security::acl::Operation;
@@ -26,7 +26,8 @@ pub fn handle(
             .with_error_message(Some(text(message)))
     };
     if !access.allows_cluster(Operation::Describe) {
-        return failed(ResponseError::ClusterAuthorizationFailed, CLUSTER_REFUSED);
+        let message = needs_cluster_permission(access, "DescribeAcls", Operation::Describe);
+        return failed(ResponseError::ClusterAuthorizationFailed, &message);
     }
     if crate::acls::authorizer_settings(&context.config()).is_none() {
         return failed(ResponseError::SecurityDisabled, NO_AUTHORIZER);
@@ -37,15 +38,7 @@ pub fn handle(
     } else {
         request.pattern_type_filter
     };
-    let filter = match filter_of(&AclFields {
-        resource_type: request.resource_type_filter,
-        resource_name: request.resource_name_filter.as_deref(),
-        pattern_type,
-        principal: request.principal_filter.as_deref(),
-        host: request.host_filter.as_deref(),
-        operation: request.operation,
-        permission: request.permission_type,
-    }) {
+    let filter = match filter_of(&AclFields::of_describe(&request, pattern_type)) {
         Ok(filter) => filter,
         Err(reason) => return failed(ResponseError::InvalidRequest, &reason),
     };

@@ -171,6 +171,11 @@ pub async fn handle(
     request: RequestKind,
 ) -> HandlerOutput {
     let ready = |response: ResponseKind| HandlerOutput::Ready(Box::new(response));
+    // Kafka refuses these while parsing, before anything else, and closes the connection.
+    if let Some(reason) = acl_requests::unknown_element(&request) {
+        tracing::warn!(peer = %origin.peer, reason, "closing connection: invalid ACL request");
+        return HandlerOutput::Close;
+    }
     // Authorization first, as Kafka: a refused client learns nothing of coordinators.
     let access = access::Access::of(context, origin);
     if let Some(response) = request_gate::refusal(&access, version, &request) {

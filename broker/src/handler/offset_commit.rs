@@ -36,54 +36,68 @@ pub fn handle(
         .map(Into::into);
     let now_ms = context.clock.now_ms();
     let mut commits = Vec::new();
-    // (topic index, partition index, error) for each requested partition.
-    let mut results: Vec<OffsetCommitResponseTopic> = Vec::new();
+    // Kafka answers the partitions its handler refuses (authorization, unknown topic or
+    // partition) first, then merges in what the coordinator answers for the rest.
+    let mut refused: Vec<OffsetCommitResponseTopic> = Vec::new();
+    let mut answered: Vec<OffsetCommitResponseTopic> = Vec::new();
     for topic in &request.topics {
         let topic_allowed = access.allows_topic(Operation::Read, topic.name.as_str());
-        let partitions = topic
-            .partitions
-            .iter()
-            .map(|p| {
-                let error = if !topic_allowed {
-                    Some(ResponseError::TopicAuthorizationFailed)
-                } else if let Some(error) = group_error {
-                    Some(error)
-                } else if !context.partition_exists(topic.name.as_str(), p.partition_index) {
-                    Some(ResponseError::UnknownTopicOrPartition)
-                } else if p
-                    .committed_metadata
-                    .as_ref()
-                    .is_some_and(|m| m.len() > OFFSET_METADATA_MAX_BYTES)
-                {
-                    Some(ResponseError::OffsetMetadataTooLarge)
-                } else {
-                    commits.push((
-                        topic.name.to_string(),
-                        p.partition_index,
-                        CommittedOffset {
-                            offset: p.committed_offset,
-                            leader_epoch: p.committed_leader_epoch,
-                            metadata: p
-                                .committed_metadata
-                                .as_ref()
-                                .map(|m| m.to_string())
-                                .unwrap_or_default(),
-                            commit_timestamp_ms: now_ms,
-                        },
-                    ));
-                    None
-                };
-                OffsetCommitResponsePartition::default()
-                    .with_partition_index(p.partition_index)
-                    .with_error_code(error.map_or(0, |e| e.code()))
-            })
-            .collect();
-        results.push(
-            OffsetCommitResponseTopic::default()
-                .with_name(topic.name.clone())
-                .with_partitions(partitions),
-        );
+        let (mut refused_partitions, mut answered_partitions) = (Vec::new(), Vec::new());
+        for p in &topic.partitions {
+            let error = if !topic_allowed {
+                Some(ResponseError::TopicAuthorizationFailed)
+            } else if !context.partition_exists(topic.name.as_str(), p.partition_index) {
+                Some(ResponseError::UnknownTopicOrPartition)
+            } else if let Some(error) = group_error {
+                Some(error)
+            } else if p
+                .committed_metadata
+                .as_ref()
+                .is_some_and(|m| m.len() > OFFSET_METADATA_MAX_BYTES)
+            {
+                Some(ResponseError::OffsetMetadataTooLarge)
+            } else {
+                commits.push((
+                    topic.name.to_string(),
+                    p.partition_index,
+                    CommittedOffset {
+                        offset: p.committed_offset,
+                        leader_epoch: p.committed_leader_epoch,
+                        metadata: p
+                            .committed_metadata
+                            .as_ref()
+                            .map(|m| m.to_string())
+                            .unwrap_or_default(),
+                        commit_timestamp_ms: now_ms,
+                    },
+                ));
+                None
+            };
+            let partition = OffsetCommitResponsePartition::default()
+                .with_partition_index(p.partition_index)
+                .with_error_code(error.map_or(0, |e| e.code()));
+            match error {
+                Some(
+                    ResponseError::TopicAuthorizationFailed
+                    | ResponseError::UnknownTopicOrPartition,
+                ) => refused_partitions.push(partition),
+                _ => answered_partitions.push(partition),
+            }
+        }
+        for (bucket, partitions) in [
+            (&mut refused, refused_partitions),
+            (&mut answered, answered_partitions),
+        ] {
+            if !partitions.is_empty() {
+                bucket.push(
+                    OffsetCommitResponseTopic::default()
+                        .with_name(topic.name.clone())
+                        .with_partitions(partitions),
+                );
+            }
+        }
     }
+    let mut results = in_kafka_order(refused, answered);
     let fail_all = |results: &mut Vec<OffsetCommitResponseTopic>, error: ResponseError| {
         for topic in results.iter_mut() {
             for partition in topic.partitions.iter_mut() {
@@ -116,6 +130,21 @@ pub fn handle(
         }
         .boxed(),
     )
+}
+
+/// The refused topics, with the answered partitions merged in: into the refused entry of the
+/// same topic (after its partitions), else as a topic of their own after them.
+fn in_kafka_order(
+    mut refused: Vec<OffsetCommitResponseTopic>,
+    answered: Vec<OffsetCommitResponseTopic>,
+) -> Vec<OffsetCommitResponseTopic> {
+    for topic in answered {
+        match refused.iter_mut().find(|early| early.name == topic.name) {
+            Some(early) => early.partitions.extend(topic.partitions),
+            None => refused.push(topic),
+        }
+    }
+    refused
 }
 
 /// Kafka's `offsets.commit.timeout.ms`: how long a commit waits for the offsets partition's

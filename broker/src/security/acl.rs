@@ -162,6 +162,59 @@ impl Operation {
         }
     }
 
+    /// Every operation a binding can name, in code order.
+    pub const ALL_OPERATIONS: [Operation; 14] = [
+        Operation::All,
+        Operation::Read,
+        Operation::Write,
+        Operation::Create,
+        Operation::Delete,
+        Operation::Alter,
+        Operation::Describe,
+        Operation::ClusterAction,
+        Operation::DescribeConfigs,
+        Operation::AlterConfigs,
+        Operation::IdempotentWrite,
+        Operation::CreateTokens,
+        Operation::DescribeTokens,
+        Operation::TwoPhaseCommit,
+    ];
+
+    /// Kafka's name (`AclOperation`): `READ`, `IDEMPOTENT_WRITE`…
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::All => "ALL",
+            Operation::Read => "READ",
+            Operation::Write => "WRITE",
+            Operation::Create => "CREATE",
+            Operation::Delete => "DELETE",
+            Operation::Alter => "ALTER",
+            Operation::Describe => "DESCRIBE",
+            Operation::ClusterAction => "CLUSTER_ACTION",
+            Operation::DescribeConfigs => "DESCRIBE_CONFIGS",
+            Operation::AlterConfigs => "ALTER_CONFIGS",
+            Operation::IdempotentWrite => "IDEMPOTENT_WRITE",
+            Operation::CreateTokens => "CREATE_TOKENS",
+            Operation::DescribeTokens => "DESCRIBE_TOKENS",
+            Operation::TwoPhaseCommit => "TWO_PHASE_COMMIT",
+        }
+    }
+
+    /// The operation named `READ`, `Read`, `IdempotentWrite` or `idempotent-write` (as
+    /// kafka-acls.sh takes them: case and `_`/`-` ignored).
+    pub fn from_name(name: &str) -> Option<Operation> {
+        let folded = |text: &str| -> String {
+            text.chars()
+                .filter(|c| *c != '_' && *c != '-')
+                .map(|c| c.to_ascii_lowercase())
+                .collect()
+        };
+        let wanted = folded(name.trim());
+        Self::ALL_OPERATIONS
+            .into_iter()
+            .find(|operation| folded(operation.name()) == wanted)
+    }
+
     /// Whether an ALLOW of `self` allows `requested` (ALL everything; READ, WRITE, DELETE and
     /// ALTER imply DESCRIBE; ALTER_CONFIGS implies DESCRIBE_CONFIGS).
     pub fn allows(self, requested: Operation) -> bool {
@@ -421,6 +474,24 @@ pub fn operations_bit_field(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn operation_names_as_kafka_acls_takes_them() {
+        for operation in Operation::ALL_OPERATIONS {
+            assert_eq!(Operation::from_name(operation.name()), Some(operation));
+            assert_eq!(Operation::from_code(operation.code()), Some(operation));
+        }
+        assert_eq!(
+            Operation::from_name("IdempotentWrite"),
+            Some(Operation::IdempotentWrite)
+        );
+        assert_eq!(
+            Operation::from_name(" describe-configs"),
+            Some(Operation::DescribeConfigs)
+        );
+        assert_eq!(Operation::from_name("Any"), None);
+        assert_eq!(Operation::from_name("Reed"), None);
+    }
 
     fn binding(
         resource: (ResourceType, &str, PatternType),

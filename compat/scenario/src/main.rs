@@ -4,10 +4,13 @@
 //! differ between any two brokers (ids, ports, append times) are left out.
 //!
 //! Usage: weir-compat-scenario HOST:PORT RUN_ID [SECTION]  (one section only, while developing it)
+//!        weir-compat-scenario HOST:PORT RUN_ID security SASL_SSL_HOST:PORT CA_FILE
+//!        (the security section alone: `compat/security/run.sh` configures the brokers for it)
 
 mod broker_configs;
 mod compression;
 mod fencing;
+mod security;
 mod static_members;
 mod transactions;
 
@@ -1067,8 +1070,16 @@ async fn main() -> anyhow::Result<()> {
         Some("static_members") => scenario.static_members_section().await?,
         Some("compression") => scenario.compression_section().await?,
         Some("broker_configs") => scenario.broker_configs_section().await?,
+        Some("security") => {
+            let usage = "usage: weir-compat-scenario HOST:PORT RUN_ID security SASL_SSL_ADDRESS CA_FILE";
+            let secure = security::SecureListener {
+                address: args.next().context(usage)?,
+                ca: args.next().context(usage)?,
+            };
+            scenario.security_section(&secure).await?
+        }
         Some(other) => anyhow::bail!(
-            "no section {other} (sections: fencing, static_members, compression, broker_configs)"
+            "no section {other} (sections: fencing, static_members, compression, broker_configs, security)"
         ),
     }
     println!("{}", serde_json::to_string_pretty(&scenario.transcript)?);

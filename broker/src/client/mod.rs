@@ -4,13 +4,23 @@
 //!
 //! Bounds: responses above [`MAX_RESPONSE_BYTES`] are refused; connecting and every exchange
 //! have a timeout (per client, or per call for long-polling fetches).
+//!
+//! Secured brokers: [`ClientSecurity`] (TLS and a SASL login, from librdkafka's property names,
+//! in `security`) is applied by [`ProtocolClient::connect_secured`]: TLS first, then the SASL
+//! login (`sasl_login`), both within the connect timeout.
+
+mod sasl_login;
+mod security;
+
+pub use security::{ClientSecurity, SaslLogin, SecurityConfigError};
 
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use rustls_pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Largest response accepted.
@@ -42,6 +52,10 @@ pub enum ClientError {
         got: i32,
         expected: i32,
     },
+    #[error("TLS with {address} failed: {reason}")]
+    Tls { address: String, reason: String },
+    #[error("{address} refused the login: {reason}")]
+    Authentication { address: String, reason: String },
     #[error("{address}: cannot encode or decode {api}: {reason}")]
     Codec {
         address: String,
@@ -50,8 +64,12 @@ pub enum ClientError {
     },
 }
 
+/// A connection's byte stream: TCP, or TLS over TCP.
+trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Transport for T {}
+
 pub struct ProtocolClient {
-    stream: TcpStream,
+    stream: Box<dyn Transport>,
     address: String,
     client_id: StrBytes,
     timeout: Duration,
@@ -71,24 +89,61 @@ impl ProtocolClient {
         client_id: &str,
         timeout: Duration,
     ) -> Result<Self, ClientError> {
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect(address)).await {
-            Err(_) => return Err(timed_out(address, timeout)),
-            Ok(Err(source)) => {
-                return Err(ClientError::Connect {
-                    address: address.to_string(),
-                    source,
-                })
-            }
-            Ok(Ok(stream)) => stream,
+        Self::connect_secured(address, client_id, timeout, &ClientSecurity::plaintext()).await
+    }
+
+    /// Connects to the first broker of a bootstrap list, as `weir-cli`, with `security`.
+    pub async fn connect_with(
+        bootstrap: &str,
+        security: &ClientSecurity,
+    ) -> Result<Self, ClientError> {
+        let first = bootstrap.split(',').next().unwrap_or(bootstrap).trim();
+        Self::connect_secured(first, "weir-cli", DEFAULT_TIMEOUT, security).await
+    }
+
+    /// Connects to `address` as `client_id` with TLS and a SASL login as `security` says;
+    /// `timeout` bounds connecting (TLS and login included) and then each call.
+    pub async fn connect_secured(
+        address: &str,
+        client_id: &str,
+        timeout: Duration,
+        security: &ClientSecurity,
+    ) -> Result<Self, ClientError> {
+        let connecting = Self::open(address, client_id, timeout, security);
+        match tokio::time::timeout(timeout, connecting).await {
+            Err(_) => Err(timed_out(address, timeout)),
+            Ok(result) => result,
+        }
+    }
+
+    async fn open(
+        address: &str,
+        client_id: &str,
+        timeout: Duration,
+        security: &ClientSecurity,
+    ) -> Result<Self, ClientError> {
+        let tcp = TcpStream::connect(address)
+            .await
+            .map_err(|source| ClientError::Connect {
+                address: address.to_string(),
+                source,
+            })?;
+        let _ = tcp.set_nodelay(true);
+        let stream: Box<dyn Transport> = match &security.tls {
+            None => Box::new(tcp),
+            Some(config) => Box::new(tls_handshake(address, tcp, config.clone()).await?),
         };
-        let _ = stream.set_nodelay(true);
-        Ok(ProtocolClient {
+        let mut client = ProtocolClient {
             stream,
             address: address.to_string(),
             client_id: StrBytes::from_string(client_id.to_string()),
             timeout,
             next_correlation_id: 1,
-        })
+        };
+        if let Some(login) = &security.sasl {
+            client.authenticate(login).await?;
+        }
+        Ok(client)
     }
 
     pub fn address(&self) -> &str {
@@ -174,6 +229,8 @@ impl ProtocolClient {
             source,
         };
         self.stream.write_all(frame).await.map_err(io)?;
+        // TLS holds written records until flushed.
+        self.stream.flush().await.map_err(io)?;
         let size = self.stream.read_i32().await.map_err(io)?;
         if size < 0 || size as usize > MAX_RESPONSE_BYTES {
             return Err(ClientError::ResponseSize {
@@ -185,6 +242,39 @@ impl ProtocolClient {
         self.stream.read_exact(&mut response).await.map_err(io)?;
         Ok(Bytes::from(response))
     }
+}
+
+async fn tls_handshake(
+    address: &str,
+    tcp: TcpStream,
+    config: std::sync::Arc<tokio_rustls::rustls::ClientConfig>,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, ClientError> {
+    let tls_error = |reason: String| ClientError::Tls {
+        address: address.to_string(),
+        reason,
+    };
+    let host = address
+        .rsplit_once(':')
+        .map_or(address, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let server_name = ServerName::try_from(host.to_string())
+        .map_err(|e| tls_error(format!("{host} is not a host name or address: {e}")))?;
+    tokio_rustls::TlsConnector::from(config)
+        .connect(server_name, tcp)
+        .await
+        .map_err(|e| {
+            let hint = match e.to_string() {
+                text if text.contains("UnknownIssuer") => {
+                    "; the broker's certificate is not signed by a trusted CA (ssl.ca.location)"
+                }
+                text if text.contains("NotValidForName") => {
+                    "; the certificate does not name this host (ssl.endpoint.identification.algorithm)"
+                }
+                _ => "",
+            };
+            tls_error(format!("{e}{hint}"))
+        })
 }
 
 fn timed_out(address: &str, timeout: Duration) -> ClientError {
