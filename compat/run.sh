@@ -15,8 +15,8 @@
 #      (compat/tls/clients.sh);
 #   8. the security differential (compat/security/run.sh): both brokers with SASL_SSL and the
 #      StandardAuthorizer, the scenario's security section, kafka-acls.sh and `weir acl`;
-#   (compat/sasl/clients.sh — the same clients over SASL against Weir and a second reference Kafka
-#   — is written but not yet passing, so not run here.)
+#   9. kcat, confluent-kafka, Kafka's console clients and kafka-configs over SASL (PLAIN, SCRAM)
+#      against Weir and a second reference Kafka configured alike (compat/sasl/clients.sh);
 # Usage: compat/run.sh PATH/TO/weir PATH/TO/weir-compat-scenario
 # Prints "compat: N passed, N failed" last; exits non-zero on any failure.
 set -uo pipefail
@@ -64,7 +64,7 @@ record "$here/streams/run.sh" "$kafka"
 record "$here/cluster.sh" "$weir"
 record "$here/tls/clients.sh" "$weir"
 record "$here/security/run.sh" "$weir" "$scenario"
-# compat/sasl/clients.sh is not run yet: its last run here was 8 of 13 and it hung after fixes (see the session note).
+record "$here/sasl/clients.sh" "$weir"
 if [ "$failed" -ne 0 ]; then
   echo "compat: Weir's warnings and errors (last 40):"
   grep -E " (WARN|ERROR) " "$work/weir.log" | grep -v "Connection reset by peer" | tail -40
