@@ -97,7 +97,7 @@ pub fn handle(
             }
         }
     }
-    let mut results = in_kafka_order(refused, answered);
+    let mut results = in_kafka_order(refused, answered, merge_topic);
     let fail_all = |results: &mut Vec<OffsetCommitResponseTopic>, error: ResponseError| {
         for topic in results.iter_mut() {
             for partition in topic.partitions.iter_mut() {
@@ -132,19 +132,40 @@ pub fn handle(
     )
 }
 
-/// The refused topics, with the answered partitions merged in: into the refused entry of the
-/// same topic (after its partitions), else as a topic of their own after them.
-fn in_kafka_order(
-    mut refused: Vec<OffsetCommitResponseTopic>,
-    answered: Vec<OffsetCommitResponseTopic>,
-) -> Vec<OffsetCommitResponseTopic> {
+/// Kafka's order for (Txn)OffsetCommit answers: the topics its handler refused partitions of
+/// (authorization, unknown topic or partition), then the coordinator's answers merged in —
+/// into the refused entry of the same topic (after its partitions), else as topics of their
+/// own after them. `merge(early, later)` appends `later`'s partitions to `early` when both
+/// are of one topic and gives `later` back otherwise.
+pub(super) fn in_kafka_order<T>(
+    mut refused: Vec<T>,
+    answered: Vec<T>,
+    merge: impl Fn(&mut T, T) -> Option<T>,
+) -> Vec<T> {
     for topic in answered {
-        match refused.iter_mut().find(|early| early.name == topic.name) {
-            Some(early) => early.partitions.extend(topic.partitions),
-            None => refused.push(topic),
+        let mut pending = Some(topic);
+        for early in refused.iter_mut() {
+            pending = match pending {
+                Some(topic) => merge(early, topic),
+                None => break,
+            };
+        }
+        if let Some(topic) = pending {
+            refused.push(topic);
         }
     }
     refused
+}
+
+fn merge_topic(
+    early: &mut OffsetCommitResponseTopic,
+    later: OffsetCommitResponseTopic,
+) -> Option<OffsetCommitResponseTopic> {
+    if early.name != later.name {
+        return Some(later);
+    }
+    early.partitions.extend(later.partitions);
+    None
 }
 
 /// Kafka's `offsets.commit.timeout.ms`: how long a commit waits for the offsets partition's

@@ -35,45 +35,58 @@ pub async fn handle(
     let error = check(context, version, &request).await;
     let now_ms = context.clock.now_ms();
     let mut commits = Vec::new();
-    let mut topics = Vec::new();
+    // As Kafka: partitions the handler refuses (authorization, unknown) are answered first.
+    let (mut refused, mut answered) = (Vec::new(), Vec::new());
     for topic in &request.topics {
         let topic_allowed = access.allows_topic(Operation::Read, topic.name.as_str());
-        let partitions = topic
-            .partitions
-            .iter()
-            .map(|p| {
-                let refused = (!topic_allowed).then_some(ResponseError::TopicAuthorizationFailed);
-                let partition_error = refused.or(error).or_else(|| {
-                    if !context.partition_exists(topic.name.as_str(), p.partition_index) {
-                        return Some(ResponseError::UnknownTopicOrPartition);
-                    }
-                    let metadata = p.committed_metadata.as_deref().unwrap_or_default();
-                    if metadata.len() > OFFSET_METADATA_MAX_BYTES {
-                        return Some(ResponseError::OffsetMetadataTooLarge);
-                    }
-                    commits.push((
-                        topic.name.to_string(),
-                        p.partition_index,
-                        CommittedOffset {
-                            offset: p.committed_offset,
-                            leader_epoch: p.committed_leader_epoch,
-                            metadata: metadata.to_string(),
-                            commit_timestamp_ms: now_ms,
-                        },
-                    ));
-                    None
-                });
-                TxnOffsetCommitResponsePartition::default()
-                    .with_partition_index(p.partition_index)
-                    .with_error_code(partition_error.map_or(0, |e| e.code()))
-            })
-            .collect();
-        topics.push(
-            TxnOffsetCommitResponseTopic::default()
-                .with_name(topic.name.clone())
-                .with_partitions(partitions),
-        );
+        let (mut refused_partitions, mut answered_partitions) = (Vec::new(), Vec::new());
+        for p in &topic.partitions {
+            let handler_refusal = if !topic_allowed {
+                Some(ResponseError::TopicAuthorizationFailed)
+            } else if !context.partition_exists(topic.name.as_str(), p.partition_index) {
+                Some(ResponseError::UnknownTopicOrPartition)
+            } else {
+                None
+            };
+            let partition_error = handler_refusal.or(error).or_else(|| {
+                let metadata = p.committed_metadata.as_deref().unwrap_or_default();
+                if metadata.len() > OFFSET_METADATA_MAX_BYTES {
+                    return Some(ResponseError::OffsetMetadataTooLarge);
+                }
+                commits.push((
+                    topic.name.to_string(),
+                    p.partition_index,
+                    CommittedOffset {
+                        offset: p.committed_offset,
+                        leader_epoch: p.committed_leader_epoch,
+                        metadata: metadata.to_string(),
+                        commit_timestamp_ms: now_ms,
+                    },
+                ));
+                None
+            });
+            let partition = TxnOffsetCommitResponsePartition::default()
+                .with_partition_index(p.partition_index)
+                .with_error_code(partition_error.map_or(0, |e| e.code()));
+            match handler_refusal {
+                Some(_) => refused_partitions.push(partition),
+                None => answered_partitions.push(partition),
+            }
+        }
+        for (bucket, partitions) in [
+            (&mut refused, refused_partitions),
+            (&mut answered, answered_partitions),
+        ] {
+            if !partitions.is_empty() {
+                bucket.push(
+                    TxnOffsetCommitResponseTopic::default()
+                        .with_name(topic.name.clone())
+                        .with_partitions(partitions),
+                );
+            }
+        }
     }
+    let mut topics = super::offset_commit::in_kafka_order(refused, answered, merge_topic);
     let committed = context
         .groups
         .txn_commit(
@@ -100,6 +113,17 @@ pub async fn handle(
         }
     }
     TxnOffsetCommitResponse::default().with_topics(topics)
+}
+
+fn merge_topic(
+    early: &mut TxnOffsetCommitResponseTopic,
+    later: TxnOffsetCommitResponseTopic,
+) -> Option<TxnOffsetCommitResponseTopic> {
+    if early.name != later.name {
+        return Some(later);
+    }
+    early.partitions.extend(later.partitions);
+    None
 }
 
 /// The producer's transaction must have added the group's offsets partition (asked of its

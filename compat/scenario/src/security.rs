@@ -12,6 +12,7 @@
 
 use bytes::Bytes;
 use kafka_protocol::messages::*;
+use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use serde_json::{json, Value};
 use weir_broker::client::{ClientSecurity, ProtocolClient, DEFAULT_TIMEOUT};
@@ -169,7 +170,8 @@ impl Scenario {
         let outcome = async {
             self.wait_visible(&orders, true).await?;
             self.alice_steps("with_acls", &orders, &private, &hidden)
-                .await
+                .await?;
+            self.transactional_offsets(&orders, &private).await
         }
         .await;
         std::mem::swap(&mut self.client, &mut alice);
@@ -422,6 +424,72 @@ impl Scenario {
         self.note(
             &step("describe_cluster"),
             json!({"error": cluster.error_code, "operations": cluster.cluster_authorized_operations}),
+        );
+        Ok(())
+    }
+
+    /// Alice's transaction commits offsets of a topic she may read, one she may not and one
+    /// that does not exist: which error each gets, in the order the response lists them.
+    async fn transactional_offsets(&mut self, orders: &str, private: &str) -> anyhow::Result<()> {
+        let id = self.topic("t");
+        let group = self.topic("g");
+        let init = self.init_transactional(&id, 60_000).await?;
+        let epoch = init.producer_epoch;
+        let add = AddOffsetsToTxnRequest::default()
+            .with_transactional_id(TransactionalId(text(&id)))
+            .with_producer_id(init.producer_id)
+            .with_producer_epoch(epoch)
+            .with_group_id(GroupId(text(&group)));
+        let added = self.call_retrying(3, &add, |r| r.error_code == 51).await?;
+        let missing = self.topic("sec-missing-offsets");
+        let topics = [orders, private, missing.as_str()]
+            .iter()
+            .map(|topic| {
+                txn_offset_commit_request::TxnOffsetCommitRequestTopic::default()
+                    .with_name(name(topic))
+                    .with_partitions(vec![
+                        txn_offset_commit_request::TxnOffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(1)
+                            .with_committed_leader_epoch(-1),
+                    ])
+            })
+            .collect();
+        let commit = TxnOffsetCommitRequest::default()
+            .with_transactional_id(TransactionalId(text(&id)))
+            .with_group_id(GroupId(text(&group)))
+            .with_producer_id(init.producer_id)
+            .with_producer_epoch(epoch)
+            .with_generation_id(-1)
+            .with_member_id(StrBytes::default())
+            .with_topics(topics);
+        let committed = self
+            .call_retrying(3, &commit, |r| {
+                r.topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .any(|p| matches!(p.error_code, 14 | 51))
+            })
+            .await?;
+        let suffix = format!("-{}", self.run);
+        let answers: Vec<Value> = committed
+            .topics
+            .iter()
+            .map(|t| {
+                let topic = t.name.to_string();
+                let codes: Vec<i16> = t.partitions.iter().map(|p| p.error_code).collect();
+                json!([topic.trim_end_matches(&suffix), codes])
+            })
+            .collect();
+        let end = EndTxnRequest::default()
+            .with_transactional_id(TransactionalId(text(&id)))
+            .with_producer_id(init.producer_id)
+            .with_producer_epoch(epoch)
+            .with_committed(false);
+        let ended = self.call_retrying(3, &end, |r| r.error_code == 51).await?;
+        self.note(
+            "security/with_acls/transactional_offsets",
+            json!({"init": init.error_code, "add_offsets": added.error_code, "commit": answers, "abort": ended.error_code}),
         );
         Ok(())
     }
