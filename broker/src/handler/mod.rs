@@ -10,6 +10,7 @@ pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
+pub mod commit_order;
 pub mod configs;
 pub mod create_acls;
 pub mod create_partitions;

@@ -14,6 +14,7 @@ use crate::context::BrokerContext;
 use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::CommittedOffset;
 use crate::handler::access::Access;
+use crate::handler::commit_order::CommitOrder;
 use crate::handler::errors::{error_for, log_error};
 use crate::handler::HandlerOutput;
 use crate::security::acl::Operation;
@@ -36,13 +37,9 @@ pub fn handle(
         .map(Into::into);
     let now_ms = context.clock.now_ms();
     let mut commits = Vec::new();
-    // Kafka answers the partitions its handler refuses (authorization, unknown topic or
-    // partition) first, then merges in what the coordinator answers for the rest.
-    let mut refused: Vec<OffsetCommitResponseTopic> = Vec::new();
-    let mut answered: Vec<OffsetCommitResponseTopic> = Vec::new();
+    let mut answers = CommitOrder::default();
     for topic in &request.topics {
         let topic_allowed = access.allows_topic(Operation::Read, topic.name.as_str());
-        let (mut refused_partitions, mut answered_partitions) = (Vec::new(), Vec::new());
         for p in &topic.partitions {
             let error = if !topic_allowed {
                 Some(ResponseError::TopicAuthorizationFailed)
@@ -76,28 +73,21 @@ pub fn handle(
             let partition = OffsetCommitResponsePartition::default()
                 .with_partition_index(p.partition_index)
                 .with_error_code(error.map_or(0, |e| e.code()));
-            match error {
+            let refused_by_handler = matches!(
+                error,
                 Some(
                     ResponseError::TopicAuthorizationFailed
-                    | ResponseError::UnknownTopicOrPartition,
-                ) => refused_partitions.push(partition),
-                _ => answered_partitions.push(partition),
-            }
-        }
-        for (bucket, partitions) in [
-            (&mut refused, refused_partitions),
-            (&mut answered, answered_partitions),
-        ] {
-            if !partitions.is_empty() {
-                bucket.push(
-                    OffsetCommitResponseTopic::default()
-                        .with_name(topic.name.clone())
-                        .with_partitions(partitions),
-                );
-            }
+                        | ResponseError::UnknownTopicOrPartition
+                )
+            );
+            answers.push(&topic.name, partition, refused_by_handler);
         }
     }
-    let mut results = in_kafka_order(refused, answered, merge_topic);
+    let mut results = answers.into_topics(|name, partitions| {
+        OffsetCommitResponseTopic::default()
+            .with_name(name)
+            .with_partitions(partitions)
+    });
     let fail_all = |results: &mut Vec<OffsetCommitResponseTopic>, error: ResponseError| {
         for topic in results.iter_mut() {
             for partition in topic.partitions.iter_mut() {
@@ -130,42 +120,6 @@ pub fn handle(
         }
         .boxed(),
     )
-}
-
-/// Kafka's order for (Txn)OffsetCommit answers: the topics its handler refused partitions of
-/// (authorization, unknown topic or partition), then the coordinator's answers merged in —
-/// into the refused entry of the same topic (after its partitions), else as topics of their
-/// own after them. `merge(early, later)` appends `later`'s partitions to `early` when both
-/// are of one topic and gives `later` back otherwise.
-pub(super) fn in_kafka_order<T>(
-    mut refused: Vec<T>,
-    answered: Vec<T>,
-    merge: impl Fn(&mut T, T) -> Option<T>,
-) -> Vec<T> {
-    for topic in answered {
-        let mut pending = Some(topic);
-        for early in refused.iter_mut() {
-            pending = match pending {
-                Some(topic) => merge(early, topic),
-                None => break,
-            };
-        }
-        if let Some(topic) = pending {
-            refused.push(topic);
-        }
-    }
-    refused
-}
-
-fn merge_topic(
-    early: &mut OffsetCommitResponseTopic,
-    later: OffsetCommitResponseTopic,
-) -> Option<OffsetCommitResponseTopic> {
-    if early.name != later.name {
-        return Some(later);
-    }
-    early.partitions.extend(later.partitions);
-    None
 }
 
 /// Kafka's `offsets.commit.timeout.ms`: how long a commit waits for the offsets partition's

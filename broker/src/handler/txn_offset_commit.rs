@@ -16,6 +16,7 @@ use crate::context::BrokerContext;
 use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::{CommittedOffset, OFFSETS_TOPIC};
 use crate::handler::access::Access;
+use crate::handler::commit_order::CommitOrder;
 use crate::handler::errors::error_for;
 use crate::handler::offset_commit::wait_for_commit;
 use crate::security::acl::Operation;
@@ -35,11 +36,9 @@ pub async fn handle(
     let error = check(context, version, &request).await;
     let now_ms = context.clock.now_ms();
     let mut commits = Vec::new();
-    // As Kafka: partitions the handler refuses (authorization, unknown) are answered first.
-    let (mut refused, mut answered) = (Vec::new(), Vec::new());
+    let mut answers = CommitOrder::default();
     for topic in &request.topics {
         let topic_allowed = access.allows_topic(Operation::Read, topic.name.as_str());
-        let (mut refused_partitions, mut answered_partitions) = (Vec::new(), Vec::new());
         for p in &topic.partitions {
             let handler_refusal = if !topic_allowed {
                 Some(ResponseError::TopicAuthorizationFailed)
@@ -68,25 +67,14 @@ pub async fn handle(
             let partition = TxnOffsetCommitResponsePartition::default()
                 .with_partition_index(p.partition_index)
                 .with_error_code(partition_error.map_or(0, |e| e.code()));
-            match handler_refusal {
-                Some(_) => refused_partitions.push(partition),
-                None => answered_partitions.push(partition),
-            }
-        }
-        for (bucket, partitions) in [
-            (&mut refused, refused_partitions),
-            (&mut answered, answered_partitions),
-        ] {
-            if !partitions.is_empty() {
-                bucket.push(
-                    TxnOffsetCommitResponseTopic::default()
-                        .with_name(topic.name.clone())
-                        .with_partitions(partitions),
-                );
-            }
+            answers.push(&topic.name, partition, handler_refusal.is_some());
         }
     }
-    let mut topics = super::offset_commit::in_kafka_order(refused, answered, merge_topic);
+    let mut topics = answers.into_topics(|name, partitions| {
+        TxnOffsetCommitResponseTopic::default()
+            .with_name(name)
+            .with_partitions(partitions)
+    });
     let committed = context
         .groups
         .txn_commit(
@@ -113,17 +101,6 @@ pub async fn handle(
         }
     }
     TxnOffsetCommitResponse::default().with_topics(topics)
-}
-
-fn merge_topic(
-    early: &mut TxnOffsetCommitResponseTopic,
-    later: TxnOffsetCommitResponseTopic,
-) -> Option<TxnOffsetCommitResponseTopic> {
-    if early.name != later.name {
-        return Some(later);
-    }
-    early.partitions.extend(later.partitions);
-    None
 }
 
 /// The producer's transaction must have added the group's offsets partition (asked of its

@@ -353,13 +353,10 @@ impl Scenario {
             ("other", self.topic("other-t")),
         ] {
             // As clients: the transaction coordinator first (Kafka creates its topic then).
-            let find = FindCoordinatorRequest::default()
-                .with_key_type(1)
-                .with_key(text(&id));
-            let found = self.call_retrying(3, &find, |r| r.error_code == 15).await?;
+            let found = self.coordinator_error(1, &id).await?;
             self.note(
                 &step(&format!("find_coordinator/txn_{label}")),
-                json!({"error": found.error_code}),
+                json!({"error": found}),
             );
             let request = InitProducerIdRequest::default()
                 .with_transactional_id(Some(TransactionalId(text(&id))))
@@ -527,6 +524,16 @@ impl Scenario {
         )
     }
 
+    /// FindCoordinator's error for a group (0) or transactional id (1), retried while the
+    /// coordinator is not available yet.
+    async fn coordinator_error(&mut self, key_type: i8, key: &str) -> anyhow::Result<i16> {
+        let find = FindCoordinatorRequest::default()
+            .with_key_type(key_type)
+            .with_key(text(key));
+        let found = self.call_retrying(3, &find, |r| r.error_code == 15).await?;
+        Ok(found.error_code)
+    }
+
     /// FindCoordinator, JoinGroup, OffsetCommit and OffsetFetch for the allowed group and
     /// another one.
     async fn group_steps(&mut self, orders: &str, private: &str) -> anyhow::Result<Value> {
@@ -535,10 +542,7 @@ impl Scenario {
             ("allowed", self.topic("g")),
             ("other", self.topic("other-g")),
         ] {
-            let find = FindCoordinatorRequest::default()
-                .with_key_type(0)
-                .with_key(text(&group));
-            let found = self.call_retrying(3, &find, |r| r.error_code == 15).await?;
+            let found = self.coordinator_error(0, &group).await?;
             let protocol = join_group_request::JoinGroupRequestProtocol::default()
                 .with_name(text("range"))
                 .with_metadata(Bytes::from_static(b"subscription"));
@@ -601,7 +605,7 @@ impl Scenario {
             steps.insert(
                 label.to_string(),
                 json!({
-                    "find_coordinator": found.error_code,
+                    "find_coordinator": found,
                     "join": joined.error_code,
                     "commit": commit_errors,
                     "fetch": {"error": fetched.error_code, "offsets": offsets},
