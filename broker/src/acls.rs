@@ -10,37 +10,15 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::log::error::LogError;
 use crate::log::index::{read_small_file, write_file_synced, SmallFile};
-use crate::security::acl::{AclBinding, AclFilter, AuthorizerSettings, ResourceType, CLUSTER_NAME};
-use crate::security::KafkaPrincipal;
-
-/// Kafka's authorizer class, the one value of `authorizer.class.name` that turns ACLs on.
-pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+pub use crate::security::acl::{authorizer_settings, STANDARD_AUTHORIZER};
+use crate::security::acl::{AclBinding, AclFilter, ResourceType, CLUSTER_NAME};
 
 const FILE_NAME: &str = "acls.json";
 /// Bound on the file read at start-up.
 const MAX_FILE_BYTES: u64 = 64 << 20;
-
-/// The authorizer's settings when `authorizer.class.name` turns it on; `None` when off.
-pub fn authorizer_settings(config: &BrokerConfig) -> Option<AuthorizerSettings> {
-    let class = config.explicit("authorizer.class.name").unwrap_or("");
-    if class.is_empty() {
-        return None;
-    }
-    let super_users = config
-        .explicit("super.users")
-        .unwrap_or("")
-        .split(';')
-        .filter_map(|entry| KafkaPrincipal::parse(entry.trim()))
-        .collect();
-    Some(AuthorizerSettings {
-        super_users,
-        allow_everyone_if_no_acl_found: config.boolean("allow.everyone.if.no.acl.found"),
-    })
-}
 
 /// Why a binding cannot be created: Kafka's INVALID_REQUEST messages.
 pub fn check_new_binding(binding: &AclBinding) -> Result<(), String> {

@@ -13,9 +13,10 @@
 //! 2. [`config`] (broker and topic properties by Kafka's names)
 //! 3. [`log`] (storage: batches, segments, indexes, recovery, retention, compaction) beside
 //!    [`producer`] (idempotent producers: ids, per-partition sequence state, snapshots),
-//!    [`security`] (principals, the SASL mechanisms' server side, SCRAM credentials, JAAS) and
-//!    [`client`] (a small Kafka protocol client over PLAINTEXT, TLS and SASL: followers'
-//!    fetches, the CLI's admin calls; it logs in with `security`'s SCRAM)
+//!    [`security`] (principals, the SASL mechanisms' server side, SCRAM credentials, JAAS, the
+//!    ACL decision, the listeners' TLS acceptors) and [`client`] (a small Kafka protocol client
+//!    over PLAINTEXT, TLS and SASL: followers' fetches, transaction markers, the CLI's admin
+//!    calls; a broker's own connections secured from its properties by `BrokerIdentity`)
 //! 4. [`partition`]: a partition's replication-facing state (role, leader epoch, high
 //!    watermark, the leader's view of its followers) and its waiters (long polls, group-commit
 //!    fsyncs, `acks=all`)

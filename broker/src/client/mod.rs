@@ -7,11 +7,15 @@
 //!
 //! Secured brokers: [`ClientSecurity`] (TLS and a SASL login, from librdkafka's property names,
 //! in `security`) is applied by [`ProtocolClient::connect_secured`]: TLS first, then the SASL
-//! login (`sasl_login`), both within the connect timeout.
+//! login (`sasl_login`), both within the connect timeout. A broker's own connections to other
+//! brokers and controllers take theirs from its properties ([`BrokerIdentity`], in
+//! `broker_identity`).
 
+mod broker_identity;
 mod sasl_login;
 mod security;
 
+pub use broker_identity::BrokerIdentity;
 pub use security::{ClientSecurity, SaslLogin, SecurityConfigError};
 
 use std::time::Duration;
@@ -65,7 +69,7 @@ pub enum ClientError {
 }
 
 /// A connection's byte stream: TCP, or TLS over TCP.
-trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Transport for T {}
 
 pub struct ProtocolClient {
@@ -244,7 +248,7 @@ impl ProtocolClient {
     }
 }
 
-async fn tls_handshake(
+pub(crate) async fn tls_handshake(
     address: &str,
     tcp: TcpStream,
     config: std::sync::Arc<tokio_rustls::rustls::ClientConfig>,

@@ -85,6 +85,11 @@ impl ClientSecurity {
         self.tls.is_some()
     }
 
+    /// The TLS configuration when the connection is TLS.
+    pub(crate) fn tls_config(&self) -> Option<Arc<rustls::ClientConfig>> {
+        self.tls.clone()
+    }
+
     pub fn sasl(&self) -> Option<&SaslLogin> {
         self.sasl.as_ref()
     }

@@ -16,6 +16,7 @@ use super::lifecycle::{BrokerLifecycle, Membership};
 use super::quorum::client::ControllerClient;
 use super::quorum::node::{wait_applied, QuorumConfig, QuorumNode};
 use super::quorum::rpc::{ControllerRequest, ControllerResponse};
+use super::quorum::security::ControllerSecurity;
 use super::quorum::state_machine::AppliedImage;
 use super::quorum::{NodeId, QuorumDescription};
 use crate::clock::Clock;
@@ -104,6 +105,8 @@ impl ClusterMember {
         quorum_config.election_timeout_min_ms = election_ms;
         quorum_config.election_timeout_max_ms = election_ms * 2;
         quorum_config.heartbeat_interval_ms = (election_ms / 4).max(1);
+        let security = ControllerSecurity::from_config(config)?;
+        quorum_config.security = Arc::clone(&security);
         let quorum = QuorumNode::start(quorum_config, listener, clock, shutdown)
             .await
             .map_err(|e| BrokerError::InvalidRequest(format!("controller quorum: {e}")))?;
@@ -127,7 +130,7 @@ impl ClusterMember {
         let lifecycle = BrokerLifecycle::spawn(
             registration,
             observer_address,
-            ControllerClient::new(&voters),
+            ControllerClient::new(&voters, &security),
             Duration::from_millis(config.broker_heartbeat_interval_ms()),
         );
         let member = Arc::new(ClusterMember {
@@ -136,7 +139,7 @@ impl ClusterMember {
             raft: quorum.raft().clone(),
             images: quorum.images(),
             membership: lifecycle.membership(),
-            controller: Mutex::new(ControllerClient::new(&voters)),
+            controller: Mutex::new(ControllerClient::new(&voters, &security)),
         });
         Ok(ClusterParts {
             member,

@@ -392,6 +392,38 @@ impl BrokerConfig {
         })
     }
 
+    /// The controller listener's name and security protocol: the first of
+    /// `controller.listener.names` (CONTROLLER when unset) and its protocol in
+    /// `listener.security.protocol.map`, PLAINTEXT when the map does not name it. Weir's
+    /// controller listener speaks its own Raft frames, so it is PLAINTEXT or SSL (SASL is
+    /// refused: brokers and controllers prove who they are by certificate there).
+    pub fn controller_listener(&self) -> Result<(String, SecurityProtocol), ConfigError> {
+        let name = self
+            .controller_listener_names()
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| "CONTROLLER".to_string());
+        let map = parse_protocol_map(self.value("listener.security.protocol.map").unwrap_or(""))?;
+        let protocol = map
+            .iter()
+            .find(|(mapped, _)| *mapped == name)
+            .map_or(SecurityProtocol::Plaintext, |(_, protocol)| *protocol);
+        match protocol {
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => {
+                Err(ConfigError::Unsupported {
+                    name: "listener.security.protocol.map".into(),
+                    reason: format!(
+                        "controller listener {name} is {}: Weir's controller listener takes \
+                         PLAINTEXT or SSL (with ssl.client.auth=required, brokers and \
+                         controllers prove who they are by certificate)",
+                        protocol.name()
+                    ),
+                })
+            }
+            _ => Ok((name, protocol)),
+        }
+    }
+
     /// The controller listener's address: `--controller-listen`, else the listener of
     /// `listeners` that `controller.listener.names` names.
     pub fn controller_address(&self) -> Result<Option<SocketAddr>, ConfigError> {

@@ -169,6 +169,12 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     // How a client certificate's subject becomes the principal's name (Kafka's rules).
     prop("ssl.principal.mapping.rules", ConfigType::String, "DEFAULT"),
     prop_unset("ssl.truststore.location", ConfigType::String),
+    // Whether this broker checks the host name in other brokers' and controllers' certificates.
+    prop(
+        "ssl.endpoint.identification.algorithm",
+        ConfigType::String,
+        "https",
+    ),
     prop_unset("ssl.truststore.certificates", ConfigType::Password),
     prop_choice(
         "ssl.client.auth",

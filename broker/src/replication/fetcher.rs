@@ -32,7 +32,7 @@ use kafka_protocol::ResponseError;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::client::{ClientError, ProtocolClient};
+use crate::client::{BrokerIdentity, ClientError, ProtocolClient, SecurityConfigError};
 use crate::cluster::member::ClusterMember;
 use crate::config::BrokerConfig;
 use crate::log::leader_epochs::UNDEFINED_OFFSET;
@@ -97,6 +97,8 @@ pub struct FetcherSetup {
     pub node_id: i32,
     pub settings: ReplicaSettings,
     pub cluster: Arc<ClusterMember>,
+    /// How this broker connects to the leaders' inter-broker listener.
+    pub identity: BrokerIdentity,
 }
 
 struct FollowState {
@@ -199,6 +201,8 @@ enum FetchError {
     Client(#[from] ClientError),
     #[error("broker {leader_id} is not in the metadata")]
     UnknownLeader { leader_id: i32 },
+    #[error(transparent)]
+    Security(#[from] SecurityConfigError),
 }
 
 async fn connect(leader_id: i32, setup: &FetcherSetup) -> Result<ProtocolClient, FetchError> {
@@ -210,7 +214,8 @@ async fn connect(leader_id: i32, setup: &FetcherSetup) -> Result<ProtocolClient,
     let address = format!("{}:{}", broker.host, broker.port);
     let client_id = format!("weir-replica-{}", setup.node_id);
     let timeout = Duration::from_millis(setup.settings.socket_timeout_ms);
-    Ok(ProtocolClient::connect_as(&address, &client_id, timeout).await?)
+    let security = setup.identity.client_security()?;
+    Ok(ProtocolClient::connect_secured(&address, &client_id, timeout, &security).await?)
 }
 
 /// Truncates what needs it, then one fetch. Returns when to try again if nothing could be

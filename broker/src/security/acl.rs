@@ -15,6 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::KafkaPrincipal;
+use crate::config::BrokerConfig;
 
 /// The resource types of the ACL APIs (Kafka's codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -349,6 +350,27 @@ impl AclFilter {
 pub struct AuthorizerSettings {
     pub super_users: Vec<KafkaPrincipal>,
     pub allow_everyone_if_no_acl_found: bool,
+}
+
+/// Kafka's authorizer class, the one value of `authorizer.class.name` that turns ACLs on.
+pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+/// The authorizer's settings when `authorizer.class.name` turns it on; `None` when off.
+pub fn authorizer_settings(config: &BrokerConfig) -> Option<AuthorizerSettings> {
+    let class = config.explicit("authorizer.class.name").unwrap_or("");
+    if class.is_empty() {
+        return None;
+    }
+    let super_users = config
+        .explicit("super.users")
+        .unwrap_or("")
+        .split(';')
+        .filter_map(|entry| KafkaPrincipal::parse(entry.trim()))
+        .collect();
+    Some(AuthorizerSettings {
+        super_users,
+        allow_everyone_if_no_acl_found: config.boolean("allow.everyone.if.no.acl.found"),
+    })
 }
 
 /// The decision for `principal` at `host` doing `operation` to a resource.

@@ -6,6 +6,8 @@
 //! - [`jaas`]: Kafka's `sasl.jaas.config` values (PLAIN's `user_<name>` entries).
 //! - [`listener`]: what one SASL listener accepts, read from the broker's properties.
 //! - [`ssl_principal`]: a client certificate's subject (RFC 2253) and `ssl.principal.mapping.rules`.
+//! - [`tls`]: an SSL listener's rustls acceptor from PEM files, rebuilt when they change (the
+//!   client and controller listeners share it).
 //!
 //! Data flow: a connection on a SASL listener (`server::authentication`) takes ApiVersions and
 //! SaslHandshake, runs an [`sasl::Exchange`] over SaslAuthenticate requests (or raw tokens
@@ -24,5 +26,6 @@ pub mod principal;
 pub mod sasl;
 pub mod scram;
 pub mod ssl_principal;
+pub mod tls;
 
 pub use principal::KafkaPrincipal;

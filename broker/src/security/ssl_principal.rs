@@ -14,6 +14,8 @@
 use regex::Regex;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use super::KafkaPrincipal;
+
 /// `ssl.principal.mapping.rules`, parsed.
 #[derive(Debug, Clone)]
 pub struct SslPrincipalMapper {
@@ -61,6 +63,12 @@ impl SslPrincipalMapper {
             rules,
             text: text.to_string(),
         })
+    }
+
+    /// The principal a DER client certificate names: `User:<mapped subject>`.
+    pub fn principal(&self, certificate_der: &[u8]) -> Result<KafkaPrincipal, String> {
+        let subject = subject_name(certificate_der)?;
+        self.name(&subject).map(KafkaPrincipal::user)
     }
 
     /// The principal name of `distinguished_name`, or why none applies.

@@ -35,12 +35,12 @@ use tokio_rustls::TlsAcceptor;
 use super::authentication::{Authenticator, RawVerdict, Verdict};
 use super::frame::{decode_request, Decoded, FrameHeader};
 use super::limits::{ConnectionLimits, ConnectionSlot, ListenerSlot};
-use super::tls::{self, TlsAcceptorCell};
 use crate::context::BrokerContext;
 use crate::handler::{self, api_versions, HandlerOutput};
 use crate::memory_pool::{RequestMemory, RequestMemoryPool};
 use crate::security::listener::SaslListener;
-use crate::security::ssl_principal::{self, SslPrincipalMapper};
+use crate::security::ssl_principal::SslPrincipalMapper;
+use crate::security::tls::{self, TlsAcceptorCell};
 use crate::security::KafkaPrincipal;
 
 /// Responses queued per connection before the reader stops taking requests.
@@ -170,10 +170,8 @@ async fn serve_tls(
         .and_then(|chain| chain.first());
     let principal = match (&security.sasl, certificate) {
         (None, Some(certificate)) => {
-            let named = ssl_principal::subject_name(certificate.as_ref())
-                .and_then(|subject| security.principal_mapper.name(&subject));
-            match named {
-                Ok(name) => KafkaPrincipal::user(name),
+            match security.principal_mapper.principal(certificate.as_ref()) {
+                Ok(principal) => principal,
                 Err(reason) => {
                     tracing::info!(%peer, %listener, %reason, "TLS client refused: no principal");
                     return;

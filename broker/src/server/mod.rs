@@ -18,7 +18,6 @@ mod limits;
 mod metadata;
 mod metrics_http;
 mod startup;
-mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -83,7 +82,7 @@ impl Broker {
             groups: storage.groups,
             producer_ids: storage.producer_ids,
             transactions: storage.transactions,
-            brokers: BrokerChannel::new(config.node_id(), cluster.member.clone()),
+            brokers: BrokerChannel::new(config.node_id(), cluster.member.clone(), cluster.identity),
             clock,
             metrics: Metrics::new(),
             cluster_id: storage.cluster_id,
@@ -132,7 +131,10 @@ impl Broker {
         let names: Vec<String> = listeners.iter().map(|l| l.name.clone()).collect();
         for listener in listeners {
             if let Some(tls) = &listener.tls {
-                tasks.spawn(tls::watch_files(Arc::clone(tls), shutdown_rx.clone()));
+                tasks.spawn(crate::security::tls::watch_files(
+                    Arc::clone(tls),
+                    shutdown_rx.clone(),
+                ));
             }
             let security = connection::ListenerSecurity {
                 name: Arc::from(listener.name.as_str()),

@@ -12,9 +12,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::metadata;
-use super::tls::{TlsAcceptorCell, TlsSettings};
 use crate::acls::AclStore;
 use crate::broker_configs::BrokerConfigStore;
+use crate::client::BrokerIdentity;
 use crate::clock::Clock;
 use crate::cluster::lifecycle::BrokerLifecycle;
 use crate::cluster::member::ClusterMember;
@@ -32,6 +32,7 @@ use crate::replication::isr::IsrChange;
 use crate::replication::Replication;
 use crate::security::listener::SaslListener;
 use crate::security::ssl_principal::SslPrincipalMapper;
+use crate::security::tls::{TlsAcceptorCell, TlsSettings};
 use crate::topic::TopicRegistry;
 use crate::transaction::{TransactionCoordinator, TransactionSettings};
 use crate::user_credentials::UserCredentialStore;
@@ -204,30 +205,26 @@ impl Listener {
     }
 }
 
-/// The listener other brokers use (`inter.broker.listener.name`) among the bound ones. In a
-/// cluster it must be PLAINTEXT for now: brokers do not yet connect to each other over TLS.
+/// The listener other brokers use (`inter.broker.listener.name`) among the bound ones.
 pub(super) fn inter_broker<'a>(
     config: &BrokerConfig,
     listeners: &'a [Listener],
 ) -> Result<&'a Listener, BrokerError> {
-    let spec = config.inter_broker_listener()?;
-    let clustered = !config.quorum_voters().is_empty();
-    if clustered && spec.protocol != SecurityProtocol::Plaintext {
-        return Err(BrokerError::Config(ConfigError::Unsupported {
-            name: "inter.broker.listener.name".into(),
-            reason: format!(
-                "listener {} is {}: brokers reach each other over PLAINTEXT only yet; name a \
-                 PLAINTEXT listener (reachable by the other brokers alone)",
-                spec.name,
-                spec.protocol.name()
-            ),
-        }));
-    }
-    let name = spec.name;
+    let name = config.inter_broker_listener()?.name;
     listeners
         .iter()
         .find(|listener| listener.name == name)
         .ok_or_else(|| BrokerError::InvalidRequest(format!("no bound listener {name}")))
+}
+
+/// How this broker connects to the other brokers' inter-broker listener (cluster mode).
+fn inter_broker_identity(config: &BrokerConfig) -> Result<BrokerIdentity, BrokerError> {
+    let spec = config.inter_broker_listener()?;
+    Ok(BrokerIdentity::for_listener(
+        config,
+        &spec.name,
+        spec.protocol,
+    )?)
 }
 
 /// Cluster mode's parts (all `None` when the broker runs alone).
@@ -237,6 +234,8 @@ pub(super) struct ClusterParts {
     pub quorum: Option<(QuorumNode, BrokerLifecycle)>,
     pub replication: Option<Replication>,
     pub isr_changes: Option<mpsc::Receiver<IsrChange>>,
+    /// How this broker reaches the others (plaintext when alone).
+    pub identity: BrokerIdentity,
 }
 
 /// Starts the quorum member and this broker's registration, and the replication machinery.
@@ -252,9 +251,11 @@ pub(super) async fn join_cluster(
             quorum: None,
             replication: None,
             isr_changes: None,
+            identity: BrokerIdentity::plaintext(),
         });
     }
     let inter_broker = inter_broker(config, listeners)?;
+    let identity = inter_broker_identity(config)?;
     let parts = ClusterMember::start(
         config,
         inter_broker.advertised_host.clone(),
@@ -268,6 +269,7 @@ pub(super) async fn join_cluster(
         node_id: config.node_id(),
         settings: ReplicaSettings::from_config(config),
         cluster: Arc::clone(&parts.member),
+        identity: identity.clone(),
     };
     let (replication, isr_changes) = Replication::new(setup, shutdown.clone());
     Ok(ClusterParts {
@@ -275,6 +277,7 @@ pub(super) async fn join_cluster(
         quorum: Some((parts.quorum, parts.lifecycle)),
         replication: Some(replication),
         isr_changes: Some(isr_changes),
+        identity,
     })
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use kafka_protocol::protocol::Request;
 use kafka_protocol::ResponseError;
 
-use crate::client::ProtocolClient;
+use crate::client::{BrokerIdentity, ProtocolClient};
 use crate::cluster::member::ClusterMember;
 use crate::cluster::MetadataImage;
 
@@ -25,15 +25,22 @@ type Connection = Arc<tokio::sync::Mutex<Option<ProtocolClient>>>;
 pub struct BrokerChannel {
     node_id: i32,
     cluster: Option<Arc<ClusterMember>>,
+    /// How this broker connects to the others' inter-broker listener.
+    identity: BrokerIdentity,
     connections: Mutex<HashMap<i32, Connection>>,
 }
 
 impl BrokerChannel {
     /// `cluster`: `None` when the broker runs alone (every partition and coordinator is here).
-    pub fn new(node_id: i32, cluster: Option<Arc<ClusterMember>>) -> Self {
+    pub fn new(
+        node_id: i32,
+        cluster: Option<Arc<ClusterMember>>,
+        identity: BrokerIdentity,
+    ) -> Self {
         BrokerChannel {
             node_id,
             cluster,
+            identity,
             connections: Mutex::new(HashMap::new()),
         }
     }
@@ -93,7 +100,11 @@ impl BrokerChannel {
             .ok_or(ResponseError::BrokerNotAvailable)?;
         let address = format!("{}:{}", broker.host, broker.port);
         let client_id = format!("weir-broker-{}", self.node_id);
-        ProtocolClient::connect_as(&address, &client_id, CONNECT_TIMEOUT)
+        let security = self.identity.client_security().map_err(|error| {
+            tracing::warn!(broker_id, %error, "cannot secure a connection to another broker");
+            ResponseError::BrokerNotAvailable
+        })?;
+        ProtocolClient::connect_secured(&address, &client_id, CONNECT_TIMEOUT, &security)
             .await
             .map_err(|error| {
                 tracing::debug!(broker_id, %error, "cannot reach another broker");

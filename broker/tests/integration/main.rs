@@ -12,6 +12,7 @@ mod cluster;
 mod cluster_admin;
 mod cluster_health;
 mod cluster_observers;
+mod cluster_security;
 mod cluster_transactions;
 mod common;
 mod compaction;

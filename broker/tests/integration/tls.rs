@@ -17,13 +17,13 @@ use crate::cluster::free_port;
 use crate::common::*;
 
 /// A CA and what it signs.
-struct Authority {
+pub(crate) struct Authority {
     certificate: rcgen::Certificate,
     key: KeyPair,
 }
 
 impl Authority {
-    fn new(name: &str) -> Authority {
+    pub(crate) fn new(name: &str) -> Authority {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.distinguished_name.push(DnType::CommonName, name);
@@ -33,17 +33,40 @@ impl Authority {
     }
 
     /// (certificate PEM, key PEM) for `names`, for a server or a client.
-    fn issue(&self, common_name: &str, names: &[&str], client: bool) -> (String, String) {
+    pub(crate) fn issue(
+        &self,
+        common_name: &str,
+        names: &[&str],
+        client: bool,
+    ) -> (String, String) {
+        let purpose = match client {
+            true => ExtendedKeyUsagePurpose::ClientAuth,
+            false => ExtendedKeyUsagePurpose::ServerAuth,
+        };
+        self.issue_for(common_name, names, vec![purpose])
+    }
+
+    /// (certificate PEM, key PEM) for a broker: a server to clients, a client to its peers.
+    pub(crate) fn issue_peer(&self, common_name: &str, names: &[&str]) -> (String, String) {
+        let purposes = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        self.issue_for(common_name, names, purposes)
+    }
+
+    fn issue_for(
+        &self,
+        common_name: &str,
+        names: &[&str],
+        purposes: Vec<ExtendedKeyUsagePurpose>,
+    ) -> (String, String) {
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let mut params = CertificateParams::new(names).unwrap();
         params
             .distinguished_name
             .push(DnType::CommonName, common_name);
-        params.extended_key_usages = vec![if client {
-            ExtendedKeyUsagePurpose::ClientAuth
-        } else {
-            ExtendedKeyUsagePurpose::ServerAuth
-        }];
+        params.extended_key_usages = purposes;
         let key = KeyPair::generate().unwrap();
         let certificate = params
             .signed_by(&key, &self.certificate, &self.key)
@@ -51,7 +74,7 @@ impl Authority {
         (certificate.pem(), key.serialize_pem())
     }
 
-    fn write_ca(&self, path: &Path) {
+    pub(crate) fn write_ca(&self, path: &Path) {
         std::fs::write(path, self.certificate.pem()).unwrap();
     }
 
@@ -265,31 +288,6 @@ async fn certificates_replaced_on_disk_are_served_without_a_restart() {
         "the old certificate is still served"
     );
     broker.shutdown().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_refuses_an_ssl_inter_broker_listener_until_brokers_speak_tls() {
-    let dir = tempfile::tempdir().unwrap();
-    let authority = Authority::new("Weir test CA");
-    let keystore = dir.path().join("broker.pem");
-    authority.write_server_keystore(&keystore);
-    let voters = format!("1@127.0.0.1:{}", free_port());
-    let mut config = config(
-        &dir.path().join("data"),
-        &[
-            ("listeners", "SSL://127.0.0.1:0,PLAINTEXT://127.0.0.1:0"),
-            ("ssl.keystore.location", keystore.to_str().unwrap()),
-            ("controller.quorum.voters", &voters),
-            ("inter.broker.listener.name", "SSL"),
-        ],
-    );
-    config.controller_listen = Some(voters.trim_start_matches("1@").parse().unwrap());
-    let error = weir_broker::Broker::start(config).await.err();
-    let message = error.map(|e| e.to_string()).unwrap_or_default();
-    assert!(
-        message.contains("PLAINTEXT only yet"),
-        "expected the inter-broker refusal, got {message:?}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,6 +2,7 @@
 //! `NotController` hints, and retries while no controller can answer, up to a deadline.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -9,6 +10,7 @@ use tokio::time::Instant;
 use super::rpc::{
     ControllerRequest, ControllerResponse, QuorumClient, QuorumRequest, QuorumResponse,
 };
+use super::security::ControllerSecurity;
 use super::NodeId;
 
 /// How long one attempt at one voter may take.
@@ -31,12 +33,17 @@ pub struct ControllerClient {
 }
 
 impl ControllerClient {
-    pub fn new(voters: &BTreeMap<NodeId, String>) -> Self {
+    pub fn new(voters: &BTreeMap<NodeId, String>, security: &Arc<ControllerSecurity>) -> Self {
         ControllerClient {
             voters: voters.keys().copied().collect(),
             clients: voters
                 .iter()
-                .map(|(id, address)| (*id, QuorumClient::new(address.clone())))
+                .map(|(id, address)| {
+                    (
+                        *id,
+                        QuorumClient::new(address.clone(), Arc::clone(security)),
+                    )
+                })
                 .collect(),
             leader: None,
             next_voter: 0,

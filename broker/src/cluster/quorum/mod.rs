@@ -6,7 +6,8 @@
 //! - [`state_machine`]: applies committed [`MetadataBatch`]es; snapshots; publishes the image.
 //! - [`rpc`]: the controller listener's frames (Raft RPCs and brokers' controller requests);
 //!   [`network`]: Raft's transport over it and the listener; [`client`]: a broker's way to the
-//!   active controller.
+//!   active controller; [`security`]: the listener's TLS (mTLS) and who may speak on it
+//!   (CLUSTER_ACTION when an authorizer is on).
 //! - [`controller_service`]: the active controller's task (decide, commit, answer; fence on
 //!   expired sessions). [`node`]: one quorum member put together.
 //!
@@ -19,6 +20,7 @@ pub mod log_store;
 pub mod network;
 pub mod node;
 pub mod rpc;
+pub mod security;
 pub mod state_machine;
 
 #[cfg(test)]

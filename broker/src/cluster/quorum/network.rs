@@ -28,6 +28,8 @@ use super::rpc::{
     read_request, write_frame, CallError, QuorumClient, QuorumRequest, QuorumResponse, RaftRpc,
     RequestBounds, MAX_FRAME_BYTES,
 };
+use super::security::ControllerSecurity;
+use super::state_machine::AppliedImage;
 use crate::memory_pool::RequestMemoryPool;
 
 /// Connections the controller listener holds (voters and brokers keep one or two each); at the
@@ -42,7 +44,9 @@ const CONTROLLER_FRAME_TIMEOUT: Duration = Duration::from_secs(30);
 use super::{MetadataTypes, NodeId};
 
 /// Makes one client per peer; openraft asks again after a client reported a failure.
-pub struct QuorumNetwork;
+pub struct QuorumNetwork {
+    pub security: Arc<ControllerSecurity>,
+}
 
 impl RaftNetworkFactory<MetadataTypes> for QuorumNetwork {
     type Network = QuorumPeer;
@@ -50,7 +54,7 @@ impl RaftNetworkFactory<MetadataTypes> for QuorumNetwork {
     async fn new_client(&mut self, target: NodeId, node: &BasicNode) -> QuorumPeer {
         QuorumPeer {
             target,
-            client: QuorumClient::new(node.addr.clone()),
+            client: QuorumClient::new(node.addr.clone(), Arc::clone(&self.security)),
         }
     }
 }
@@ -154,6 +158,10 @@ pub struct QuorumServices {
     pub node_id: NodeId,
     pub raft: Raft<MetadataTypes>,
     pub controller: ControllerHandle,
+    /// Who may speak here (TLS, the principal's CLUSTER_ACTION).
+    pub security: Arc<ControllerSecurity>,
+    /// The image as applied here: the ACLs requests are checked against.
+    pub images: watch::Receiver<AppliedImage>,
 }
 
 /// Accepts connections on the controller listener until shutdown.
@@ -177,7 +185,6 @@ pub async fn serve(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
                     let services = Arc::clone(&services);
                     let (shutdown, pool) = (shutdown.clone(), Arc::clone(&pool));
                     tokio::spawn(async move {
@@ -196,12 +203,19 @@ pub async fn serve(
 }
 
 async fn serve_connection(
-    mut stream: TcpStream,
+    tcp: TcpStream,
     peer: SocketAddr,
     services: Arc<QuorumServices>,
     pool: &RequestMemoryPool,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let (mut stream, principal) = match services.security.accept(tcp).await {
+        Ok(accepted) => accepted,
+        Err(reason) => {
+            tracing::info!(%peer, %reason, "controller listener: connection refused");
+            return;
+        }
+    };
     let bounds = RequestBounds {
         pool,
         idle: CONTROLLER_IDLE,
@@ -222,6 +236,12 @@ async fn serve_connection(
                 return;
             }
         };
+        let image = services.images.borrow().image.clone();
+        if let Some(reason) = services.security.refusal(&principal, peer, &image) {
+            tracing::warn!(%peer, %principal, "controller listener: {reason}; closing");
+            let _ = write_frame(&mut stream, &QuorumResponse::Refused(reason)).await;
+            return;
+        }
         let response = answer(&services, request).await;
         if let Err(error) = write_frame(&mut stream, &response).await {
             tracing::debug!(%peer, %error, "controller listener: reply failed");

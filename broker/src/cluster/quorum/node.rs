@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 use super::controller_service::{self, ControllerHandle};
 use super::log_store::QuorumLogStore;
 use super::network::{self, QuorumNetwork, QuorumServices};
+use super::security::ControllerSecurity;
 use super::state_machine::{AppliedImage, MetadataStateMachine};
 use super::{MetadataTypes, NodeId};
 use crate::clock::Clock;
@@ -38,6 +39,8 @@ pub struct QuorumConfig {
     pub heartbeat_interval_ms: u64,
     /// Entries between snapshots of the image (each lets Raft purge the log before it).
     pub entries_between_snapshots: u64,
+    /// The controller listener's TLS and who may speak on it.
+    pub security: Arc<ControllerSecurity>,
 }
 
 impl QuorumConfig {
@@ -53,6 +56,7 @@ impl QuorumConfig {
             election_timeout_max_ms: 2_000,
             heartbeat_interval_ms: 250,
             entries_between_snapshots: 2_000,
+            security: ControllerSecurity::plaintext(),
         }
     }
 }
@@ -132,7 +136,9 @@ impl QuorumNode {
         let raft = Raft::new(
             config.node_id,
             Arc::new(raft_config),
-            QuorumNetwork,
+            QuorumNetwork {
+                security: Arc::clone(&config.security),
+            },
             log_store,
             state_machine,
         )
@@ -151,7 +157,10 @@ impl QuorumNode {
             node_id: config.node_id,
             raft: raft.clone(),
             controller: controller.clone(),
+            security: Arc::clone(&config.security),
+            images: images.clone(),
         };
+        let reload_task = config.security.spawn_reload(shutdown.clone());
         let server_task = tokio::spawn(network::serve(listener, services, shutdown));
         if config.role == QuorumRole::Voter {
             initialize_if_pristine(&raft, &config.voters).await?;
@@ -169,7 +178,10 @@ impl QuorumNode {
             images,
             controller,
             listen_addr,
-            tasks: vec![controller_task, server_task],
+            tasks: [controller_task, server_task]
+                .into_iter()
+                .chain(reload_task)
+                .collect(),
         })
     }
 

@@ -12,12 +12,18 @@ use openraft::raft::{
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use std::sync::Arc;
 
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::security::ControllerSecurity;
 use super::{MetadataTypes, NodeId, QuorumDescription};
 use crate::cluster::controller::{ControllerError, Registration};
 use crate::memory_pool::RequestMemoryPool;
+
+/// A controller connection's byte stream: TCP, or TLS over TCP.
+pub(crate) trait QuorumStream: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> QuorumStream for T {}
 
 /// A frame longer than this is refused (snapshots travel in chunks well below it).
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
@@ -149,7 +155,10 @@ pub enum ControllerResponse {
     Unavailable(String),
 }
 
-pub async fn write_frame<T: Serialize>(stream: &mut TcpStream, message: &T) -> io::Result<()> {
+pub async fn write_frame<T: Serialize>(
+    stream: &mut (impl AsyncWrite + Unpin),
+    message: &T,
+) -> io::Result<()> {
     let payload = serde_json::to_vec(message).map_err(io::Error::other)?;
     if payload.len() > MAX_FRAME_BYTES {
         return Err(io::Error::new(
@@ -160,11 +169,14 @@ pub async fn write_frame<T: Serialize>(stream: &mut TcpStream, message: &T) -> i
     let mut frame = Vec::with_capacity(4 + payload.len());
     frame.extend_from_slice(&(payload.len() as u32).to_be_bytes());
     frame.extend_from_slice(&payload);
-    stream.write_all(&frame).await
+    stream.write_all(&frame).await?;
+    stream.flush().await
 }
 
 /// Reads one frame; `Ok(None)` when the peer closed the connection between frames.
-pub async fn read_frame<T: DeserializeOwned>(stream: &mut TcpStream) -> io::Result<Option<T>> {
+pub async fn read_frame<T: DeserializeOwned>(
+    stream: &mut (impl AsyncRead + Unpin),
+) -> io::Result<Option<T>> {
     let Some(length) = read_length(stream).await? else {
         return Ok(None);
     };
@@ -182,7 +194,7 @@ pub(crate) struct RequestBounds<'a> {
 
 /// Reads one request frame within `bounds`; `Ok(None)` when the peer closed between frames.
 pub(crate) async fn read_request<T: DeserializeOwned>(
-    stream: &mut TcpStream,
+    stream: &mut (impl AsyncRead + Unpin),
     bounds: &RequestBounds<'_>,
 ) -> io::Result<Option<T>> {
     let timed_out = |what: &str, after: Duration| {
@@ -201,7 +213,7 @@ pub(crate) async fn read_request<T: DeserializeOwned>(
     decode(&payload)
 }
 
-async fn read_length(stream: &mut TcpStream) -> io::Result<Option<usize>> {
+async fn read_length(stream: &mut (impl AsyncRead + Unpin)) -> io::Result<Option<usize>> {
     let mut length = [0u8; 4];
     match stream.read_exact(&mut length).await {
         Ok(_) => {}
@@ -218,7 +230,7 @@ async fn read_length(stream: &mut TcpStream) -> io::Result<Option<usize>> {
     Ok(Some(length))
 }
 
-async fn read_payload(stream: &mut TcpStream, length: usize) -> io::Result<Vec<u8>> {
+async fn read_payload(stream: &mut (impl AsyncRead + Unpin), length: usize) -> io::Result<Vec<u8>> {
     let mut payload = vec![0u8; length];
     stream.read_exact(&mut payload).await?;
     Ok(payload)
@@ -244,13 +256,16 @@ pub enum CallError {
 /// One connection to a quorum member, made on first use and remade after any failure.
 pub struct QuorumClient {
     address: String,
-    stream: Option<TcpStream>,
+    security: Arc<ControllerSecurity>,
+    stream: Option<Box<dyn QuorumStream>>,
 }
 
 impl QuorumClient {
-    pub fn new(address: String) -> Self {
+    /// A client of the controller listener at `address`, connecting as `security` says.
+    pub fn new(address: String, security: Arc<ControllerSecurity>) -> Self {
         QuorumClient {
             address,
+            security,
             stream: None,
         }
     }
@@ -287,13 +302,14 @@ impl QuorumClient {
             source,
         };
         if self.stream.is_none() {
-            let stream = TcpStream::connect(&self.address).await.map_err(|source| {
-                CallError::Unreachable {
+            let stream = self
+                .security
+                .connect(&self.address)
+                .await
+                .map_err(|source| CallError::Unreachable {
                     address: self.address.clone(),
                     source,
-                }
-            })?;
-            let _ = stream.set_nodelay(true);
+                })?;
             self.stream = Some(stream);
         }
         let address = self.address.clone();
@@ -314,6 +330,7 @@ impl QuorumClient {
 #[cfg(test)]
 mod bounds_tests {
     use super::*;
+    use tokio::net::TcpStream;
 
     async fn pair() -> (TcpStream, TcpStream) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

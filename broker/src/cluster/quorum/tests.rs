@@ -135,7 +135,10 @@ mod cluster {
         }
 
         fn client(&self) -> ControllerClient {
-            ControllerClient::new(&self.voters)
+            ControllerClient::new(
+                &self.voters,
+                &crate::cluster::quorum::security::ControllerSecurity::plaintext(),
+            )
         }
 
         /// Every running member's image once all have applied `index`.

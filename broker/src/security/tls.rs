@@ -23,7 +23,7 @@ use tokio_rustls::TlsAcceptor;
 use crate::config::{BrokerConfig, ConfigError};
 
 /// How long a client may take to complete the TLS handshake.
-pub(super) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the key and trust files are checked for changes.
 const RELOAD_CHECK_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -37,7 +37,7 @@ enum ClientAuth {
 
 /// What a listener's TLS is made of, as configured.
 #[derive(Debug, Clone)]
-pub(super) struct TlsSettings {
+pub(crate) struct TlsSettings {
     listener: String,
     keystore: PemSource,
     key: Option<PemSource>,
@@ -47,10 +47,20 @@ pub(super) struct TlsSettings {
 }
 
 /// PEM text from a file (re-read when it changes) or given inline.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum PemSource {
     File(PathBuf),
     Inline(String),
+}
+
+/// Inline PEM may hold a private key: Debug names its size only.
+impl std::fmt::Debug for PemSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PemSource::File(path) => write!(f, "File({})", path.display()),
+            PemSource::Inline(text) => write!(f, "Inline({} bytes)", text.len()),
+        }
+    }
 }
 
 impl PemSource {
@@ -82,7 +92,7 @@ fn invalid(listener: &str, name: &str, value: &str, reason: impl Into<String>) -
 impl TlsSettings {
     /// The TLS settings of `listener` from its own (`listener.name.…`) and the broker's
     /// properties.
-    pub(super) fn from_config(config: &BrokerConfig, listener: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn from_config(config: &BrokerConfig, listener: &str) -> Result<Self, ConfigError> {
         let get = |name: &str| config.listener_property(listener, name);
         let bad = |name: &str, value: &str, reason: &str| invalid(listener, name, value, reason);
         for (name, wanted) in [("ssl.keystore.type", "PEM"), ("ssl.truststore.type", "PEM")] {
@@ -184,8 +194,46 @@ impl TlsSettings {
         })
     }
 
+    /// The listener's name, upper-cased as configured.
+    pub(crate) fn listener(&self) -> &str {
+        &self.listener
+    }
+
+    /// The certificate chain and key as PEM text, read now: the identity this broker shows
+    /// when it connects to other brokers and controllers on this listener.
+    pub(crate) fn identity_pem(&self) -> Result<(String, String), ConfigError> {
+        let chain = self.read_text(&self.keystore, "ssl.keystore.location")?;
+        let key = match &self.key {
+            Some(key) => self.read_text(key, "ssl.keystore.key")?,
+            None => chain.clone(),
+        };
+        Ok((chain, key))
+    }
+
+    /// The truststore's CAs as PEM text, read now; `None` when none is configured.
+    pub(crate) fn truststore_pem(&self) -> Result<Option<String>, ConfigError> {
+        self.truststore
+            .as_ref()
+            .map(|source| self.read_text(source, "ssl.truststore.location"))
+            .transpose()
+    }
+
+    fn read_text(&self, source: &PemSource, name: &str) -> Result<String, ConfigError> {
+        let bytes = source
+            .read()
+            .map_err(|reason| invalid(&self.listener, name, "", reason))?;
+        String::from_utf8(bytes).map_err(|_| {
+            invalid(
+                &self.listener,
+                name,
+                "",
+                "PEM is text; the file is not UTF-8",
+            )
+        })
+    }
+
     /// Reads the files and builds the acceptor.
-    pub(super) fn acceptor(&self) -> Result<TlsAcceptor, ConfigError> {
+    pub(crate) fn acceptor(&self) -> Result<TlsAcceptor, ConfigError> {
         let bad = |name: &str, reason: String| invalid(&self.listener, name, "", reason);
         let keystore = self
             .keystore
@@ -266,13 +314,13 @@ impl TlsSettings {
 }
 
 /// A listener's current acceptor, replaced when its files change.
-pub(super) struct TlsAcceptorCell {
+pub(crate) struct TlsAcceptorCell {
     settings: TlsSettings,
     current: RwLock<TlsAcceptor>,
 }
 
 impl TlsAcceptorCell {
-    pub(super) fn new(settings: TlsSettings) -> Result<Arc<Self>, ConfigError> {
+    pub(crate) fn new(settings: TlsSettings) -> Result<Arc<Self>, ConfigError> {
         let acceptor = settings.acceptor()?;
         Ok(Arc::new(TlsAcceptorCell {
             settings,
@@ -280,7 +328,7 @@ impl TlsAcceptorCell {
         }))
     }
 
-    pub(super) fn acceptor(&self) -> TlsAcceptor {
+    pub(crate) fn acceptor(&self) -> TlsAcceptor {
         self.current
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -289,7 +337,7 @@ impl TlsAcceptorCell {
 }
 
 /// Rebuilds `cell`'s acceptor whenever one of its files changes, until shutdown.
-pub(super) async fn watch_files(cell: Arc<TlsAcceptorCell>, mut shutdown: watch::Receiver<bool>) {
+pub(crate) async fn watch_files(cell: Arc<TlsAcceptorCell>, mut shutdown: watch::Receiver<bool>) {
     let mut seen = cell.settings.modified();
     loop {
         tokio::select! {
