@@ -133,15 +133,17 @@ impl BrokerIdentity {
 fn inter_broker_login(config: &BrokerConfig, listener: &str) -> Result<SaslLogin, ConfigError> {
     let property = "sasl.mechanism.inter.broker.protocol";
     let name = config.lookup(property).map_or("GSSAPI", |(value, _)| value);
-    let mechanism = Mechanism::from_name(name.trim()).ok_or_else(|| {
-        invalid(
-            property.into(),
-            name,
-            "brokers log in to each other with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (GSSAPI, \
-             Kafka's default, is not served): set it to one of the listener's \
+    let mechanism = Mechanism::from_name(name.trim())
+        .filter(|mechanism| *mechanism != Mechanism::OAuthBearer)
+        .ok_or_else(|| {
+            invalid(
+                property.into(),
+                name,
+                "brokers log in to each other with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (not \
+             GSSAPI, Kafka's default, nor OAUTHBEARER): set it to one of the listener's \
              sasl.enabled.mechanisms",
-        )
-    })?;
+            )
+        })?;
     let jaas_name = format!(
         "listener.name.{}.{}.sasl.jaas.config",
         listener.to_ascii_lowercase(),

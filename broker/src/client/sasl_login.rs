@@ -45,6 +45,9 @@ impl ProtocolClient {
                 Ok(())
             }
             Mechanism::Scram(mechanism) => self.scram(mechanism, login).await,
+            Mechanism::OAuthBearer => {
+                Err(self.refused("OAUTHBEARER logins are not made by Weir's protocol client"))
+            }
         }
     }
 

@@ -144,6 +144,13 @@ fn sasl_login<'a>(
         ),
     };
     let mechanism = match Mechanism::from_name(mechanism.trim()) {
+        Some(Mechanism::OAuthBearer) => {
+            return Err(refused(
+                name,
+                "OAUTHBEARER tokens are not fetched by Weir's protocol client yet (its admin \
+                 commands log in with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)",
+            ))
+        }
         Some(mechanism) => mechanism,
         None => {
             return Err(refused(

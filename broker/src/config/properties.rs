@@ -124,6 +124,29 @@ const ZSTD_LEVELS: std::ops::RangeInclusive<i64> = -131_072..=22;
 pub(super) const LISTENER_MECHANISM_PROPERTIES: &[PropertyDef] = &[
     prop_unset("sasl.jaas.config", ConfigType::Password),
     prop_min("connections.max.reauth.ms", ConfigType::Long, "0", 0),
+    // OAUTHBEARER: Kafka's JWKS validator is the one accepted (see security::oauth).
+    prop_unset("sasl.server.callback.handler.class", ConfigType::String),
+    prop_unset("sasl.oauthbearer.jwks.endpoint.url", ConfigType::String),
+    prop_unset("sasl.oauthbearer.expected.audience", ConfigType::List),
+    prop_unset("sasl.oauthbearer.expected.issuer", ConfigType::String),
+    prop("sasl.oauthbearer.sub.claim.name", ConfigType::String, "sub"),
+    prop(
+        "sasl.oauthbearer.scope.claim.name",
+        ConfigType::String,
+        "scope",
+    ),
+    prop_min(
+        "sasl.oauthbearer.clock.skew.seconds",
+        ConfigType::Int,
+        "30",
+        0,
+    ),
+    prop_min(
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        ConfigType::Long,
+        "3600000",
+        1,
+    ),
 ];
 
 /// Mechanism names as they appear, lower-cased, in those properties' names.
@@ -198,6 +221,28 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     ),
     prop_min("connections.max.reauth.ms", ConfigType::Long, "0", 0),
     prop_min("sasl.server.max.receive.size", ConfigType::Int, "524288", 1),
+    // OAUTHBEARER (KIP-768), also per listener as listener.name.<l>.oauthbearer.<property>.
+    prop_unset("sasl.oauthbearer.jwks.endpoint.url", ConfigType::String),
+    prop_unset("sasl.oauthbearer.expected.audience", ConfigType::List),
+    prop_unset("sasl.oauthbearer.expected.issuer", ConfigType::String),
+    prop("sasl.oauthbearer.sub.claim.name", ConfigType::String, "sub"),
+    prop(
+        "sasl.oauthbearer.scope.claim.name",
+        ConfigType::String,
+        "scope",
+    ),
+    prop_min(
+        "sasl.oauthbearer.clock.skew.seconds",
+        ConfigType::Int,
+        "30",
+        0,
+    ),
+    prop_min(
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        ConfigType::Long,
+        "3600000",
+        1,
+    ),
     prop_min(
         "connection.failed.authentication.delay.ms",
         ConfigType::Int,

@@ -1,21 +1,27 @@
 //! What one SASL listener accepts, from Kafka's properties:
 //! `[listener.name.<listener>.]sasl.enabled.mechanisms`, each mechanism's JAAS entry
-//! `listener.name.<listener>.<mechanism>.sasl.jaas.config` (PLAIN's users), and
+//! `listener.name.<listener>.<mechanism>.sasl.jaas.config` (PLAIN's users), OAUTHBEARER's
+//! validator (`super::oauth`), and
 //! `[listener.name.<listener>.<mechanism>.]connections.max.reauth.ms` (KIP-368).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::jaas::{self, PLAIN_LOGIN_MODULE};
+use super::oauth::TokenValidator;
 use super::sasl::Mechanism;
 use crate::config::{BrokerConfig, ConfigError};
 
 /// A SASL listener's mechanisms and what they check against.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct SaslListener {
     /// Enabled mechanisms, in the order configured (SaslHandshake lists them so).
     pub mechanisms: Vec<Mechanism>,
     /// PLAIN's users and passwords (PlainLoginModule's `user_<name>` options).
     pub plain_users: BTreeMap<String, String>,
+    /// OAUTHBEARER's token validator, when the mechanism is enabled (its keys loaded by
+    /// `TokenValidator::load` before the listener serves).
+    pub oauth: Option<Arc<TokenValidator>>,
     /// `connections.max.reauth.ms` per mechanism; 0: sessions do not expire.
     max_reauth_ms: BTreeMap<Mechanism, i64>,
     /// `sasl.server.max.receive.size`: the largest frame taken before authentication.
@@ -34,8 +40,8 @@ impl SaslListener {
             let mechanism = Mechanism::from_name(name).ok_or_else(|| ConfigError::Unsupported {
                 name: enabled_name.clone(),
                 reason: format!(
-                    "SASL mechanism {name} is not served by Weir (PLAIN, SCRAM-SHA-256 and \
-                     SCRAM-SHA-512 are; GSSAPI, Kafka's default, is not)"
+                    "SASL mechanism {name} is not served by Weir (PLAIN, SCRAM-SHA-256, \
+                     SCRAM-SHA-512 and OAUTHBEARER are; GSSAPI, Kafka's default, is not)"
                 ),
             })?;
             if !mechanisms.contains(&mechanism) {
@@ -87,6 +93,10 @@ impl SaslListener {
                 .unwrap_or(0);
             max_reauth_ms.insert(mechanism, reauth);
         }
+        let oauth = match mechanisms.contains(&Mechanism::OAuthBearer) {
+            true => Some(Arc::new(TokenValidator::from_config(config, listener)?)),
+            false => None,
+        };
         let max_receive_bytes = config
             .listener_property(listener, "sasl.server.max.receive.size")
             .and_then(|v| v.parse::<usize>().ok())
@@ -94,6 +104,7 @@ impl SaslListener {
         Ok(SaslListener {
             mechanisms,
             plain_users,
+            oauth,
             max_reauth_ms,
             max_receive_bytes,
         })

@@ -5,6 +5,7 @@
 //! - [`scram`]: SCRAM credentials (salt, iterations, StoredKey, ServerKey) and their crypto.
 //! - [`jaas`]: Kafka's `sasl.jaas.config` values (PLAIN's `user_<name>` entries).
 //! - [`listener`]: what one SASL listener accepts, read from the broker's properties.
+//! - [`oauth`]: OAUTHBEARER tokens (JWTs) checked against a JWKS, as Kafka's validator does.
 //! - [`ssl_principal`]: a client certificate's subject (RFC 2253) and `ssl.principal.mapping.rules`.
 //! - [`tls`]: an SSL listener's rustls acceptor from PEM files, rebuilt when they change (the
 //!   client and controller listeners share it).
@@ -22,6 +23,7 @@
 pub mod acl;
 pub mod jaas;
 pub mod listener;
+pub mod oauth;
 pub mod principal;
 pub mod sasl;
 pub mod scram;

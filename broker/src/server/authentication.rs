@@ -20,6 +20,7 @@ use kafka_protocol::ResponseError;
 use crate::context::BrokerContext;
 use crate::handler::{sasl_authenticate, sasl_handshake};
 use crate::security::listener::SaslListener;
+use crate::security::oauth::ValidToken;
 use crate::security::sasl::{Credentials, Exchange, Mechanism, Step};
 use crate::security::scram::{ScramCredential, ScramMechanism};
 use crate::security::KafkaPrincipal;
@@ -289,9 +290,13 @@ impl Authenticator {
                 });
             }
         };
-        let (user, response) = match step {
+        let (user, response, expires_at_ms) = match step {
             Step::Challenge(challenge) => return Ok((challenge, 0)),
-            Step::Done { user, response } => (user, response),
+            Step::Done {
+                user,
+                response,
+                expires_at_ms,
+            } => (user, response, expires_at_ms),
         };
         let principal = KafkaPrincipal::user(user);
         if let Some(previous) = previous.as_ref().filter(|p| **p != principal) {
@@ -306,7 +311,11 @@ impl Authenticator {
         }
         counted("success");
         let reauthenticates = *reauthenticates || kip_368;
-        let lifetime_ms = sasl.max_reauth_ms(mechanism).max(0);
+        let lifetime_ms = session_lifetime_ms(
+            sasl.max_reauth_ms(mechanism),
+            expires_at_ms,
+            context.clock.now_ms(),
+        );
         let expires =
             (lifetime_ms > 0).then(|| Instant::now() + Duration::from_millis(lifetime_ms as u64));
         tracing::debug!(%principal, %mechanism, reauthenticating, lifetime_ms, "SASL authentication succeeded");
@@ -317,6 +326,16 @@ impl Authenticator {
             reauthenticates,
         };
         Ok((response, lifetime_ms))
+    }
+}
+
+/// KIP-368: a session lasts `connections.max.reauth.ms` (0: for ever), and no longer than the
+/// credential it was proved with (an OAUTHBEARER token's expiry), as in Kafka.
+fn session_lifetime_ms(max_reauth_ms: i64, expires_at_ms: Option<i64>, now_ms: i64) -> i64 {
+    match (max_reauth_ms.max(0), expires_at_ms) {
+        (0, _) => 0,
+        (max, None) => max,
+        (max, Some(expires_at_ms)) => max.min(expires_at_ms - now_ms).max(1),
     }
 }
 
@@ -356,5 +375,34 @@ impl Credentials for BrokerCredentials<'_> {
 
     fn plain_password(&self, user: &str) -> Option<String> {
         self.sasl.plain_users.get(user).cloned()
+    }
+
+    fn bearer_token(&self, token: &str) -> Result<ValidToken, String> {
+        match &self.sasl.oauth {
+            Some(validator) => validator.validate(token),
+            None => Err("OAUTHBEARER is not enabled on this listener".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::session_lifetime_ms;
+
+    #[test]
+    fn a_session_lasts_the_reauthentication_bound_and_no_longer_than_its_credential() {
+        assert_eq!(
+            session_lifetime_ms(0, Some(10_000), 0),
+            0,
+            "no bound: for ever"
+        );
+        assert_eq!(session_lifetime_ms(5_000, None, 0), 5_000);
+        assert_eq!(session_lifetime_ms(60_000, Some(12_000), 2_000), 10_000);
+        assert_eq!(session_lifetime_ms(5_000, Some(12_000), 2_000), 5_000);
+        assert_eq!(
+            session_lifetime_ms(5_000, Some(1_000), 2_000),
+            1,
+            "already expired"
+        );
     }
 }

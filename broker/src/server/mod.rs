@@ -130,6 +130,9 @@ impl Broker {
         };
         let names: Vec<String> = listeners.iter().map(|l| l.name.clone()).collect();
         for listener in listeners {
+            if let Some(validator) = listener.sasl.as_ref().and_then(|sasl| sasl.oauth.clone()) {
+                tasks.spawn(validator.refresh(shutdown_rx.clone()));
+            }
             if let Some(tls) = &listener.tls {
                 tasks.spawn(crate::security::tls::watch_files(
                     Arc::clone(tls),

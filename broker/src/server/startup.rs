@@ -155,7 +155,21 @@ impl Listener {
             };
             let sasl = match spec.protocol {
                 SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl => {
-                    Some(Arc::new(SaslListener::from_config(config, &spec.name)?))
+                    let sasl = SaslListener::from_config(config, &spec.name)?;
+                    if let Some(validator) = &sasl.oauth {
+                        validator
+                            .load()
+                            .await
+                            .map_err(|reason| ConfigError::InvalidValue {
+                                name: format!(
+                                    "sasl.oauthbearer.jwks.endpoint.url (listener {})",
+                                    spec.name
+                                ),
+                                value: String::new(),
+                                reason: format!("the signing keys cannot be loaded: {reason}"),
+                            })?;
+                    }
+                    Some(Arc::new(sasl))
                 }
                 SecurityProtocol::Plaintext | SecurityProtocol::Ssl => None,
             };

@@ -25,6 +25,7 @@ mod groups;
 mod idempotence;
 mod limits;
 mod listeners;
+mod oauthbearer;
 mod produce_consume;
 mod raw;
 #[path = "../support/records.rs"]

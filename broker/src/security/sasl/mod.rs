@@ -1,14 +1,16 @@
 //! The server side of the SASL mechanisms Kafka's clients speak: PLAIN (RFC 4616) against the
-//! `user_<name>` entries of the listener's JAAS config, and SCRAM-SHA-256/512 (RFC 5802) against
-//! the stored credentials. An [`Exchange`] takes the client's tokens one at a time and ends in
+//! `user_<name>` entries of the listener's JAAS config, SCRAM-SHA-256/512 (RFC 5802) against
+//! the stored credentials, and OAUTHBEARER (RFC 7628) against the listener's JWKS. An [`Exchange`] takes the client's tokens one at a time and ends in
 //! an authenticated user or a [`SaslError`]; the connection (`server::authentication`) carries
 //! the tokens in SaslAuthenticate requests or, after a v0 handshake, as raw frames.
 
+pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 
 use std::collections::BTreeMap;
 
+use super::oauth::ValidToken;
 use super::scram::{ScramCredential, ScramMechanism};
 
 /// A SASL mechanism Weir's broker can serve.
@@ -16,6 +18,7 @@ use super::scram::{ScramCredential, ScramMechanism};
 pub enum Mechanism {
     Plain,
     Scram(ScramMechanism),
+    OAuthBearer,
 }
 
 impl Mechanism {
@@ -23,12 +26,14 @@ impl Mechanism {
         match self {
             Mechanism::Plain => "PLAIN",
             Mechanism::Scram(scram) => scram.name(),
+            Mechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Mechanism> {
         match name {
             "PLAIN" => Some(Mechanism::Plain),
+            "OAUTHBEARER" => Some(Mechanism::OAuthBearer),
             _ => ScramMechanism::from_name(name).map(Mechanism::Scram),
         }
     }
@@ -46,6 +51,10 @@ pub trait Credentials {
     fn scram(&self, user: &str, mechanism: ScramMechanism) -> Option<ScramCredential>;
     /// The PLAIN password of `user` (the JAAS config's `user_<name>`).
     fn plain_password(&self, user: &str) -> Option<String>;
+    /// An OAUTHBEARER token checked by the listener's validator, or why it fails.
+    fn bearer_token(&self, _token: &str) -> Result<ValidToken, String> {
+        Err("OAUTHBEARER is not enabled on this listener".into())
+    }
 }
 
 /// PLAIN users of one listener, from its JAAS config.
@@ -61,6 +70,10 @@ pub enum SaslError {
     Visible(String),
     #[error("{0}")]
     Hidden(String),
+    /// The client is told `told` (OAUTHBEARER's JSON error, as Kafka sends it); the log reads
+    /// `reason`.
+    #[error("{reason}")]
+    Explained { told: String, reason: String },
 }
 
 impl SaslError {
@@ -68,6 +81,7 @@ impl SaslError {
     pub fn client_message(&self, mechanism: Mechanism, reauthenticating: bool) -> String {
         match self {
             SaslError::Visible(message) => message.clone(),
+            SaslError::Explained { told, .. } => told.clone(),
             SaslError::Hidden(_) => format!(
                 "Authentication failed during {} due to invalid credentials with SASL mechanism {mechanism}",
                 if reauthenticating {
@@ -85,8 +99,13 @@ impl SaslError {
 pub enum Step {
     /// Send this challenge and wait for the client's next token.
     Challenge(Vec<u8>),
-    /// Authenticated as `user`; send `response` (possibly empty) as the last token.
-    Done { user: String, response: Vec<u8> },
+    /// Authenticated as `user`; send `response` (possibly empty) as the last token. A
+    /// credential that expires (an OAUTHBEARER token) gives its expiry, which bounds the session.
+    Done {
+        user: String,
+        response: Vec<u8>,
+        expires_at_ms: Option<i64>,
+    },
 }
 
 /// One client's authentication with one mechanism.
@@ -96,6 +115,7 @@ pub enum Exchange {
         finished: bool,
     },
     Scram(scram::ScramExchange),
+    OAuthBearer(oauthbearer::OAuthBearerExchange),
 }
 
 impl Exchange {
@@ -103,6 +123,7 @@ impl Exchange {
         match mechanism {
             Mechanism::Plain => Exchange::Plain { finished: false },
             Mechanism::Scram(scram) => Exchange::Scram(scram::ScramExchange::new(scram)),
+            Mechanism::OAuthBearer => Exchange::OAuthBearer(Default::default()),
         }
     }
 
@@ -118,6 +139,7 @@ impl Exchange {
                 plain::authenticate(token, credentials)
             }
             Exchange::Scram(exchange) => exchange.step(token, credentials),
+            Exchange::OAuthBearer(exchange) => exchange.step(token, credentials),
         }
     }
 }

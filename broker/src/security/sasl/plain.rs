@@ -44,6 +44,7 @@ pub(super) fn authenticate(token: &[u8], credentials: &dyn Credentials) -> Resul
     Ok(Step::Done {
         user: user.to_string(),
         response: Vec::new(),
+        expires_at_ms: None,
     })
 }
 
@@ -72,6 +73,7 @@ mod tests {
         let done = Step::Done {
             user: "alice".into(),
             response: Vec::new(),
+            expires_at_ms: None,
         };
         assert_eq!(outcome("\0alice\0alice-secret"), Ok(done));
         assert!(matches!(

@@ -157,6 +157,7 @@ impl ScramExchange {
         Ok(Step::Done {
             user: started.user.clone(),
             response: format!("v={}", STANDARD.encode(server_signature)).into_bytes(),
+            expires_at_ms: None,
         })
     }
 }
