@@ -8,9 +8,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
-use weir_connectors::http::{
-    router, BoundedListener, HttpSourceConfig, IngestReport, IngestTarget,
-};
+use weir_connectors::http::{HttpSourceConfig, IngestReport, IngestTarget};
 use weir_connectors::weblog::LogFormat;
 
 /// Writes nothing; waits for a permit per request; fails when told to.
@@ -58,11 +56,16 @@ async fn post(port: u16, path: &str, body: &[u8]) -> Answer {
     }
 }
 
+/// Serves pipeline `events` with `config` on a free port.
 async fn serve(config: HttpSourceConfig, target: Target) -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let app = router("events", &config, Arc::new(target));
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    tokio::spawn(async move {
+        let shutdown = std::future::pending();
+        weir_connectors::http::serve("events", &config, Arc::new(target), listener, shutdown)
+            .await
+            .unwrap()
+    });
     port
 }
 
@@ -162,19 +165,6 @@ async fn an_unacknowledged_write_is_503_with_retry_after() {
     );
 }
 
-async fn serve_bounded(config: HttpSourceConfig, target: Target) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let listener = BoundedListener::new(
-        listener,
-        config.max_connections,
-        std::time::Duration::from_secs(config.read_timeout_seconds),
-    );
-    let app = router("events", &config, Arc::new(target));
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    port
-}
-
 fn open_target() -> Target {
     Target {
         permits: Arc::new(Semaphore::new(100)),
@@ -215,7 +205,7 @@ async fn the_listener_bounds_connections_and_closes_silent_ones() {
     let mut bounded = config(1000, 1000);
     bounded.max_connections = 1;
     bounded.read_timeout_seconds = 1;
-    let port = serve_bounded(bounded, open_target()).await;
+    let port = serve(bounded, open_target()).await;
     // A client stalls in its headers and holds the only connection.
     let mut stalled = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     stalled

@@ -314,3 +314,141 @@ async fn the_database_going_away_is_retried_without_loss() {
         offsets(&[(0, 1000)])
     );
 }
+
+/// A file of the TLS set scripts/postgres/start.sh made for the server at `url()`.
+fn tls_file(name: &str) -> String {
+    let config: tokio_postgres::Config = url().parse().unwrap();
+    let port = config.get_ports()[0];
+    let path = format!("/tmp/weir-postgres-{port}/tls/{name}");
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "{path} is missing: scripts/postgres/start.sh makes it"
+    );
+    path
+}
+
+fn tls_url(user: &str, host: &str, parameters: &str) -> String {
+    let config: tokio_postgres::Config = url().parse().unwrap();
+    let port = config.get_ports()[0];
+    format!("postgres://{user}@{host}:{port}/postgres?{parameters}")
+}
+
+async fn reach(url: &str) -> Result<(), weir_connectors::registry::Unreachable> {
+    use weir_connectors::registry::SinkConnector;
+    let config = PostgresSinkConfig::new(url, "unused");
+    assert_eq!(config.problems(), Vec::<String>::new(), "{url}");
+    SinkConnector::reach(&config, Duration::from_secs(10)).await
+}
+
+#[tokio::test]
+async fn the_sink_writes_over_verified_tls_and_says_why_a_connection_is_refused() {
+    let ca = tls_file("ca.pem");
+    // weir_tls_only may not log in without TLS: rows committed through it went over TLS.
+    let verified = tls_url(
+        "weir_tls_only",
+        "localhost",
+        &format!("sslmode=verify-full&sslrootcert={ca}"),
+    );
+    let table = unique("tls_requests");
+    let mut sink = PostgresSink::new(
+        PostgresSinkConfig::new(&verified, &table),
+        &table,
+        "weblogs",
+    )
+    .unwrap();
+    sink.open(schema()).await.unwrap();
+    sink.write(&rows(0, 7)).await.unwrap();
+    sink.commit(&offsets(&[(0, 7)])).await.unwrap();
+    let paths: Vec<String> = client()
+        .await
+        .query(&format!("SELECT path FROM {table} ORDER BY path"), &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let mut expected: Vec<String> = (0..7).map(|i| format!("/p/{i}\t\"quoted\"\n")).collect();
+    expected.sort();
+    assert_eq!(paths, expected);
+
+    // libpq's default (prefer) takes TLS when the server offers it; verify-ca checks the chain
+    // but not the name, so 127.0.0.1 passes with a certificate that names only localhost.
+    reach(&tls_url("weir_tls_only", "localhost", ""))
+        .await
+        .unwrap();
+    reach(&tls_url(
+        "weir_tls_only",
+        "127.0.0.1",
+        &format!("sslmode=verify-ca&sslrootcert={ca}"),
+    ))
+    .await
+    .unwrap();
+    let client_cert = format!(
+        "sslmode=verify-full&sslrootcert={ca}&sslcert={}&sslkey={}",
+        tls_file("client.pem"),
+        tls_file("client.key")
+    );
+    reach(&tls_url("weir_cert", "localhost", &client_cert))
+        .await
+        .unwrap();
+
+    let refusals = [
+        (
+            tls_url("weir_tls_only", "127.0.0.1", "sslmode=disable"),
+            "no encryption",
+            "sslmode=verify-full",
+        ),
+        (
+            tls_url(
+                "weir_tls_only",
+                "127.0.0.1",
+                &format!("sslmode=verify-full&sslrootcert={ca}"),
+            ),
+            "not valid for name",
+            "verify-ca",
+        ),
+        (
+            tls_url(
+                "weir_tls_only",
+                "localhost",
+                &format!(
+                    "sslmode=verify-full&sslrootcert={}",
+                    tls_file("other-ca.pem")
+                ),
+            ),
+            "UnknownIssuer",
+            "not signed by a CA in sslrootcert",
+        ),
+        (
+            tls_url(
+                "weir_cert",
+                "localhost",
+                &format!("sslmode=verify-full&sslrootcert={ca}"),
+            ),
+            "certificate",
+            "sslcert=PATH",
+        ),
+    ];
+    for (url, message, hint) in refusals {
+        let refusal = reach(&url).await.unwrap_err();
+        assert!(refusal.message.contains(message), "{url}: {refusal:?}");
+        assert!(
+            refusal.hint.as_deref().unwrap_or("").contains(hint),
+            "{url}: {refusal:?}"
+        );
+    }
+}
+
+#[test]
+fn tls_files_that_cannot_be_used_are_configuration_problems() {
+    use weir_connectors::registry::SinkConnector;
+    let config = PostgresSinkConfig::new(
+        "postgres://weir@db/x?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem",
+        "t",
+    );
+    let problems = SinkConnector::problems(&config);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("sslrootcert") && problems[0].contains("/nonexistent/ca.pem"));
+    let config = PostgresSinkConfig::new("postgres://weir@db/x?sslmode=sometimes", "t");
+    assert!(SinkConnector::problems(&config)[0].contains("sslmode=sometimes"));
+}

@@ -11,7 +11,7 @@ use futures::future::join_all;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use weir_client::ClientSettings;
-use weir_connectors::http::{router, HttpSourceConfig, IngestReport, IngestTarget};
+use weir_connectors::http::{HttpSourceConfig, IngestReport, IngestTarget};
 use weir_connectors::weblog::LogFormat;
 
 use crate::config::PipelineConfig;
@@ -123,22 +123,15 @@ pub async fn serve(
             message: format!("cannot listen on {}: {e}", source.listen),
         })?;
     tracing::info!(pipeline = %name, address = %source.listen, "http source listening on /ingest/{name}");
-    let app = router(&name, &source, target);
     let shutdown = async move {
         while !stop.load(Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
-    let listener = weir_connectors::http::BoundedListener::new(
-        listener,
-        source.max_connections,
-        Duration::from_secs(source.read_timeout_seconds),
-    );
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
+    weir_connectors::http::serve(&name, &source, target, listener, shutdown)
         .await
-        .map_err(|e| PipelineError::Stage {
+        .map_err(|message| PipelineError::Stage {
             pipeline: name,
-            message: format!("http source: {e}"),
+            message: format!("http source: {message}"),
         })
 }

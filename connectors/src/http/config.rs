@@ -30,6 +30,36 @@ pub struct HttpSourceConfig {
     /// The `Retry-After` of 429 and 503 answers.
     #[serde(default = "default_retry_after_seconds")]
     pub retry_after_seconds: u64,
+    /// HTTPS instead of HTTP.
+    #[serde(default)]
+    pub tls: Option<HttpTlsConfig>,
+    /// Requests without accepted credentials are answered 401.
+    #[serde(default)]
+    pub auth: Option<HttpAuthConfig>,
+}
+
+/// The endpoint's certificate (PEM files, followed when they change: cert-manager's `tls.crt`,
+/// `tls.key` and `ca.crt` of a Secret fit as they are).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpTlsConfig {
+    pub certificate_file: String,
+    pub key_file: String,
+    /// When given, clients must present a certificate signed by one of these CAs (mTLS).
+    #[serde(default)]
+    pub client_ca_file: Option<String>,
+}
+
+/// Credentials files (see `http::auth`): at least one.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpAuthConfig {
+    /// One token a line; clients send `Authorization: Bearer <token>`.
+    #[serde(default)]
+    pub bearer_tokens_file: Option<String>,
+    /// `user:password` lines; clients send `Authorization: Basic …`.
+    #[serde(default)]
+    pub basic_users_file: Option<String>,
 }
 
 fn default_max_body_bytes() -> usize {
@@ -62,6 +92,8 @@ impl HttpSourceConfig {
             max_connections: default_max_connections(),
             read_timeout_seconds: default_read_timeout_seconds(),
             retry_after_seconds: default_retry_after_seconds(),
+            tls: None,
+            auth: None,
         }
     }
 
@@ -82,6 +114,31 @@ impl HttpSourceConfig {
             problems.push(
                 "max_lines, max_connections and read_timeout_seconds: must be positive".into(),
             );
+        }
+        if let Some(tls) = &self.tls {
+            for (field, path) in [
+                ("certificate_file", Some(&tls.certificate_file)),
+                ("key_file", Some(&tls.key_file)),
+                ("client_ca_file", tls.client_ca_file.as_ref()),
+            ] {
+                if let Some(path) = path.filter(|p| !std::path::Path::new(p).is_file()) {
+                    problems.push(format!("tls.{field}: {path} is not a file"));
+                }
+            }
+        }
+        if let Some(auth) = &self.auth {
+            let files = [
+                ("bearer_tokens_file", &auth.bearer_tokens_file),
+                ("basic_users_file", &auth.basic_users_file),
+            ];
+            if files.iter().all(|(_, path)| path.is_none()) {
+                problems.push("auth: name bearer_tokens_file or basic_users_file (or both)".into());
+            }
+            for (field, path) in files {
+                if let Some(path) = path.as_ref().filter(|p| !std::path::Path::new(p).is_file()) {
+                    problems.push(format!("auth.{field}: {path} is not a file"));
+                }
+            }
         }
         problems
     }

@@ -1,7 +1,8 @@
 //! The endpoint's listener: at most `max_connections` open connections (accepting waits for a
 //! slot, so further clients queue in the kernel's backlog), and a connection that sends nothing
-//! for `read_timeout_seconds` — a client stalling in its headers or body, or an idle keep-alive
-//! connection — is closed (the silence is counted from the last byte received or sent).
+//! for `read_timeout_seconds` — a client stalling in its TLS handshake, headers or body, or an
+//! idle keep-alive connection — is closed (the silence is counted from the last byte received or
+//! sent). With TLS, handshakes run on tasks of their own, so a slow client delays nobody else.
 
 use std::future::Future;
 use std::io;
@@ -11,23 +12,97 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
+use tokio_rustls::TlsAcceptor;
 
-/// A TCP listener bounding its connections' number and silence.
-pub struct BoundedListener {
-    listener: TcpListener,
-    slots: Arc<Semaphore>,
-    read_timeout: Duration,
+/// Connections accepted (and through their handshake) waiting for the server to take them.
+const ACCEPTED_QUEUE: usize = 64;
+
+/// A TCP listener bounding its connections' number and silence, optionally behind TLS.
+pub(super) struct BoundedListener {
+    accepted: mpsc::Receiver<(BoundedStream, std::net::SocketAddr)>,
+    local_addr: std::net::SocketAddr,
 }
 
 impl BoundedListener {
-    pub fn new(listener: TcpListener, max_connections: usize, read_timeout: Duration) -> Self {
-        BoundedListener {
+    /// Starts accepting on `listener` (a task that ends when this listener is dropped).
+    pub(super) fn new(
+        listener: TcpListener,
+        max_connections: usize,
+        read_timeout: Duration,
+        tls: Option<TlsAcceptor>,
+    ) -> io::Result<Self> {
+        let local_addr = listener.local_addr()?;
+        let (sender, accepted) = mpsc::channel(ACCEPTED_QUEUE);
+        let accepting = Accepting {
             listener,
             slots: Arc::new(Semaphore::new(max_connections.min(Semaphore::MAX_PERMITS))),
             read_timeout,
+            tls,
+            sender,
+        };
+        tokio::spawn(accepting.run());
+        Ok(BoundedListener {
+            accepted,
+            local_addr,
+        })
+    }
+}
+
+struct Accepting {
+    listener: TcpListener,
+    slots: Arc<Semaphore>,
+    read_timeout: Duration,
+    tls: Option<TlsAcceptor>,
+    sender: mpsc::Sender<(BoundedStream, std::net::SocketAddr)>,
+}
+
+impl Accepting {
+    async fn run(self) {
+        loop {
+            let slot = tokio::select! {
+                _ = self.sender.closed() => return,
+                slot = Arc::clone(&self.slots).acquire_owned() => match slot {
+                    Ok(slot) => slot,
+                    Err(_) => return,
+                },
+            };
+            let (stream, peer) = tokio::select! {
+                _ = self.sender.closed() => return,
+                accepted = self.listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(error) => {
+                        // Out of file descriptors and similar: back off instead of spinning.
+                        tracing::warn!(%error, "http source: accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let _ = stream.set_nodelay(true);
+            let sender = self.sender.clone();
+            let read_timeout = self.read_timeout;
+            let Some(tls) = self.tls.clone() else {
+                let stream = BoundedStream::new(Box::new(stream), slot, read_timeout);
+                if sender.send((stream, peer)).await.is_err() {
+                    return;
+                }
+                continue;
+            };
+            tokio::spawn(async move {
+                match tokio::time::timeout(read_timeout, tls.accept(stream)).await {
+                    Ok(Ok(stream)) => {
+                        let stream = BoundedStream::new(Box::new(stream), slot, read_timeout);
+                        let _ = sender.send((stream, peer)).await;
+                    }
+                    Ok(Err(error)) => {
+                        tracing::info!(%peer, %error, "http source: TLS handshake failed")
+                    }
+                    Err(_) => tracing::info!(%peer, "http source: TLS handshake timed out"),
+                }
+            });
         }
     }
 }
@@ -37,43 +112,44 @@ impl axum::serve::Listener for BoundedListener {
     type Addr = std::net::SocketAddr;
 
     async fn accept(&mut self) -> (BoundedStream, std::net::SocketAddr) {
-        let slot = Arc::clone(&self.slots)
-            .acquire_owned()
-            .await
-            .expect("the slots' semaphore is never closed");
-        loop {
-            match self.listener.accept().await {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    let stream = BoundedStream {
-                        stream,
-                        _slot: slot,
-                        read_timeout: self.read_timeout,
-                        silence: Box::pin(tokio::time::sleep(self.read_timeout)),
-                    };
-                    return (stream, peer);
-                }
-                Err(error) => {
-                    // Out of file descriptors and similar: back off instead of spinning.
-                    tracing::warn!(%error, "http source: accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
+        match self.accepted.recv().await {
+            Some(accepted) => accepted,
+            // The accepting task only ends once this listener is dropped.
+            None => std::future::pending().await,
         }
     }
 
     fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
-        self.listener.local_addr()
+        Ok(self.local_addr)
     }
 }
 
+/// What a connection reads and writes through: TCP, or TLS over it.
+trait Connection: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Connection for T {}
+
 /// An accepted connection holding its slot; reads fail with `TimedOut` after the read timeout
 /// passes without a byte.
-pub struct BoundedStream {
-    stream: TcpStream,
+pub(super) struct BoundedStream {
+    stream: Box<dyn Connection>,
     _slot: OwnedSemaphorePermit,
     read_timeout: Duration,
     silence: Pin<Box<Sleep>>,
+}
+
+impl BoundedStream {
+    fn new(
+        stream: Box<dyn Connection>,
+        slot: OwnedSemaphorePermit,
+        read_timeout: Duration,
+    ) -> Self {
+        BoundedStream {
+            stream,
+            _slot: slot,
+            read_timeout,
+            silence: Box::pin(tokio::time::sleep(read_timeout)),
+        }
+    }
 }
 
 impl AsyncRead for BoundedStream {

@@ -7,17 +7,28 @@
 //! answer sends its lines again.
 //!
 //! Bounds: a body's bytes are reserved against `max_pending_bytes` (by its Content-Length, else
-//! `max_body_bytes`) before it is read; the listener ([`BoundedListener`]) holds at most
+//! `max_body_bytes`) before it is read; the listener (`listener.rs`) holds at most
 //! `max_connections` connections and closes one that is silent for `read_timeout_seconds`.
+//!
+//! Security: `tls:` serves HTTPS (PEM files followed when they change; `client_ca_file` requires
+//! client certificates), `auth:` requires a bearer token or a basic user (`auth.rs`); a request
+//! without accepted credentials is answered 401 with `WWW-Authenticate` before anything else.
+//!
+//! Modules: `config` (YAML), `serve` (start-up: files loaded, listener, routes), `listener`
+//! (bounds, TLS handshakes), `auth` (credentials), `source` (the route's answers).
 
+#[cfg(feature = "runtime")]
+mod auth;
 mod config;
 #[cfg(feature = "runtime")]
 mod listener;
 #[cfg(feature = "runtime")]
+mod serve;
+#[cfg(feature = "runtime")]
 mod source;
 
-pub use config::HttpSourceConfig;
+pub use config::{HttpAuthConfig, HttpSourceConfig, HttpTlsConfig};
 #[cfg(feature = "runtime")]
-pub use listener::{BoundedListener, BoundedStream};
+pub use serve::serve;
 #[cfg(feature = "runtime")]
-pub use source::{router, IngestReport, IngestTarget};
+pub use source::{IngestReport, IngestTarget};

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 
+use super::auth::Authenticator;
 use super::config::HttpSourceConfig;
 use crate::weblog::body::{body_lines, BodyError};
 
@@ -33,15 +34,22 @@ struct Endpoint {
     config: HttpSourceConfig,
     pending_bytes: AtomicUsize,
     target: Arc<dyn IngestTarget>,
+    auth: Option<Authenticator>,
 }
 
 /// The routes of one pipeline's endpoint.
-pub fn router(pipeline: &str, config: &HttpSourceConfig, target: Arc<dyn IngestTarget>) -> Router {
+pub(super) fn router(
+    pipeline: &str,
+    config: &HttpSourceConfig,
+    target: Arc<dyn IngestTarget>,
+    auth: Option<Authenticator>,
+) -> Router {
     let endpoint = Arc::new(Endpoint {
         pipeline: pipeline.to_string(),
         config: config.clone(),
         pending_bytes: AtomicUsize::new(0),
         target,
+        auth,
     });
     Router::new()
         .route("/ingest/{pipeline}", post(ingest))
@@ -62,6 +70,21 @@ fn retry_later(status: StatusCode, seconds: u64, reason: String) -> Response {
     let mut response = answer(status, serde_json::json!({ "error": reason }));
     if let Ok(value) = seconds.to_string().parse() {
         response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
+}
+
+/// 401 with the schemes the endpoint accepts.
+fn unauthorized(auth: &Authenticator, reason: String) -> Response {
+    let mut response = answer(
+        StatusCode::UNAUTHORIZED,
+        serde_json::json!({ "error": reason }),
+    );
+    for challenge in auth.challenges() {
+        response.headers_mut().append(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static(challenge),
+        );
     }
     response
 }
@@ -91,6 +114,12 @@ async fn ingest(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    // Before anything else, so that a stranger learns nothing (not even the pipeline's name).
+    if let Some(auth) = &endpoint.auth {
+        if let Err(refusal) = auth.check(&headers) {
+            return unauthorized(auth, refusal.0);
+        }
+    }
     if pipeline != endpoint.pipeline {
         let reason = format!(
             "no pipeline {pipeline} here (this endpoint is /ingest/{})",

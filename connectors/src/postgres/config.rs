@@ -69,8 +69,16 @@ impl PostgresSinkConfig {
     #[cfg(feature = "runtime")]
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        if let Err(error) = self.url.parse::<tokio_postgres::Config>() {
-            problems.push(format!("url: not a PostgreSQL connection string: {error}"));
+        match super::tls::split_tls_options(&self.url) {
+            Err(problem) => problems.push(format!("url: {problem}")),
+            Ok((rest, tls)) => {
+                if let Err(error) = rest.parse::<tokio_postgres::Config>() {
+                    problems.push(format!("url: not a PostgreSQL connection string: {error}"));
+                }
+                if let Err(problem) = tls.connector() {
+                    problems.push(format!("url: {problem}"));
+                }
+            }
         }
         if let Err(problem) = super::schema::quote_table(&self.table) {
             problems.push(format!("table: {problem}"));
@@ -83,13 +91,20 @@ impl PostgresSinkConfig {
         problems
     }
 
-    /// The connection settings, with the password from `password_file` when given.
+    /// The connection settings, with the password from `password_file` when given, and the TLS
+    /// the URL's `sslmode` asks for (files read now, so a rotated certificate is picked up at
+    /// the next connection).
     #[cfg(feature = "runtime")]
-    pub fn connection(&self) -> Result<tokio_postgres::Config, String> {
-        let mut config: tokio_postgres::Config = self
-            .url
+    pub fn connection(&self) -> Result<super::Connection, String> {
+        let (rest, tls) = super::tls::split_tls_options(&self.url)
+            .map_err(|problem| format!("url: {problem}"))?;
+        let mut config: tokio_postgres::Config = rest
             .parse()
             .map_err(|e| format!("url: not a PostgreSQL connection string: {e}"))?;
+        config.ssl_mode(tls.driver_mode());
+        let connector = tls
+            .connector()
+            .map_err(|problem| format!("url: {problem}"))?;
         if let Some(path) = &self.password_file {
             let password =
                 std::fs::read_to_string(path).map_err(|e| format!("password_file {path}: {e}"))?;
@@ -99,7 +114,7 @@ impl PostgresSinkConfig {
         if config.get_application_name().is_none() {
             config.application_name("weir");
         }
-        Ok(config)
+        Ok(super::Connection { config, connector })
     }
 }
 
@@ -128,19 +143,39 @@ impl crate::registry::SinkConnector for PostgresSinkConfig {
             .await
             .map_err(|message| crate::registry::Unreachable {
                 field: "url",
+                hint: hint(&message),
                 message: format!("PostgreSQL does not answer: {message}"),
-                hint: None,
             })
     }
+}
+
+/// What to change when the refusal says what was wrong.
+#[cfg(feature = "runtime")]
+fn hint(message: &str) -> Option<String> {
+    let hint = if message.contains("not valid for name") {
+        "the server's certificate does not name the host in the URL: connect by a name it \
+         carries, or use sslmode=verify-ca to check the chain only"
+    } else if message.contains("invalid peer certificate") {
+        "the server's certificate is not signed by a CA in sslrootcert (or has expired): name \
+         the CA that signed it with sslrootcert=PATH"
+    } else if message.contains("no encryption") {
+        "the server accepts this user over TLS only: set sslmode=verify-full (or require) in the url"
+    } else if message.contains("password authentication failed") {
+        "wrong user or password: check the url's user and password_file (or ${PGPASSWORD})"
+    } else if message.contains("client certificate") {
+        "the server wants a client certificate: add sslcert=PATH and sslkey=PATH to the url"
+    } else {
+        return None;
+    };
+    Some(hint.to_string())
 }
 
 #[cfg(feature = "runtime")]
 /// Connects once, within `timeout`; the server's own message when it refuses.
 async fn reach(config: &PostgresSinkConfig, timeout: std::time::Duration) -> Result<(), String> {
     let mut connection = config.connection()?;
-    connection.connect_timeout(timeout);
-    let connect = connection.connect(tokio_postgres::NoTls);
-    match tokio::time::timeout(timeout, connect).await {
+    connection.config.connect_timeout(timeout);
+    match tokio::time::timeout(timeout, connection.connect()).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(error)) => Err(match error.as_db_error() {
             Some(db) => db.message().to_string(),

@@ -9,6 +9,8 @@
 //! Several copies of a pipeline may write one table, each its own partitions of the input:
 //! a commit checks and moves only its partitions' rows of `weir_offsets`, under row locks, and
 //! a writer that finds them moved by another is fenced (its rows are not committed).
+//!
+//! TLS is libpq's: `sslmode`, `sslrootcert`, `sslcert`, `sslkey` in the URL ([`tls`]).
 
 #[cfg(feature = "runtime")]
 mod cell;
@@ -17,7 +19,31 @@ mod config;
 mod schema;
 #[cfg(feature = "runtime")]
 mod sink;
+#[cfg(feature = "runtime")]
+pub mod tls;
 
 pub use config::PostgresSinkConfig;
 #[cfg(feature = "runtime")]
 pub use sink::PostgresSink;
+
+/// How to reach the database: tokio-postgres' settings and the TLS connector for the URL's
+/// `sslmode`.
+#[cfg(feature = "runtime")]
+pub struct Connection {
+    pub config: tokio_postgres::Config,
+    connector: tokio_postgres_rustls::MakeRustlsConnect,
+}
+
+#[cfg(feature = "runtime")]
+impl Connection {
+    /// Connects, and drives the connection on a task of its own.
+    pub async fn connect(&self) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+        let (client, driver) = self.config.connect(self.connector.clone()).await?;
+        tokio::spawn(async move {
+            if let Err(error) = driver.await {
+                tracing::debug!(%error, "PostgreSQL connection ended");
+            }
+        });
+        Ok(client)
+    }
+}

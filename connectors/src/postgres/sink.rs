@@ -8,7 +8,7 @@ use arrow::record_batch::RecordBatch;
 use futures::pin_mut;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::Client;
 use weir_client::Fenced;
 
 use super::cell::ColumnValues;
@@ -77,13 +77,7 @@ impl PostgresSink {
     async fn client(&mut self) -> Result<&mut Client, Failure> {
         if self.client.as_ref().is_none_or(Client::is_closed) {
             let connection = self.config.connection().map_err(Failure::Fatal)?;
-            let (client, driver) = connection.connect(NoTls).await?;
-            tokio::spawn(async move {
-                if let Err(error) = driver.await {
-                    tracing::debug!(%error, "PostgreSQL connection ended");
-                }
-            });
-            self.client = Some(client);
+            self.client = Some(connection.connect().await?);
         }
         self.client
             .as_mut()
