@@ -8,8 +8,10 @@
 //! ## Module map
 //! - [`settings`]: [`ClientSettings`] — a cluster's bootstrap servers and the user's librdkafka
 //!   properties; builds every client's `ClientConfig` (the caller's defaults first, the user's
-//!   properties over them) and checks that a cluster answers. [`CLUSTER_TIMEOUT`] bounds a
-//!   cluster operation.
+//!   properties over them). [`CLUSTER_TIMEOUT`] bounds a cluster operation.
+//! - [`reach`]: whether a cluster can be used with those settings, and when not, why
+//!   ([`Unreached`]: a refused login, an untrusted certificate, a protocol mismatch, a missing
+//!   Describe ACL — each with the fix), for `weir pipeline validate`.
 //! - [`checkpoint`]: [`CheckpointProducer`] — the one producer that writes a checkpoint: with a
 //!   transactional id, one Kafka transaction per checkpoint (records and consumed offsets
 //!   together); without, an idempotent producer whose commit waits for every acknowledgement.
@@ -29,8 +31,10 @@
 
 pub mod checkpoint;
 pub mod error;
+pub mod reach;
 pub mod settings;
 
 pub use checkpoint::{CheckpointProducer, Outgoing};
 pub use error::{ClientError, Fenced};
+pub use reach::Unreached;
 pub use settings::{ClientSettings, CLUSTER_TIMEOUT};

@@ -3,9 +3,6 @@
 use std::time::Duration;
 
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-
-use crate::error::ClientError;
 
 /// How long one cluster operation (metadata, init, commit, offsets, creating topics) may take.
 pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -55,18 +52,6 @@ impl ClientSettings {
         }
         config
     }
-
-    /// Whether the cluster answers a metadata request within `timeout` (blocking).
-    pub fn reach(&self, timeout: Duration) -> Result<(), ClientError> {
-        let consumer: BaseConsumer = self
-            .config(&[])
-            .create()
-            .map_err(ClientError::kafka("creating a client"))?;
-        consumer
-            .fetch_metadata(None, timeout)
-            .map(|_| ())
-            .map_err(ClientError::kafka("reading metadata"))
-    }
 }
 
 #[cfg(test)]
@@ -87,7 +72,9 @@ mod tests {
     #[test]
     fn an_unknown_property_is_an_error_naming_it() {
         let settings = ClientSettings::new("localhost:1").with_properties([("no.such", "1")]);
-        let error = settings.reach(Duration::from_millis(100)).unwrap_err();
+        let error = settings
+            .reach_for(&[], std::time::Duration::from_millis(100))
+            .unwrap_err();
         assert!(error.to_string().contains("no.such"), "{error}");
     }
 }

@@ -182,11 +182,15 @@ async fn reachability_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
     let mut problems = Vec::new();
     if let Some(bootstrap) = &config.bootstrap {
         let client = config.client(bootstrap);
-        if let Err(error) = tokio::task::block_in_place(|| client.reach(REACH_TIMEOUT)) {
+        let topic = config.topic_name();
+        let reached = tokio::task::block_in_place(|| client.reach_for(&[&topic], REACH_TIMEOUT));
+        if let Err(unreached) = reached {
             problems.push(pipeline.diagnostic(
                 "bootstrap",
-                format!("cluster {bootstrap} does not answer: {error}"),
-                Some("leave `bootstrap` out to run on an embedded broker".into()),
+                format!("cluster {bootstrap} cannot be used: {}", unreached.message),
+                Some(unreached.hint.unwrap_or_else(|| {
+                    "leave `bootstrap` out to run on an embedded broker".into()
+                })),
             ));
         }
     }
