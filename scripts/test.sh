@@ -88,8 +88,11 @@ start_service() {
 trap 'scripts/postgres/stop.sh; scripts/s3/stop.sh; KAFKA_PORT=29192 compat/kafka/stop.sh; print_stages' EXIT
 start_service WEIR_TEST_POSTGRES_URL PostgreSQL scripts/postgres/start.sh
 start_service WEIR_TEST_S3_ENDPOINT "the S3 server" scripts/s3/start.sh
-# The reference Kafka (jars from Maven) for the pipeline bridge test; compat/run.sh reuses it.
-start_service WEIR_TEST_KAFKA_BOOTSTRAP "the reference Kafka" env KAFKA_PORT=29192 compat/kafka/start.sh
+# The reference Kafka (jars from Maven) for the pipeline bridge test, with a SASL_SSL listener the
+# bridge's pipeline uses (compat/kafka/start-test.sh); compat/run.sh reuses it over PLAINTEXT.
+start_service WEIR_TEST_KAFKA_BOOTSTRAP "the reference Kafka" env KAFKA_PORT=29192 compat/kafka/start-test.sh
+export WEIR_TEST_KAFKA_SASL_SSL=${WEIR_TEST_KAFKA_SASL_SSL:-localhost:29195}
+export WEIR_TEST_KAFKA_CA=${WEIR_TEST_KAFKA_CA:-${WEIR_CACHE:-$HOME/.cache/weir}/kafka-test-tls-29192/ca.pem}
 
 # One build for binaries and tests: building them together unifies the dev-dependencies'
 # features, so `cargo test` reuses every artifact (DataFusion is compiled once, not twice).

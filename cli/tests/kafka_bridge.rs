@@ -1,8 +1,10 @@
-//! Bridging with a real Apache Kafka (the reference broker the compatibility scripts start;
-//! `WEIR_TEST_KAFKA_BOOTSTRAP`): one pipeline reads a topic on Kafka into Weir (embedded) and
-//! writes the rows back to another Kafka topic transactionally, while records keep arriving and
-//! the pipeline process is killed with -9 again and again. A read_committed consumer on Kafka
-//! must see every record exactly once.
+//! Bridging with a real Apache Kafka (the reference broker scripts/test.sh starts with
+//! compat/kafka/start-test.sh; `WEIR_TEST_KAFKA_BOOTSTRAP`): one pipeline reads a topic on Kafka
+//! into Weir (embedded) and writes the rows back to another Kafka topic transactionally, while
+//! records keep arriving and the pipeline process is killed with -9 again and again. The
+//! pipeline reaches Kafka as a production cluster, over SASL_SSL (`WEIR_TEST_KAFKA_SASL_SSL`,
+//! CA `WEIR_TEST_KAFKA_CA`, PLAIN user bridge); the test's own clients use PLAINTEXT. A
+//! read_committed consumer on Kafka must see every record exactly once.
 
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 
@@ -32,6 +34,21 @@ fn far_bootstrap() -> String {
     )
 }
 
+/// The pipeline's way to Kafka: the SASL_SSL address and the YAML of its client properties.
+fn secured_far() -> (String, String) {
+    let address = std::env::var("WEIR_TEST_KAFKA_SASL_SSL").expect(
+        "WEIR_TEST_KAFKA_SASL_SSL is not set: this test needs Kafka's SASL_SSL listener \
+         (compat/kafka/start-test.sh starts it; scripts/test.sh sets the variable)",
+    );
+    let ca = std::env::var("WEIR_TEST_KAFKA_CA").expect("WEIR_TEST_KAFKA_CA names Kafka's CA");
+    assert!(std::path::Path::new(&ca).is_file(), "{ca} is missing");
+    let properties = format!(
+        "{{ security.protocol: SASL_SSL, sasl.mechanism: PLAIN, sasl.username: bridge, \
+         sasl.password: \"${{BRIDGE_PASSWORD}}\", ssl.ca.location: \"{ca}\" }}"
+    );
+    (address, properties)
+}
+
 fn spawn(
     config: &std::path::Path,
     data: &std::path::Path,
@@ -54,6 +71,7 @@ fn spawn(
     }
     command
         .env("RUST_LOG", "info")
+        .env("BRIDGE_PASSWORD", "bridge-secret")
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .spawn()
@@ -63,6 +81,7 @@ fn spawn(
 #[test]
 fn kafka_to_weir_to_kafka_exactly_once_across_kills() {
     let far = far_bootstrap();
+    let (secured, client_properties) = secured_far();
     let seed = Rng::seed_from_clock();
     println!("seed {seed}");
     let mut rng = Rng::new(seed);
@@ -113,12 +132,12 @@ fn kafka_to_weir_to_kafka_exactly_once_across_kills() {
         &config,
         format!(
             "name: bridge
-source: {{ kind: kafka, bootstrap: \"{far}\", topic: {input}, format: json, group_id: {group} }}
+source: {{ kind: kafka, bootstrap: \"{secured}\", topic: {input}, format: json, group_id: {group}, client_properties: {client_properties} }}
 schema: \"id:int,status:int\"
 topic: {{ partitions: 2 }}
 transform: {{ sql: \"SELECT id, status, status >= 400 AS failed FROM input\" }}
 sinks:
-  - {{ kind: kafka, bootstrap: \"{far}\", topic: {output}, key_column: id, partitions: 2, commit_interval_ms: 300 }}
+  - {{ kind: kafka, bootstrap: \"{secured}\", topic: {output}, key_column: id, partitions: 2, commit_interval_ms: 300, client_properties: {client_properties} }}
 checkpoint_interval_ms: 300
 "
         ),

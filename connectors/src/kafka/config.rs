@@ -158,4 +158,22 @@ impl crate::registry::SinkConnector for KafkaSinkConfig {
         let sink = super::KafkaSink::new(self.clone(), target.pipeline, target.topic)?;
         Ok(Box::new(sink))
     }
+
+    /// The far cluster, with the reason it cannot be used (a refused login, an untrusted
+    /// certificate, no Describe on the topic…).
+    async fn reach(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<(), crate::registry::Unreachable> {
+        let client = self.client();
+        let reached = tokio::task::block_in_place(|| client.reach_for(&[&self.topic], timeout));
+        reached.map_err(|unreached| crate::registry::Unreachable {
+            field: "bootstrap",
+            message: format!(
+                "cluster {} cannot be used: {}",
+                self.bootstrap, unreached.message
+            ),
+            hint: unreached.hint,
+        })
+    }
 }
