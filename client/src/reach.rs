@@ -98,8 +98,12 @@ impl ClientSettings {
     /// Whether the cluster answers a metadata request for `topics` (all topics when empty)
     /// within `timeout` (blocking), the principal allowed to describe each.
     pub fn reach_for(&self, topics: &[&str], timeout: Duration) -> Result<(), Unreached> {
+        // A producer's metadata request would create the topics it names (librdkafka asks
+        // for auto-creation by default), with the broker's default partition count, before
+        // the pipeline creates them as configured.
         let client: BaseProducer<Reports> = self
             .config(&[])
+            .set("allow.auto.create.topics", "false")
             .create_with_context(Reports::default())
             .map_err(|error| Unreached {
                 message: format!("creating a client: {error}"),

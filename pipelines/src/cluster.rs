@@ -98,7 +98,12 @@ pub async fn ensure_topics(
     for result in results {
         match result {
             Ok(topic) => tracing::info!(pipeline = %name, %topic, "topic created"),
-            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, RDKafkaErrorCode::TopicAlreadyExists)) => {
+                if let Some(spec) = specs.iter().find(|spec| spec.name == topic) {
+                    // A metadata request blocks; runs are on the multi-threaded runtime.
+                    tokio::task::block_in_place(|| warn_if_fewer_partitions(name, &admin, spec));
+                }
+            }
             Err((topic, code)) => {
                 return Err(PipelineError::Stage {
                     pipeline: name.clone(),
@@ -108,4 +113,38 @@ pub async fn ensure_topics(
         }
     }
     Ok(())
+}
+
+/// An existing topic is kept as it is; one with fewer partitions than the pipeline asks for
+/// (made by hand, or auto-created by a client before the pipeline ran) limits how many copies
+/// share the work, which a user would otherwise only see as idle copies.
+fn warn_if_fewer_partitions(
+    pipeline: &str,
+    admin: &AdminClient<DefaultClientContext>,
+    spec: &TopicSpec,
+) {
+    let metadata = match admin
+        .inner()
+        .fetch_metadata(Some(&spec.name), CLUSTER_TIMEOUT)
+    {
+        Ok(metadata) => metadata,
+        Err(error) => {
+            tracing::debug!(pipeline, topic = %spec.name, %error, "describing an existing topic");
+            return;
+        }
+    };
+    let Some(existing) = metadata.topics().iter().find(|t| t.name() == spec.name) else {
+        return;
+    };
+    let partitions = existing.partitions().len();
+    if partitions < spec.partitions as usize {
+        tracing::warn!(
+            pipeline,
+            topic = %spec.name,
+            partitions,
+            configured = spec.partitions,
+            "topic exists with fewer partitions than configured; keeping it (add partitions \
+             with kafka-topics.sh --alter --partitions, or delete it before the first run)"
+        );
+    }
 }

@@ -111,6 +111,13 @@ async fn wrong_settings_are_explained_with_their_fix() {
     // The super user describes it; a topic not created yet is no problem (the pipeline makes it).
     reach(&plain.to_string(), &[], "guarded").0.unwrap();
     reach(&plain.to_string(), &[], "not-yet").0.unwrap();
+    // ... and describing it did not create it (with the broker's default partition count).
+    let metadata = admin.inner().fetch_metadata(None, TIMEOUT).unwrap();
+    let names: Vec<&str> = metadata.topics().iter().map(|t| t.name()).collect();
+    assert!(
+        !names.contains(&"not-yet"),
+        "reaching created the topic: {names:?}"
+    );
 
     let sasl_address = sasl.to_string();
     let alice = |password| {
