@@ -4,8 +4,9 @@
 # (users from the JAAS config) and SCRAM-SHA-256/512 (users made with Kafka's kafka-configs.sh,
 # `--entity-type users`). On each broker: kafka-configs creates, describes and deletes SCRAM
 # credentials (its output must be the same on both); kcat (Debian's librdkafka) over SASL_SSL
-# with PLAIN, confluent-kafka over SASL_PLAINTEXT with SCRAM-SHA-512 and Kafka's Java
-# console clients over SASL_SSL with PLAIN each write records and read back exactly those; a
+# with PLAIN, confluent-kafka over SASL_PLAINTEXT with SCRAM-SHA-512, kafka-python, kafkajs and
+# franz-go over SASL_SSL with SCRAM (compat/clients) and Kafka's Java console clients over
+# SASL_SSL with PLAIN each write records and read back exactly those; a
 # wrong password, an unknown user and a deleted credential are refused, and so is librdkafka
 # 2.0.2's SCRAM (its nonce bug: Kafka 4.x refuses it too). Certificates are made
 # here with openssl. The same server.properties lines configure both brokers.
@@ -83,6 +84,7 @@ if ! grep -q "weir broker ready" "$work/weir.log"; then
 fi
 
 seq 1 200 | sed 's/^/record-/' > expected.txt
+. "$here/../clients/roundtrip.sh"
 java_tool() { java -Xmx256m -Dlog4j2.level=WARN -cp "$libs/*" "$@"; }
 configs() { java_tool org.apache.kafka.tools.ConfigCommand --bootstrap-server "$@" 2>&1 | grep -v "^SLF4J"; }
 
@@ -95,6 +97,15 @@ for line in sys.stdin:
     if sep and "SCRAM-SHA" in tail:
         line = head + sep + ", ".join(sorted(tail.split(", "))) + "\n"
     sys.stdout.write(line)'
+}
+
+# The round trip of compat/clients (write the expected records, read exactly those back) with
+# one client as bob over SASL_SSL. Usage: secured_roundtrip DESCRIPTION CLIENT ADDRESS MECHANISM
+secured_roundtrip() {
+  SECURITY_PROTOCOL=SASL_SSL CA="$work/ca.pem" SASL_MECHANISM=$4 SASL_USERNAME=bob \
+    SASL_PASSWORD=bob-secret roundtrip "$2" "$3" "sasl-$2" ../expected.txt > "$2.txt" 2> "$2.err"
+  same "$1" ../expected.txt "$2.txt"
+  [ -s "$2.err" ] && [ "$failed" -ne 0 ] && head -5 "$2.err"
 }
 
 # One broker's checks. Usage: run_on NAME PLAINTEXT SASL_PLAINTEXT SASL_SSL
@@ -189,6 +200,11 @@ consumer.close()
 print("\n".join(read))
 PY
   same "$name: confluent-kafka over SASL_PLAINTEXT with SCRAM-SHA-512" ../expected.txt confluent.txt
+
+  # kafka-python, kafkajs and franz-go over SASL_SSL with SCRAM (compat/clients).
+  secured_roundtrip "$name: kafka-python over SASL_SSL with SCRAM-SHA-256" kafka-python "$ssl" SCRAM-SHA-256
+  secured_roundtrip "$name: kafkajs over SASL_SSL with SCRAM-SHA-512" kafkajs "$ssl" SCRAM-SHA-512
+  secured_roundtrip "$name: franz-go over SASL_SSL with SCRAM-SHA-512" franz-go "$ssl" SCRAM-SHA-512
 
   {
     echo "security.protocol=SASL_SSL"

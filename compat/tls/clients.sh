@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Real clients over TLS against a Weir broker with an SSL listener and an mTLS one
 # (ssl.client.auth=required): kcat (Debian's librdkafka), confluent-kafka (its wheel's
-# librdkafka) and Kafka's Java console producer and consumer (PEM truststore), each writing
-# records and reading back exactly those; without a client certificate the mTLS listener admits
-# nothing. Certificates are made here with openssl.
+# librdkafka), kafka-python, kafkajs and franz-go (mTLS) and Kafka's Java console producer and
+# consumer (PEM truststore), each writing records and reading back exactly those; without a
+# client certificate the mTLS listener admits nothing. Certificates are made here with openssl.
 # Usage: compat/tls/clients.sh PATH/TO/weir        Prints "tls clients: N passed, N failed".
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -74,6 +74,14 @@ if timeout 20 kcat -b "localhost:$mtls" "${ssl_args[@]}" -L -m 5 > anonymous.txt
 else
   pass
 fi
+
+# kafka-python, kafkajs and franz-go over mTLS (compat/clients).
+. "$here/../clients/roundtrip.sh"
+for client in kafka-python kafkajs franz-go; do
+  SECURITY_PROTOCOL=SSL CA="$work/ca.pem" CERT="$work/client.crt" KEY="$work/client.key" \
+    roundtrip "$client" "localhost:$mtls" "tls-$client" expected.txt > "$client.txt" 2> "$client.err"
+  same "$client over mTLS" expected.txt "$client.txt"
+done
 
 # confluent-kafka over SSL.
 "$python" - "localhost:$ssl" "$work/ca.pem" expected.txt > confluent.txt <<'PY'
