@@ -11,12 +11,15 @@
 #      against both: its committed output must be exact;
 #   6. Java clients against a three-node Weir cluster with brokers killed -9 (compat/cluster.sh):
 #      Kafka's VerifiableProducer fails over losing nothing, the Streams word count stays exact;
-#   7. kcat, confluent-kafka and Kafka's Java console clients over TLS and mTLS against Weir
-#      (compat/tls/clients.sh);
+#   7. kcat, confluent-kafka, kafka-python, kafkajs, franz-go and Kafka's Java console clients
+#      over TLS and mTLS against Weir (compat/tls/clients.sh);
 #   8. the security differential (compat/security/run.sh): both brokers with SASL_SSL and the
 #      StandardAuthorizer, the scenario's security section, kafka-acls.sh and `weir acl`;
-#   9. kcat, confluent-kafka, Kafka's console clients and kafka-configs over SASL (PLAIN, SCRAM)
-#      against Weir and a second reference Kafka configured alike (compat/sasl/clients.sh);
+#   9. kcat, confluent-kafka, kafka-python, kafkajs, franz-go, Kafka's console clients and
+#      kafka-configs over SASL (PLAIN, SCRAM) against Weir and a second reference Kafka
+#      configured alike (compat/sasl/clients.sh);
+#  10. the Streams word count as a SCRAM user over SASL_SSL holding only its ACLs, killed -9
+#      mid-way, against Weir with the StandardAuthorizer (compat/streams/secured.sh);
 # Usage: compat/run.sh PATH/TO/weir PATH/TO/weir-compat-scenario
 # Prints "compat: N passed, N failed" last; exits non-zero on any failure.
 set -uo pipefail
@@ -65,6 +68,7 @@ record "$here/cluster.sh" "$weir"
 record "$here/tls/clients.sh" "$weir"
 record "$here/security/run.sh" "$weir" "$scenario"
 record "$here/sasl/clients.sh" "$weir"
+record "$here/streams/secured.sh" "$weir"
 if [ "$failed" -ne 0 ]; then
   echo "compat: Weir's warnings and errors (last 40):"
   grep -E " (WARN|ERROR) " "$work/weir.log" | grep -v "Connection reset by peer" | tail -40

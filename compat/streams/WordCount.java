@@ -82,6 +82,24 @@ public class WordCount {
         return Short.parseShort(System.getenv().getOrDefault("WORDCOUNT_REPLICATION_FACTOR", "1"));
     }
 
+    /**
+     * The application's own client properties (security.protocol, sasl.*, ssl.*…) from the file
+     * WORDCOUNT_APP_PROPERTIES names, if any: the secured run gives them; input and verification
+     * stay on the admin listener.
+     */
+    static Properties appProperties() {
+        Properties props = new Properties();
+        String path = System.getenv("WORDCOUNT_APP_PROPERTIES");
+        if (path != null && !path.isEmpty()) {
+            try (java.io.FileReader reader = new java.io.FileReader(path)) {
+                props.load(reader);
+            } catch (java.io.IOException error) {
+                throw new java.io.UncheckedIOException(error);
+            }
+        }
+        return props;
+    }
+
     static void produce(String bootstrap, String topic, String output, int count)
             throws Exception {
         Properties adminProps = new Properties();
@@ -129,6 +147,7 @@ public class WordCount {
         // A killed instance's members leave the group when their session ends: keep it short.
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1500);
+        props.putAll(appProperties());
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.setUncaughtExceptionHandler(error -> {
             System.err.println("stream thread failed: " + error);

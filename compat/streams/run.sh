@@ -4,6 +4,9 @@
 # random points and restarted, then the read_committed output must be exact (every word's
 # counts 1, 2, ... n — no lost and no duplicated update).
 # Usage: compat/streams/run.sh HOST:PORT [LINES] [KILLS]     Prints "kafka streams: exact" on success.
+# The application alone can connect elsewhere: APP_BOOTSTRAP (default HOST:PORT) with the client
+# properties of the file APP_PROPERTIES (security); WORDCOUNT_RUN names the run (the prefix of
+# its topics, application id, group and transactional ids).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${WEIR_CACHE:-$HOME/.cache/weir}
@@ -30,15 +33,16 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-run=wc$$-$RANDOM
+run=${WORDCOUNT_RUN:-wc$$-$RANDOM}
+app_bootstrap=${APP_BOOTSTRAP:-$bootstrap}
 java_opts=(-Xmx256m -Dorg.slf4j.simpleLogger.defaultLogLevel=error -cp "$libs/*:$classes")
 java_run() { java "${java_opts[@]}" WordCount "$@"; }
 
 java_run produce "$bootstrap" "$run-input" "$run-output" "$lines"
 start_app() {
   # java itself in the background (not a subshell), so that kill -9 hits the application.
-  java "${java_opts[@]}" WordCount app "$bootstrap" "$run-app" "$work/state" "$run-input" \
-    "$run-output" >> "$work/app.log" 2>&1 &
+  WORDCOUNT_APP_PROPERTIES=${APP_PROPERTIES:-} java "${java_opts[@]}" WordCount app \
+    "$app_bootstrap" "$run-app" "$work/state" "$run-input" "$run-output" >> "$work/app.log" 2>&1 &
   app_pid=$!
 }
 words=$((lines * 5))
