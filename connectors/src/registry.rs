@@ -41,6 +41,11 @@ mod connectors {
         fn served(&self) -> Option<&HttpSourceConfig> {
             None
         }
+        /// Whether what the source reads from answers within `timeout` (blocking: call it from
+        /// a blocking context).
+        fn reach(&self, _timeout: Duration) -> Result<(), Unreachable> {
+            Ok(())
+        }
     }
 
     /// What a sink writes, for its constructor.
@@ -51,10 +56,11 @@ mod connectors {
         pub topic: &'a str,
     }
 
-    /// A sink's destination did not answer (`pipeline validate` without `--offline`).
+    /// A source's origin or a sink's destination did not answer (`pipeline validate` without
+    /// `--offline`).
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub struct Unreachable {
-        /// The config field to point at (`url`, `path`).
+        /// The config field to point at (`url`, `path`, `bootstrap`).
         pub field: &'static str,
         pub message: String,
         pub hint: Option<String>,

@@ -139,6 +139,12 @@ impl crate::registry::SourceConnector for KafkaSourceConfig {
         self.format
     }
 
+    /// The far cluster, with the reason it cannot be used (a refused login, an untrusted
+    /// certificate, no Describe on the topic…).
+    fn reach(&self, timeout: std::time::Duration) -> Result<(), crate::registry::Unreachable> {
+        far_cluster(&self.client(), &self.bootstrap, &self.topic, timeout)
+    }
+
     fn open(&self) -> Result<Box<dyn crate::source::Source>, crate::ConnectorError> {
         Ok(Box::new(super::KafkaSource::new(self.clone())?))
     }
@@ -166,14 +172,24 @@ impl crate::registry::SinkConnector for KafkaSinkConfig {
         timeout: std::time::Duration,
     ) -> Result<(), crate::registry::Unreachable> {
         let client = self.client();
-        let reached = tokio::task::block_in_place(|| client.reach_for(&[&self.topic], timeout));
-        reached.map_err(|unreached| crate::registry::Unreachable {
+        tokio::task::block_in_place(|| far_cluster(&client, &self.bootstrap, &self.topic, timeout))
+    }
+}
+
+/// Whether the cluster at `bootstrap` can be used for `topic`, as a problem of the connector's
+/// `bootstrap` field.
+#[cfg(feature = "runtime")]
+fn far_cluster(
+    client: &ClientSettings,
+    bootstrap: &str,
+    topic: &str,
+    timeout: std::time::Duration,
+) -> Result<(), crate::registry::Unreachable> {
+    client
+        .reach_for(&[topic], timeout)
+        .map_err(|unreached| crate::registry::Unreachable {
             field: "bootstrap",
-            message: format!(
-                "cluster {} cannot be used: {}",
-                self.bootstrap, unreached.message
-            ),
+            message: format!("cluster {bootstrap} cannot be used: {}", unreached.message),
             hint: unreached.hint,
         })
-    }
 }

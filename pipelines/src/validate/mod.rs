@@ -194,6 +194,14 @@ async fn reachability_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
             ));
         }
     }
+    let source = config.source.connector();
+    if let Err(unreachable) = tokio::task::block_in_place(|| source.reach(REACH_TIMEOUT)) {
+        problems.push(pipeline.diagnostic(
+            &format!("source.{}", unreachable.field),
+            unreachable.message,
+            unreachable.hint,
+        ));
+    }
     for (index, sink) in config.sinks.iter().enumerate() {
         if let Err(unreachable) = sink.connector().reach(REACH_TIMEOUT).await {
             problems.push(pipeline.diagnostic(

@@ -303,3 +303,32 @@ async fn every_problem_of_a_file_is_reported_at_its_own_field() {
     let count = found.lines().filter(|l| l.starts_with("DIR/")).count();
     assert_eq!(count, 4, "four problems, each once:\n{found}");
 }
+
+/// A kafka source's far cluster is checked too: nothing listening there is reported at the
+/// source's `bootstrap`, with the hint, unless offline.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_kafka_source_is_reported_at_its_bootstrap() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = closed.local_addr().unwrap();
+    drop(closed);
+    let text = GOOD.replace(
+        "  kind: file\n  paths: [/var/log/nginx/access.log*]\n",
+        &format!("  kind: kafka\n  bootstrap: \"{address}\"\n  topic: web-logs\n"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let pipelines = load(&write(&dir, "p.yaml", &text)).unwrap();
+    assert!(validate(&pipelines, true).await.is_empty());
+    let found: Vec<String> = validate(&pipelines, false)
+        .await
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains(&format!(
+            "p.yaml:4:14: source.bootstrap: cluster {address} cannot be used: nothing accepts connections"
+        )),
+        "{found:?}"
+    );
+    assert!(found[0].contains("hint: "), "{found:?}");
+}
