@@ -198,20 +198,26 @@ async fn several_pipelines_in_a_file_and_a_directory() {
     );
 }
 
+/// The problems of pipeline file `p.yaml` holding `text` when validated online (it must have
+/// none offline).
+async fn online_problems(text: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let pipelines = load(&write(&dir, "p.yaml", text)).unwrap();
+    assert!(validate(&pipelines, true).await.is_empty());
+    validate(&pipelines, false)
+        .await
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn unreachable_databases_are_reported_unless_offline() {
     let text = GOOD.replace(
         "  - kind: parquet\n    path: /tmp/warehouse\n",
         "  - kind: postgres\n    url: \"postgres://weir@127.0.0.1:1/db\"\n    table: requests\n",
     );
-    let dir = tempfile::tempdir().unwrap();
-    let pipelines = load(&write(&dir, "p.yaml", &text)).unwrap();
-    assert!(validate(&pipelines, true).await.is_empty());
-    let found: Vec<String> = validate(&pipelines, false)
-        .await
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let found = online_problems(&text).await;
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(
         found[0].contains("p.yaml:11:10: sinks[0].url: PostgreSQL does not answer"),
@@ -315,14 +321,7 @@ async fn an_unreachable_kafka_source_is_reported_at_its_bootstrap() {
         "  kind: file\n  paths: [/var/log/nginx/access.log*]\n",
         &format!("  kind: kafka\n  bootstrap: \"{address}\"\n  topic: web-logs\n"),
     );
-    let dir = tempfile::tempdir().unwrap();
-    let pipelines = load(&write(&dir, "p.yaml", &text)).unwrap();
-    assert!(validate(&pipelines, true).await.is_empty());
-    let found: Vec<String> = validate(&pipelines, false)
-        .await
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let found = online_problems(&text).await;
     assert_eq!(found.len(), 1, "{found:?}");
     assert!(
         found[0].contains(&format!(
