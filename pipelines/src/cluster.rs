@@ -99,7 +99,9 @@ pub async fn ensure_topics(
         match result {
             Ok(topic) => tracing::info!(pipeline = %name, %topic, "topic created"),
             Err((topic, RDKafkaErrorCode::TopicAlreadyExists)) => {
-                if let Some(spec) = specs.iter().find(|spec| spec.name == topic) {
+                // (a topic of one partition can have no fewer: no metadata request for it)
+                let spec = specs.iter().find(|spec| spec.name == topic && spec.partitions > 1);
+                if let Some(spec) = spec {
                     // A metadata request blocks; runs are on the multi-threaded runtime.
                     tokio::task::block_in_place(|| warn_if_fewer_partitions(name, &admin, spec));
                 }

@@ -42,29 +42,10 @@ echo "- $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -r
 echo "- Kafka $(grep -o '<kafka.version>[^<]*' "$root/compat/kafka/pom.xml" | cut -d'>' -f2): JVM heap 512 MiB; Weir: log.flush.on.ack=false (OS flushing, as Kafka)"
 echo
 
-broker=
-start() { # target
-  rm -rf "$data/broker"; sync; sleep 1
-  if [ "$1" = kafka ]; then
-    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" KAFKA_EXTRA_LISTENERS="SSL://127.0.0.1:$ssl_port" \
-      KAFKA_EXTRA_PROPERTIES="$tls/kafka.properties" "$root/compat/kafka/start.sh" > /dev/null
-    broker=$(cat "$data/broker/kafka.pid")
-  else
-    "$weir" broker --metrics-listen off --data-dir "$data/broker" \
-      --set "listeners=PLAINTEXT://127.0.0.1:$port,SSL://127.0.0.1:$ssl_port" \
-      --set "ssl.keystore.location=$tls/broker.pem" --set log.flush.on.ack=false \
-      > "$data/broker.log" 2>&1 &
-    broker=$!
-    for _ in $(seq 1 1000); do grep -q "weir broker ready" "$data/broker.log" && break; sleep 0.01; done
-  fi
-}
-stop() { # target
-  if [ "$1" = kafka ]; then
-    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/stop.sh"
-  else
-    kill -TERM "$broker"; wait "$broker" || true
-  fi
-}
+# shellcheck source=../lib/bench_broker.sh
+source "$root/scripts/lib/bench_broker.sh"
+bench_extra_listeners=SSL://127.0.0.1:$ssl_port
+bench_kafka_properties=$tls/kafka.properties
 trap 'kill $broker 2>/dev/null || true' EXIT
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$broker/stat"; }
 produce_rate() { grep -o '[0-9]* msgs/s and [0-9.]* MB/s' | tail -1 | cut -d' ' -f1; }
@@ -73,6 +54,7 @@ median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[in
 
 declare -A produce consume cpu
 for target in weir kafka; do
+  # (bench_broker_start reads $target)
   for size in 100 1024; do
     count=$small_count
     [ "$size" -eq 1024 ] && count=$large_count
@@ -85,7 +67,7 @@ for target in weir kafka; do
       fi
       key=$target/$size/$protocol
       for run in $(seq 1 "$runs"); do
-        start "$target"
+        bench_broker_start --set "ssl.keystore.location=$tls/broker.pem" --set log.flush.on.ack=false
         topic=bench-tls-$run
         "$perf" -P -t "$topic" -p 0 -b "$address" "${security[@]}" -s "$size" -c "$count" -a 1 \
           -X linger.ms=5 -q > "$data/produce.txt" 2>&1
@@ -94,7 +76,7 @@ for target in weir kafka; do
         produce[$key]="${produce[$key]:-} $(produce_rate < "$data/produce.txt")"
         consume[$key]="${consume[$key]:-} $(consume_rate < "$data/consume.txt")"
         cpu[$key]="${cpu[$key]:-} $(cpu_seconds)"
-        stop "$target"
+        bench_broker_stop
       done
     done
   done

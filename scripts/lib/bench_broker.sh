@@ -1,6 +1,8 @@
 # The one broker a benchmark measures, Weir or the reference Apache Kafka, each time on a fresh
 # data directory (sourced). Needs $root (the clone), $weir (the binary), $data (scratch),
-# $bootstrap and $port (its listener) and $target (weir or kafka).
+# $bootstrap and $port (its listener) and $target (weir or kafka). Other listeners beside it:
+# $bench_extra_listeners ("SSL://127.0.0.1:PORT,…", both brokers) with $bench_kafka_properties
+# (a file of Kafka properties for them; Weir takes its own as WEIR ARGs).
 #   bench_broker_start [WEIR ARG…]   start it (extra arguments go to `weir broker`); sets $broker,
 #                                    and $bench_broker_started_ns when the start began (after
 #                                    the data directory was cleared)
@@ -13,10 +15,15 @@ bench_broker_start() {
   rm -rf "$data/broker"; mkdir -p "$data"; sync; sleep 1
   bench_broker_started_ns=$(date +%s%N)
   if [ "$target" = kafka ]; then
-    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/start.sh" > /dev/null
+    KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" KAFKA_EXTRA_LISTENERS=${bench_extra_listeners:-} \
+      KAFKA_EXTRA_PROPERTIES=${bench_kafka_properties:-} "$root/compat/kafka/start.sh" > /dev/null
     broker=$(cat "$data/broker/kafka.pid")
   else
-    "$weir" broker --listen "$bootstrap" --metrics-listen off --data-dir "$data/broker" "$@" \
+    local listen=(--listen "$bootstrap")
+    if [ -n "${bench_extra_listeners:-}" ]; then
+      listen=(--set "listeners=PLAINTEXT://$bootstrap,$bench_extra_listeners")
+    fi
+    "$weir" broker "${listen[@]}" --metrics-listen off --data-dir "$data/broker" "$@" \
       > "$data/broker.log" 2>&1 &
     broker=$!
     for _ in $(seq 1 1000); do grep -q "weir broker ready" "$data/broker.log" && break; sleep 0.01; done
