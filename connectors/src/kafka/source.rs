@@ -20,6 +20,11 @@ pub struct KafkaSource {
     /// The next offset of every partition read from.
     next: BTreeMap<i32, i64>,
     moved: BTreeSet<i32>,
+    /// How many partitions are assigned (0 before the assignment).
+    partitions: usize,
+    /// The partitions whose end (the last stable offset: read_committed) was reached and that
+    /// have had no record since. librdkafka says so once per arrival (`enable.partition.eof`).
+    at_end: BTreeSet<i32>,
     /// The last poll found nothing.
     idle: bool,
 }
@@ -51,6 +56,7 @@ impl KafkaSource {
                 ("auto.offset.reset", start_at),
                 ("isolation.level", "read_committed"),
                 ("fetch.queue.backoff.ms", "20"),
+                ("enable.partition.eof", "true"),
             ])
             .create()
             .map_err(kafka_error("creating the consumer", &config.topic))?;
@@ -61,6 +67,8 @@ impl KafkaSource {
             restored: HashMap::new(),
             next: BTreeMap::new(),
             moved: BTreeSet::new(),
+            partitions: 0,
+            at_end: BTreeSet::new(),
             idle: false,
         })
     }
@@ -83,6 +91,8 @@ impl KafkaSource {
             )));
         }
         let mut assignment = TopicPartitionList::new();
+        self.partitions = partitions.len();
+        self.at_end.clear();
         for partition in partitions {
             let offset = match (self.restored.get(&partition), self.config.start_at) {
                 (Some(next), _) => Offset::Offset(*next),
@@ -147,7 +157,15 @@ impl Source for KafkaSource {
             }) else {
                 break;
             };
-            let message = result.map_err(kafka_error("consuming", &self.config.topic))?;
+            let message = match result {
+                Ok(message) => message,
+                Err(rdkafka::error::KafkaError::PartitionEOF(partition)) => {
+                    self.at_end.insert(partition);
+                    continue;
+                }
+                Err(error) => return Err(kafka_error("consuming", &self.config.topic)(error)),
+            };
+            self.at_end.remove(&message.partition());
             let headers = message
                 .headers()
                 .map(|headers| {
@@ -173,8 +191,10 @@ impl Source for KafkaSource {
         Ok(())
     }
 
+    /// Every partition's end was reached and the last poll found nothing: an idle poll alone
+    /// is not enough, since the first polls come before the connection and the first fetch.
     fn caught_up(&self) -> bool {
-        self.idle
+        self.idle && self.partitions > 0 && self.at_end.len() >= self.partitions
     }
 
     fn committed(&mut self) {
