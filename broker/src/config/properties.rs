@@ -185,6 +185,8 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     // TLS of SSL listeners (PEM only), also per listener as listener.name.<name>.ssl.*.
     prop_choice("ssl.keystore.type", "PEM", &["PEM"]),
     prop_unset("ssl.keystore.location", ConfigType::String),
+    // Weir's: the private key in a file of its own (ssl.keystore.location then the chain only).
+    prop_unset("ssl.keystore.key.location", ConfigType::String),
     prop_unset("ssl.keystore.certificate.chain", ConfigType::Password),
     prop_unset("ssl.keystore.key", ConfigType::Password),
     prop_unset("ssl.key.password", ConfigType::Password),

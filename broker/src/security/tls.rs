@@ -1,6 +1,8 @@
 //! TLS on SSL listeners, with rustls (ring provider) and PEM files, by Kafka's properties:
-//! `ssl.keystore.location` (certificate chain and private key in one PEM file) or the inline
-//! `ssl.keystore.certificate.chain` + `ssl.keystore.key`; `ssl.truststore.location` or
+//! `ssl.keystore.location` (certificate chain and private key in one PEM file), Weir's
+//! `ssl.keystore.key.location` beside it (the key in a file of its own, as a Kubernetes TLS
+//! Secret mounts `tls.crt` and `tls.key`: `ssl.keystore.location` then holds the chain only),
+//! or the inline `ssl.keystore.certificate.chain` + `ssl.keystore.key`; `ssl.truststore.location` or
 //! `ssl.truststore.certificates` (the CAs client certificates must chain to);
 //! `ssl.client.auth=none|requested|required`; `ssl.enabled.protocols` (TLSv1.2, TLSv1.3).
 //! Each may be given for one listener as `listener.name.<listener>.<property>`.
@@ -73,6 +75,14 @@ impl PemSource {
         }
     }
 
+    /// The property that names this source when it holds the private key.
+    fn key_property(&self) -> &'static str {
+        match self {
+            PemSource::File(_) => "ssl.keystore.key.location",
+            PemSource::Inline(_) => "ssl.keystore.key",
+        }
+    }
+
     fn modified(&self) -> Option<SystemTime> {
         match self {
             PemSource::File(path) => std::fs::metadata(path).and_then(|m| m.modified()).ok(),
@@ -117,18 +127,23 @@ impl TlsSettings {
         let (keystore, key) =
             match (
                 get("ssl.keystore.location"),
+                get("ssl.keystore.key.location"),
                 get("ssl.keystore.certificate.chain"),
                 get("ssl.keystore.key"),
             ) {
-                (Some(path), None, None) => (PemSource::File(PathBuf::from(path)), None),
-                (None, Some(chain), Some(key)) => {
+                (Some(path), key_path, None, None) => (
+                    PemSource::File(PathBuf::from(path)),
+                    key_path.map(|key_path| PemSource::File(PathBuf::from(key_path))),
+                ),
+                (None, None, Some(chain), Some(key)) => {
                     (PemSource::Inline(chain), Some(PemSource::Inline(key)))
                 }
                 _ => return Err(bad(
                     "ssl.keystore.location",
                     "",
                     "an SSL listener needs ssl.keystore.location (a PEM file with the certificate \
-                     chain and the private key), or ssl.keystore.certificate.chain with \
+                     chain and the private key, or the chain only with the key in \
+                     ssl.keystore.key.location), or ssl.keystore.certificate.chain with \
                      ssl.keystore.key",
                 )),
             };
@@ -204,7 +219,7 @@ impl TlsSettings {
     pub(crate) fn identity_pem(&self) -> Result<(String, String), ConfigError> {
         let chain = self.read_text(&self.keystore, "ssl.keystore.location")?;
         let key = match &self.key {
-            Some(key) => self.read_text(key, "ssl.keystore.key")?,
+            Some(key) => self.read_text(key, key.key_property())?,
             None => chain.clone(),
         };
         Ok((chain, key))
@@ -240,7 +255,7 @@ impl TlsSettings {
             .read()
             .map_err(|e| bad("ssl.keystore.location", e))?;
         let key_pem = match &self.key {
-            Some(key) => key.read().map_err(|e| bad("ssl.keystore.key", e))?,
+            Some(key) => key.read().map_err(|e| bad(key.key_property(), e))?,
             None => keystore.clone(),
         };
         let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&keystore)
@@ -252,9 +267,13 @@ impl TlsSettings {
                 "no CERTIFICATE in the PEM".into(),
             ));
         }
+        let key_property = self
+            .key
+            .as_ref()
+            .map_or("ssl.keystore.location", PemSource::key_property);
         let key = PrivateKeyDer::from_pem_slice(&key_pem).map_err(|e| {
             bad(
-                "ssl.keystore.key",
+                key_property,
                 format!("no unencrypted private key in the PEM: {e}"),
             )
         })?;

@@ -290,6 +290,64 @@ async fn certificates_replaced_on_disk_are_served_without_a_restart() {
     broker.shutdown().await.unwrap();
 }
 
+/// Writes a Secret as the kubelet mounts one: the files in a timestamped directory, `..data`
+/// pointing at it and each key a link through `..data`; a later call swaps `..data` at once.
+fn mount_secret(dir: &Path, generation: u32, files: &[(&str, &str)]) {
+    let version = format!("..{generation}");
+    std::fs::create_dir_all(dir.join(&version)).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(&version).join(name), text).unwrap();
+        let link = dir.join(name);
+        if link.symlink_metadata().is_err() {
+            std::os::unix::fs::symlink(Path::new("..data").join(name), &link).unwrap();
+        }
+    }
+    let staged = dir.join("..data_tmp");
+    std::os::unix::fs::symlink(&version, &staged).unwrap();
+    std::fs::rename(&staged, dir.join("..data")).unwrap();
+}
+
+/// A Kubernetes TLS Secret (cert-manager's `tls.crt` and `tls.key`, separate files) with Weir's
+/// `ssl.keystore.key.location`; the kubelet's swap of the mounted files to a new certificate is
+/// followed without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubernetes_tls_secret_is_served_and_its_rotation_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    let (first, second) = (Authority::new("First CA"), Authority::new("Second CA"));
+    let (first_ca, second_ca) = (dir.path().join("first.pem"), dir.path().join("second.pem"));
+    first.write_ca(&first_ca);
+    second.write_ca(&second_ca);
+    let mount = |generation: u32, authority: &Authority| {
+        let (certificate, key) = authority.issue("weir-broker", &["localhost"], false);
+        mount_secret(
+            &secret,
+            generation,
+            &[("tls.crt", &certificate), ("tls.key", &key)],
+        );
+    };
+    mount(1, &first);
+    let (chain, key) = (secret.join("tls.crt"), secret.join("tls.key"));
+    let (chain, key) = (chain.to_str().unwrap(), key.to_str().unwrap());
+    let extra = [
+        ("ssl.keystore.location", chain),
+        ("ssl.keystore.key.location", key),
+    ];
+    let (broker, ssl) = ssl_broker(dir.path(), &secret, None, &extra).await;
+    assert!(reaches(&tls_client(ssl, &first_ca, None)));
+    mount(2, &second);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !reaches(&tls_client(ssl, &second_ca, None)) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the rotated certificate was never served"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(!reaches(&tls_client(ssl, &first_ca, None)));
+    broker.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_certificate_no_principal_mapping_rule_names_is_refused() {
     let dir = tempfile::tempdir().unwrap();
