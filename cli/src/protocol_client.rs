@@ -19,14 +19,16 @@ pub(crate) const GROUP_KEY: i8 = 0;
 pub(crate) const TRANSACTION_KEY: i8 = 1;
 
 /// A connection to the first bootstrap broker, secured as the `-X` properties say.
+/// A connection to the first bootstrap broker that answers, tried in the order given.
 pub(crate) async fn connect(connect: &ConnectArgs) -> anyhow::Result<ProtocolClient> {
-    let first = connect
-        .bootstrap
-        .split(',')
-        .next()
-        .unwrap_or_default()
-        .trim();
-    connect_at(connect, first).await
+    let mut failures = Vec::new();
+    for address in connect.bootstrap.split(',').map(str::trim) {
+        match connect_at(connect, address).await {
+            Ok(client) => return Ok(client),
+            Err(error) => failures.push(format!("{address}: {error:#}")),
+        }
+    }
+    bail!("no bootstrap broker answered: {}", failures.join("; "))
 }
 
 /// A connection to the broker at `address`, secured as the `-X` properties say.
