@@ -96,6 +96,62 @@ pipelines_render() {
     && ! grep -q 'kind: Deployment' <<< "$default"
 }
 
+# Security off (default): every listener PLAINTEXT, no TLS volume, no Job. On (secured values):
+# CLIENT SASL_SSL, INTERNAL and CONTROLLER mutual TLS with the Secret's files (the key beside
+# the chain), the brokers' certificate a super user, the Job as a post-install/upgrade hook,
+# the pipeline's bootstrap on the secured listener with its user and only the CA mounted.
+security_render() {
+  local plain secured
+  plain=$(render) || return 1
+  secured=$(render -f "$here/ci/secured-values.yaml") || return 1
+  grep -q -- '--set=listener.security.protocol.map=CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT$' <<< "$plain" \
+    && ! grep -q 'kind: Job' <<< "$plain" && ! grep -q 'ssl\.' <<< "$plain" \
+    && grep -q -- '--set=listener.security.protocol.map=CLIENT:SASL_SSL,INTERNAL:SSL,CONTROLLER:SSL$' <<< "$secured" \
+    && grep -q -- '--set=inter.broker.listener.name=INTERNAL$' <<< "$secured" \
+    && grep -q 'ssl.keystore.location: "/etc/weir/tls/tls.crt"' <<< "$secured" \
+    && grep -q 'ssl.keystore.key.location: "/etc/weir/tls/tls.key"' <<< "$secured" \
+    && grep -q 'listener.name.internal.ssl.client.auth: "required"' <<< "$secured" \
+    && grep -q 'listener.name.controller.ssl.client.auth: "required"' <<< "$secured" \
+    && grep -q 'super.users: "User:weir-broker;User:admin"' <<< "$secured" \
+    && grep -q 'helm.sh/hook: post-install,post-upgrade' <<< "$secured" \
+    && grep -q "weir acl create --principal 'User:web' --operation All --transactional-id 'weir-pipeline-web-' --pattern-type prefixed" <<< "$secured" \
+    && grep -q '    security.protocol: SASL_SSL$' <<< "$secured" \
+    && grep -q '    sasl.username: web$' <<< "$secured" \
+    && grep -q 'name: WEIR_SASL_PASSWORD' <<< "$secured" \
+    && grep -q -- '- { key: ca.crt, path: ca.crt }\|key: ca.crt' <<< "$secured"
+}
+
+# Security values that cannot work are refused with the reason (schema or the chart's check).
+security_refuses_bad_values() {
+  local bad out
+  for bad in "security.sasl.enabled=true" "security.authorization.enabled=true" \
+    "security.tls.enabled=true"; do
+    if render --set "$bad" > /dev/null 2>&1; then
+      echo "the chart accepted $bad" >&2
+      return 1
+    fi
+  done
+  out=$(render -f "$here/ci/secured-values.yaml" --set 'pipelines[0].user=nobody' 2>&1) && return 1
+  grep -q 'user nobody is not one of security.users' <<< "$out" || { echo "$out" >&2; return 1; }
+  out=$(render -f "$here/ci/secured-values.yaml" --set 'pipelines[0].user=' 2>&1) && return 1
+  grep -q 'needs a user' <<< "$out" || { echo "$out" >&2; return 1; }
+  local web='{"name":"web","passwordSecret":{"name":"s","key":"k"}}'
+  local acl='"principal":"User:x","operations":["Read"]'
+  render -f "$here/ci/secured-values.yaml" \
+    --set-json "security.authorization.acls=[{$acl,\"resourceType\":\"topic\",\"resourceName\":\"t\"}]" \
+    > /dev/null || return 1
+  for bad in 'security.sasl.mechanism="PLAIN"' 'security.authorization.superUsers=["admin"]' \
+    "security.authorization.acls=[{$acl,\"resourceType\":\"topic\"}]" \
+    "security.authorization.acls=[{$acl,\"resourceType\":\"cluster\",\"resourceName\":\"c\"}]" \
+    "security.authorization.acls=[{$acl,\"resourceType\":\"topic\",\"resourceName\":\"it's\"}]" \
+    "security.users=[$web,{\"name\":\"a b\",\"passwordSecret\":{\"name\":\"s\",\"key\":\"k\"}}]"; do
+    if render -f "$here/ci/secured-values.yaml" --set-json "$bad" > /dev/null 2>&1; then
+      echo "the schema accepted $bad" >&2
+      return 1
+    fi
+  done
+}
+
 schema_refuses_bad_values() {
   local bad
   for bad in broker.replicas=0 broker.antiAffinity=maybe broker.ports.kafka=70000 broker.unknown=1 \
@@ -122,7 +178,8 @@ schema_refuses_bad_values() {
 # a Prometheus Operator resource: kubernetes-validate has no schema for it and only warns).
 valid_for_kubernetes() {
   local values
-  for values in "" "$here/ci/non-default-values.yaml" "$here/ci/pipeline-values.yaml"; do
+  for values in "" "$here/ci/non-default-values.yaml" "$here/ci/pipeline-values.yaml" \
+    "$here/ci/secured-values.yaml"; do
     render ${values:+-f "$values"} > "$scratch_dir/rendered.yaml" || return 1
     "$venv_bin/kubernetes-validate" --strict --quiet --kubernetes-version 1.31.0 \
       "$scratch_dir/rendered.yaml" || return 1
@@ -131,7 +188,8 @@ valid_for_kubernetes() {
 
 yaml_is_tidy() {
   "$venv_bin/yamllint" --strict -c "$here/ci/yamllint.yaml" "$chart/Chart.yaml" \
-    "$chart/values.yaml" "$here/ci/non-default-values.yaml" "$here/ci/pipeline-values.yaml"
+    "$chart/values.yaml" "$here/ci/non-default-values.yaml" "$here/ci/pipeline-values.yaml" \
+    "$here/ci/secured-values.yaml"
 }
 
 # The rendered StatefulSet's pods, run as processes: default values (three voters) and the
@@ -149,6 +207,13 @@ pipeline_pods_run() {
     "$here/ci/pipeline-values.yaml" --pipelines
 }
 
+# The secured values' pods: TLS on every listener, SCRAM, ACLs, the security Job run twice,
+# refusals checked, and the pipeline (its user holding only its ACLs) delivering exactly once.
+secured_pods_run() {
+  "$venv_bin/python" "$here/simulate_pods.py" "$helm" "$chart" "$weir" \
+    "$here/ci/secured-values.yaml" --pipelines
+}
+
 scratch_dir=$(mktemp -d)
 trap 'rm -rf "$scratch_dir"' EXIT
 record lints_strict
@@ -160,5 +225,8 @@ record schema_refuses_bad_values
 record pods_form_a_cluster
 record pipelines_render
 record pipeline_pods_run
+record security_render
+record security_refuses_bad_values
+record secured_pods_run
 echo "helm: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -16,6 +16,13 @@ probe, lines are POSTed to every copy of an http source (as its Service would sp
 each sink must get every line exactly once — a stdout sink split between the copies by
 partition, a kafka sink (one writer) on the topic its ${VAR} names.
 
+With values that turn `security` on (TLS, SCRAM, ACLs), the Secrets the chart names are made
+here (a CA and the brokers' certificate with openssl, the users' passwords), the security Job's
+script runs once the brokers are ready — and again, changing nothing — and the client checks
+log in as the super user `admin`; then what must be refused is: a PLAINTEXT client, a wrong
+password, a client without a certificate on the INTERNAL listener, and the pipeline's user
+creating a topic or reading one no ACL gives it.
+
 Usage: python simulate_pods.py HELM CHART WEIR [VALUES [--pipelines]]   (root: network namespaces)
 """
 
@@ -34,8 +41,11 @@ import yaml
 
 NAMESPACE = "streams"
 RELEASE = "demo"
-# The Secrets the pipelines' env names (helm/ci/pipeline-values.yaml): name → key → value.
-SECRETS = {"web-output": {"topic": "web-copied"}}
+# The Secrets the values name: name → key → value (the TLS Secret is added by make_tls_secret).
+SECRETS = {
+    "web-output": {"topic": "web-copied"},
+    "weir-users": {"admin": "admin-secret", "web": "web-secret"},
+}
 LINES = 2000
 
 
@@ -130,24 +140,36 @@ def pod_command(workload, configmaps, weir, pod_name, ordinal, root):
     container = spec["containers"][0]
     env = field_env(container, pod_name, ordinal)
     volumes = {v["name"]: v for v in spec.get("volumes", [])}
-    mounts = {}
+    mounts = {mount["mountPath"]: os.path.join(root, mount["name"])
+              for mount in container.get("volumeMounts", [])}
+
+    def moved(text):
+        # Longest mount paths first: /etc/weir/tls before /etc/weir.
+        for mount_path in sorted(mounts, key=len, reverse=True):
+            text = text.replace(mount_path, mounts[mount_path])
+        return text
+
     for mount in container.get("volumeMounts", []):
-        local = os.path.join(root, mount["name"])
+        local = mounts[mount["mountPath"]]
         os.makedirs(local, exist_ok=True)
         volume = volumes.get(mount["name"], {})
         if "configMap" in volume:
-            data = configmaps[volume["configMap"]["name"]]["data"]
-            for key, text in data.items():
-                with open(os.path.join(local, key), "w") as out:
-                    out.write(text)
-        mounts[mount["mountPath"]] = local
-    args = []
-    for arg in container["command"][1:] + container["args"]:
-        arg = expand(arg, env)
-        for mount_path, local in mounts.items():
-            arg = arg.replace(mount_path, local)
-        args.append(arg)
-    assert container["command"][0] == "weir", container["command"]
+            files = configmaps[volume["configMap"]["name"]]["data"]
+        elif "secret" in volume:
+            data = SECRETS[volume["secret"]["secretName"]]
+            items = volume["secret"].get("items") or [{"key": k, "path": k} for k in data]
+            files = {item["path"]: data[item["key"]] for item in items}
+        else:
+            files = {}
+        for path, text in files.items():
+            with open(os.path.join(local, path), "w") as out:
+                out.write(moved(text))
+    command = container["command"]
+    assert command[0] in ("weir", "sh"), command
+    args = [moved(expand(arg, env)) for arg in command[1:] + container.get("args", [])]
+    if command[0] == "sh":
+        env["PATH"] = f"{os.path.dirname(os.path.abspath(weir))}:{os.environ['PATH']}"
+        return ["sh"] + args, container, env
     return [weir] + args, container, env
 
 
@@ -184,6 +206,99 @@ def check_dashboard(chart, endpoints, pipelines):
         time.sleep(1)
     print(f"pods: the dashboard's {len(queried)} {'pipeline' if pipelines else 'broker'} "
           f"metrics are all exported", file=sys.stderr)
+
+
+class Client:
+    """`weir` client commands inside the pods' network (namespace 0) through the client
+    Service, secured as the brokers' CLIENT listener asks: TLS trusting the CA, SCRAM as a
+    user of SECRETS (the super user `admin` unless told)."""
+
+    def __init__(self, network, weir, bootstrap, protocol, mechanism, ca):
+        self.prefix = ["ip", "netns", "exec", network.namespace(0), weir]
+        self.bootstrap, self.protocol, self.mechanism, self.ca = bootstrap, protocol, mechanism, ca
+
+    def login(self, user, password):
+        if self.protocol == "PLAINTEXT":
+            return []
+        args = ["-X", f"security.protocol={self.protocol}", "-X", f"ssl.ca.location={self.ca}"]
+        if self.protocol == "SASL_SSL":
+            args += ["-X", f"sasl.mechanism={self.mechanism}", "-X", f"sasl.username={user}",
+                     "-X", f"sasl.password={password}"]
+        return args
+
+    def run(self, *args, user="admin", password=None, bootstrap=None, login=None, check=True,
+            input=None):
+        if login is None:
+            login = self.login(user, password or SECRETS["weir-users"].get(user, ""))
+        command = self.prefix + list(args) + ["-b", bootstrap or self.bootstrap] + login
+        result = subprocess.run(command, capture_output=True, text=True, input=input,
+                                timeout=120)
+        if check and result.returncode != 0:
+            raise SystemExit(f"pods: weir {' '.join(args)} failed:\n{result.stderr[-3000:]}")
+        return result
+
+
+def make_tls_secret(work, secret_name, common_name, names):
+    """The Secret a cert-manager Certificate would make: a CA, and a certificate for `names`
+    (server and client auth) with `common_name`, as tls.crt, tls.key and ca.crt."""
+    directory = os.path.join(work, "tls-secret")
+    os.makedirs(directory)
+    path = lambda name: os.path.join(directory, name)
+    with open(path("ext"), "w") as ext:
+        ext.write("subjectAltName=" + ",".join(f"DNS:{n}" for n in names) + "\n"
+                  "extendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n")
+    sh("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", path("ca.key"),
+       "-out", path("ca.crt"), "-days", "2", "-subj", "/CN=Weir simulation CA")
+    sh("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", path("tls.key"),
+       "-out", path("tls.csr"), "-subj", f"/CN={common_name}")
+    sh("openssl", "x509", "-req", "-in", path("tls.csr"), "-CA", path("ca.crt"), "-CAkey",
+       path("ca.key"), "-CAcreateserial", "-out", path("tls.crt"), "-days", "2", "-extfile",
+       path("ext"))
+    SECRETS[secret_name] = {}
+    for key in ("tls.crt", "tls.key", "ca.crt"):
+        with open(path(key)) as pem:
+            SECRETS[secret_name][key] = pem.read()
+    return path("ca.crt")
+
+
+def run_security_job(pods, job, runs=2):
+    """The security Job's pod, run `runs` times (an upgrade runs it again): each must succeed,
+    and the last lists the users and the ACLs."""
+    for run in range(runs):
+        pod = pods.start(job, f"{job['metadata']['name']}-sim-{run}", 0)
+        try:
+            pod.process.wait(timeout=job["spec"]["activeDeadlineSeconds"])
+        except subprocess.TimeoutExpired:
+            raise SystemExit(f"pods: the security Job did not end:\n{pods.log(pod)[-3000:]}")
+        if pod.process.returncode != 0:
+            raise SystemExit(f"pods: the security Job failed (run {run + 1}):\n"
+                             + pods.log(pod)[-3000:])
+    return pods.log(pod)
+
+
+def check_refusals(client, internal_address):
+    """What a secured cluster must refuse, each with the reason the broker gives."""
+    refusals = {
+        "a PLAINTEXT client": client.run("cluster", "info", login=[], check=False),
+        "a wrong password": client.run("cluster", "info", password="wrong", check=False),
+        "no client certificate on INTERNAL": client.run(
+            "cluster", "info", bootstrap=internal_address, check=False,
+            login=["-X", "security.protocol=ssl", "-X", f"ssl.ca.location={client.ca}"]),
+        "the pipeline's user creating a topic": client.run(
+            "topic", "create", "forbidden", user="web", check=False),
+    }
+    for what, result in refusals.items():
+        if result.returncode == 0:
+            raise SystemExit(f"pods: {what} was not refused:\n{result.stdout[-2000:]}")
+    created = refusals["the pipeline's user creating a topic"].stderr
+    assert "authoriz" in created.lower(), created
+    assert "authentication" in refusals["a wrong password"].stderr.lower(), \
+        refusals["a wrong password"].stderr
+    # Topics the user may not describe are left out of what it is told.
+    listed = client.run("topic", "list", user="web").stdout.split()
+    assert "pods" not in listed and "pods" in client.run("topic", "list").stdout.split(), listed
+    print(f"pods: refused as they must be: {', '.join(refusals)}; topic pods hidden from web",
+          file=sys.stderr)
 
 
 Pod = collections.namedtuple("Pod", "workload name index log_path container process")
@@ -248,7 +363,7 @@ def post(address, port, path, body):
         return response.status
 
 
-def check_pipelines(pods, pipeline_pods, deployments, client, bootstrap):
+def check_pipelines(pods, pipeline_pods, deployments, client):
     """Each pipeline pod ready; lines POSTed to every copy land once in each sink."""
     all_logs = lambda: "\n".join(f"--- {pod.name}:\n{pods.log(pod)[-2500:]}"
                                   for pod in pipeline_pods)
@@ -275,8 +390,7 @@ def check_pipelines(pods, pipeline_pods, deployments, client, bootstrap):
 
         def read_copied():
             # The sink creates the topic at its first commit.
-            read = subprocess.run([*client, "consume", "-b", bootstrap, topic, "--isolation",
-                                   "read_committed"], capture_output=True, text=True)
+            read = client.run("consume", topic, "--isolation", "read_committed", check=False)
             if read.returncode != 0:
                 return False
             out = read.stdout
@@ -317,10 +431,10 @@ def main():
     name = statefulset["metadata"]["name"]
     replicas = statefulset["spec"]["replicas"]
     headless = statefulset["spec"]["serviceName"]
-    # The pods' DNS domain, as the advertised listener names it: <pod>.<headless>.<ns>.svc.<cluster domain>.
+    # The pods' DNS domain, as the advertised listeners name it: <pod>.<headless>.<ns>.svc.<cluster domain>.
     advertised = next(a for a in statefulset["spec"]["template"]["spec"]["containers"][0]["args"]
-                      if a.startswith("--advertised-listener="))
-    domain = advertised.split("$(POD_NAME).", 1)[1].rsplit(":", 1)[0]
+                      if a.startswith("--set=advertised.listeners="))
+    domain = advertised.split("$(POD_NAME).", 1)[1].split(":", 1)[0]
     assert domain.startswith(f"{headless}.{NAMESPACE}.svc."), advertised
     cluster_domain = domain.split(".svc.", 1)[1]
     client_service = next(s for n, s in services.items() if n != headless)
@@ -332,10 +446,22 @@ def main():
     network = Network(pod_names + [pod for _, pod in pipeline_pods], {client_name: 0})
     work = tempfile.mkdtemp()
     pods = Pods(network, configmaps, weir, work)
+    container = statefulset["spec"]["template"]["spec"]["containers"][0]
+    protocols = dict(entry.split(":") for entry in next(
+        a for a in container["args"] if a.startswith("--set=listener.security.protocol.map=")
+    ).split("=", 2)[2].split(","))
+    broker_config = yaml.safe_load(configmaps[name]["data"]["broker.yaml"])
+    mechanism = broker_config.get("listener.name.client.sasl.enabled.mechanisms")
+    tls_volume = next((v for v in statefulset["spec"]["template"]["spec"]["volumes"]
+                       if v["name"] == "tls"), None)
+    ca = None
+    if tls_volume:
+        principal = broker_config["super.users"].split(";")[0]
+        ca = make_tls_secret(work, tls_volume["secret"]["secretName"],
+                             principal.split(":", 1)[1], [f"*.{domain}", client_name])
     try:
         brokers = [pods.start(statefulset, f"{name}-{ordinal}", ordinal)
                    for ordinal in range(replicas)]
-        container = brokers[0].container
         probe = container["readinessProbe"]["httpGet"]
         port = next(p["containerPort"] for p in container["ports"] if p["name"] == probe["port"])
         deadline = time.time() + 60
@@ -349,8 +475,14 @@ def main():
         print(f"pods: {replicas} ready", file=sys.stderr)
         kafka_port = next(p["port"] for p in client_service["spec"]["ports"] if p["name"] == "kafka")
         bootstrap = f"{client_name}:{kafka_port}"
-        client = ["ip", "netns", "exec", network.namespace(0), weir]
-        info = sh(*client, "cluster", "info", "-b", bootstrap).stdout
+        client = Client(network, weir, bootstrap, protocols["CLIENT"], mechanism, ca)
+        jobs = [o for (kind, _), o in objects.items() if kind == "Job"]
+        if jobs:
+            listed = run_security_job(pods, jobs[0])
+            assert "admin" in listed and "User:web" in listed, listed
+            print("pods: the security Job made the users and ACLs, and ran again unchanged",
+                  file=sys.stderr)
+        info = client.run("cluster", "info").stdout
         brokers = [line for line in info.split("brokers:")[1].splitlines() if line.startswith("  ")]
         assert len(brokers) == replicas, info
         assert all(domain in line for line in brokers), info
@@ -359,20 +491,22 @@ def main():
         assert voters + observers == replicas and voters % 2 == 1, info
         # On every broker: the group's coordinator exports weir_group_lag only for partitions
         # it hosts (checked with the dashboard below).
-        sh(*client, "topic", "create", "-b", bootstrap, "pods", "--partitions", "3",
-           "--replicas", str(replicas))
+        client.run("topic", "create", "pods", "--partitions", "3", "--replicas", str(replicas))
         lines = "".join(f"record-{i}\n" for i in range(100))
-        sh(*client, "produce", "-b", bootstrap, "pods", "--acks", "all", input=lines)
-        read = sh(*client, "consume", "-b", bootstrap, "pods", "--count", "100", "-g", "pods-reader"
-                  ).stdout.split()
+        client.run("produce", "pods", "--acks", "all", input=lines)
+        read = client.run("consume", "pods", "--count", "100", "-g", "pods-reader").stdout.split()
         assert sorted(read) == sorted(lines.split()), read[:5]
+        if "authorizer.class.name" in broker_config:
+            internal_port = next(p["containerPort"] for p in container["ports"]
+                                 if p["name"] == "internal")
+            check_refusals(client, f"{pod_names[0]}:{internal_port}")
         check_dashboard(chart, [(network.address(i), port) for i in range(replicas)], False)
         print(f"pods: cluster of {replicas} formed ({voters} voters, {observers} observers), "
               f"100 records written and read through {bootstrap}", file=sys.stderr)
         if run_pipelines:
             copies = [pods.start(deployment, pod_name, replicas + index)
                       for index, (deployment, pod_name) in enumerate(pipeline_pods)]
-            check_pipelines(pods, copies, deployments, client, bootstrap)
+            check_pipelines(pods, copies, deployments, client)
             check_dashboard(chart, [(network.address(pod.index), metrics_port(pod.container))
                                     for pod in copies], True)
     finally:
