@@ -57,8 +57,10 @@ Configuration:
       AppenderRef:
         - ref: file
 LOG
+# KAFKA_JAVA_OPTS: more JVM options, split at spaces (e.g. a -D system property).
+# shellcheck disable=SC2206
 java_opts=(-Xmx"${KAFKA_HEAP:-512m}" -Xms"${KAFKA_HEAP:-512m}" -XX:+UseG1GC
-  -Dlog4j2.configurationFile="$run/log4j2.yaml" -cp "$home/libs/*")
+  -Dlog4j2.configurationFile="$run/log4j2.yaml" ${KAFKA_JAVA_OPTS:-} -cp "$home/libs/*")
 cluster_id=$(java "${java_opts[@]}" kafka.tools.StorageTool random-uuid)
 java "${java_opts[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$run/server.properties" > "$run/format.log" 2>&1
 nohup java "${java_opts[@]}" kafka.Kafka "$run/server.properties" > "$run/stdout.log" 2>&1 &

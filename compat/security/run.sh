@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The security differential: a Weir broker and the reference Apache Kafka configured with the
 # same server.properties lines — a PLAINTEXT listener (its ANONYMOUS a super user: the admin
-# path), a SASL_SSL listener with PLAIN users from the JAAS config and SCRAM-SHA-256/512, the
-# StandardAuthorizer — then
+# path), a SASL_SSL listener with PLAIN users from the JAAS config, SCRAM-SHA-256/512 and
+# OAUTHBEARER (Kafka's validating handler, a JWKS file), the StandardAuthorizer — then
 #   1. the scenario's security section (compat/scenario/src/security.rs) against both: login
 #      failures, each operation with and without its ACL, deny over allow, prefixed patterns,
 #      super users, hidden topics; the transcripts must match step by step (compare.py);
-#   2. Kafka's kafka-acls.sh against both: --add, --list, --remove (over PLAINTEXT and, with
+#   2. its OAUTHBEARER section (compat/scenario/src/oauth.rs): valid tokens of a super user and
+#      of an unauthorized user, and expired, foreign, unsigned… tokens, answer for answer;
+#   3. Kafka's kafka-acls.sh against both: --add, --list, --remove (over PLAINTEXT and, with
 #      --command-config, over SASL_SSL as a super user), its output the same for both;
-#   3. `weir acl list` against both: the same listing.
+#   4. `weir acl list` against both: the same listing.
 # Certificates are made here with openssl.
 # Usage: compat/security/run.sh PATH/TO/weir PATH/TO/weir-compat-scenario
 # Prints "security: N passed, N failed" last.
@@ -43,10 +45,17 @@ printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n
 openssl_quiet x509 -req -in broker.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out broker.crt -days 2 -extfile server.ext
 cat broker.crt broker.key > broker.pem
 
+# OAUTHBEARER: JWTs checked against a JWKS file (keys made by the scenario binary).
+"$scenario" oauth-keys "$work" || { echo "security: no OAuth keys"; echo "security: 0 passed, 1 failed"; exit 1; }
 scram_module='org.apache.kafka.common.security.scram.ScramLoginModule required;'
 plain_module='org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";'
 {
-  echo "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"
+  echo "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER"
+  echo "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+  echo "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+  echo "sasl.oauthbearer.jwks.endpoint.url=file://$work/jwks.json"
+  echo "sasl.oauthbearer.expected.issuer=https://issuer.compat.example"
+  echo "sasl.oauthbearer.expected.audience=compat-brokers"
   echo "listener.name.sasl_ssl.plain.sasl.jaas.config=$plain_module"
   echo "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=$scram_module"
   echo "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=$scram_module"
@@ -71,7 +80,9 @@ w_plain=$(free_port); w_ssl=$(free_port)
 "$weir" broker --metrics-listen off --data-dir "$work/data" --config weir.properties > "$work/weir.log" 2>&1 &
 weir_pid=$!
 k_ssl=$(free_port)
-KAFKA_EXTRA_LISTENERS="SASL_SSL://127.0.0.1:$k_ssl" KAFKA_EXTRA_ADVERTISED="SASL_SSL://localhost:$k_ssl" \
+# Kafka 4 reads a JWKS only from URLs this system property allows.
+KAFKA_JAVA_OPTS="-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=file://$work/jwks.json" \
+  KAFKA_EXTRA_LISTENERS="SASL_SSL://127.0.0.1:$k_ssl" KAFKA_EXTRA_ADVERTISED="SASL_SSL://localhost:$k_ssl" \
   KAFKA_EXTRA_PROPERTIES="$work/kafka-security.properties" "$here/../kafka/start.sh" > kafka.address \
   || { echo "security: the reference Kafka did not start"; echo "security: 0 passed, 1 failed"; exit 1; }
 for _ in $(seq 1 100); do grep -q "weir broker ready" "$work/weir.log" && break; sleep 0.1; done
@@ -98,7 +109,21 @@ if [ -s weir.json ] && [ -s kafka.json ]; then
   tail -1 compare.txt
 fi
 
-# 2. kafka-acls.sh against both, over PLAINTEXT and over SASL_SSL.
+# 2. The OAUTHBEARER logins against both (compat/scenario/src/oauth.rs).
+"$scenario" "127.0.0.1:$w_plain" "$run" oauth "localhost:$w_ssl" "$work/ca.pem" "$work" > weir-oauth.json 2> weir-oauth.err \
+  || fail "the OAUTHBEARER steps against Weir" "$(tail -5 weir-oauth.err)"
+"$scenario" "$kafka_plain" "$run" oauth "localhost:$k_ssl" "$work/ca.pem" "$work" > kafka-oauth.json 2> kafka-oauth.err \
+  || fail "the OAUTHBEARER steps against Kafka" "$(tail -5 kafka-oauth.err)"
+if [ -s weir-oauth.json ] && [ -s kafka-oauth.json ]; then
+  if python3 "$here/../compare.py" weir-oauth.json kafka-oauth.json no-known-differences.json > compare-oauth.txt; then
+    pass
+  else
+    fail "the OAUTHBEARER transcripts differ" "$(cat compare-oauth.txt)"
+  fi
+  tail -1 compare-oauth.txt
+fi
+
+# 3. kafka-acls.sh against both, over PLAINTEXT and over SASL_SSL.
 acls() { java -Xmx256m -Dlog4j2.level=WARN -cp "$libs/*" org.apache.kafka.tools.AclCommand "$@" 2>&1 | grep -v "^SLF4J"; }
 {
   echo "security.protocol=SASL_SSL"

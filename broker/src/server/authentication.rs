@@ -7,9 +7,9 @@
 //!   after its SASL_AUTHENTICATION_FAILED answer (held back by
 //!   `connection.failed.authentication.delay.ms`, as Kafka holds it, to slow a guesser).
 //! - Frames before authentication are bounded by `sasl.server.max.receive.size`.
-//! - KIP-368: with `connections.max.reauth.ms` set, SaslAuthenticate tells the client its
-//!   session lifetime; after it ends, a request other than a new SaslHandshake closes the
-//!   connection. A re-authentication keeps the mechanism and must name the same principal.
+//! - KIP-368: SaslAuthenticate tells the client its session lifetime — `connections.max.reauth.ms`
+//!   when set, and never past an OAUTHBEARER token's expiry (also without the bound, as Kafka);
+//!   after it ends, a request other than a new SaslHandshake closes the connection. A re-authentication keeps the mechanism and must name the same principal.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -311,13 +311,14 @@ impl Authenticator {
         }
         counted("success");
         let reauthenticates = *reauthenticates || kip_368;
-        let lifetime_ms = session_lifetime_ms(
+        let lifetime = session_lifetime_ms(
             sasl.max_reauth_ms(mechanism),
             expires_at_ms,
             context.clock.now_ms(),
         );
-        let expires =
-            (lifetime_ms > 0).then(|| Instant::now() + Duration::from_millis(lifetime_ms as u64));
+        let expires = lifetime.map(|ms| Instant::now() + Duration::from_millis(ms as u64));
+        // What the client is told: 0 when the session never ends (or has just ended).
+        let lifetime_ms = lifetime.unwrap_or(0);
         tracing::debug!(%principal, %mechanism, reauthenticating, lifetime_ms, "SASL authentication succeeded");
         self.principal = principal;
         self.state = State::Authenticated {
@@ -329,14 +330,13 @@ impl Authenticator {
     }
 }
 
-/// KIP-368: a session lasts `connections.max.reauth.ms` (0: for ever), and no longer than the
-/// credential it was proved with (an OAUTHBEARER token's expiry), as in Kafka.
-fn session_lifetime_ms(max_reauth_ms: i64, expires_at_ms: Option<i64>, now_ms: i64) -> i64 {
-    match (max_reauth_ms.max(0), expires_at_ms) {
-        (0, _) => 0,
-        (max, None) => max,
-        (max, Some(expires_at_ms)) => max.min(expires_at_ms - now_ms).max(1),
-    }
+/// KIP-368 as Kafka's `SaslServerAuthenticator` computes it: a session lasts
+/// `connections.max.reauth.ms` when that is set, and never past the credential it was proved
+/// with (an OAUTHBEARER token's expiry) — with or without the bound. `None`: for ever.
+fn session_lifetime_ms(max_reauth_ms: i64, expires_at_ms: Option<i64>, now_ms: i64) -> Option<i64> {
+    let bound = (max_reauth_ms > 0).then_some(max_reauth_ms);
+    let credential_left = expires_at_ms.map(|at| (at - now_ms).max(0));
+    bound.into_iter().chain(credential_left).min()
 }
 
 struct Failure {
@@ -391,18 +391,22 @@ mod tests {
 
     #[test]
     fn a_session_lasts_the_reauthentication_bound_and_no_longer_than_its_credential() {
+        assert_eq!(session_lifetime_ms(0, None, 0), None, "no bound: for ever");
         assert_eq!(
-            session_lifetime_ms(0, Some(10_000), 0),
-            0,
-            "no bound: for ever"
+            session_lifetime_ms(0, Some(10_000), 2_000),
+            Some(8_000),
+            "a token's expiry ends the session without a bound too (as Kafka)"
         );
-        assert_eq!(session_lifetime_ms(5_000, None, 0), 5_000);
-        assert_eq!(session_lifetime_ms(60_000, Some(12_000), 2_000), 10_000);
-        assert_eq!(session_lifetime_ms(5_000, Some(12_000), 2_000), 5_000);
+        assert_eq!(session_lifetime_ms(5_000, None, 0), Some(5_000));
+        assert_eq!(
+            session_lifetime_ms(60_000, Some(12_000), 2_000),
+            Some(10_000)
+        );
+        assert_eq!(session_lifetime_ms(5_000, Some(12_000), 2_000), Some(5_000));
         assert_eq!(
             session_lifetime_ms(5_000, Some(1_000), 2_000),
-            1,
-            "already expired"
+            Some(0),
+            "already expired (within the clock skew): ends now"
         );
     }
 }

@@ -6,10 +6,13 @@
 //! Usage: weir-compat-scenario HOST:PORT RUN_ID [SECTION]  (one section only, while developing it)
 //!        weir-compat-scenario HOST:PORT RUN_ID security SASL_SSL_HOST:PORT CA_FILE
 //!        (the security section alone: `compat/security/run.sh` configures the brokers for it)
+//!        weir-compat-scenario HOST:PORT RUN_ID oauth SASL_SSL_HOST:PORT CA_FILE KEYS_DIR
+//!        weir-compat-scenario oauth-keys DIR   (the JWKS and signing keys, before the brokers start)
 
 mod broker_configs;
 mod compression;
 mod fencing;
+mod oauth;
 mod security;
 mod static_members;
 mod transactions;
@@ -1051,6 +1054,12 @@ impl Scenario {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
+    if std::env::args().nth(1).as_deref() == Some("oauth-keys") {
+        let dir = std::env::args()
+            .nth(2)
+            .context("usage: weir-compat-scenario oauth-keys DIR")?;
+        return oauth::write_keys(std::path::Path::new(&dir));
+    }
     let bootstrap = args
         .next()
         .context("usage: weir-compat-scenario HOST:PORT RUN_ID")?;
@@ -1078,8 +1087,17 @@ async fn main() -> anyhow::Result<()> {
             };
             scenario.security_section(&secure).await?
         }
+        Some("oauth") => {
+            let usage = "usage: weir-compat-scenario HOST:PORT RUN_ID oauth SASL_SSL_ADDRESS CA_FILE KEYS_DIR";
+            let secure = security::SecureListener {
+                address: args.next().context(usage)?,
+                ca: args.next().context(usage)?,
+            };
+            let keys = oauth::SigningKeys::read(std::path::Path::new(&args.next().context(usage)?))?;
+            scenario.oauth_section(&secure, &keys).await?
+        }
         Some(other) => anyhow::bail!(
-            "no section {other} (sections: fencing, static_members, compression, broker_configs, security)"
+            "no section {other} (sections: fencing, static_members, compression, broker_configs, security, oauth)"
         ),
     }
     println!("{}", serde_json::to_string_pretty(&scenario.transcript)?);

@@ -69,7 +69,7 @@ impl SecureListener {
     }
 
     /// TLS without a login: for the handshake and pre-authentication steps.
-    async fn tls_only(&self) -> anyhow::Result<ProtocolClient> {
+    pub(crate) async fn tls_only(&self) -> anyhow::Result<ProtocolClient> {
         let security = self.security(&[("security.protocol", "ssl")])?;
         Ok(ProtocolClient::connect_secured(
             &self.address,
