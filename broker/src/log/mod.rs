@@ -10,6 +10,7 @@
 //! - `segment`: one `.log` file with its indexes, scanning and recovery of a torn tail.
 //! - `compaction`: the cleaner of compacted topics (offset map, batch rewrite, atomic swap).
 //! - `leader_epochs`: the first offset of each leader epoch (truncation by epoch, KIP-101/279).
+//! - `read_buffers`: a bounded pool of buffers that fetch reads land in (no page faults per read).
 //! - `partition_log`: the ordered segments of a partition: append, read, roll, retention,
 //!   truncation, flush planning and crash recovery.
 
@@ -22,6 +23,7 @@ pub mod error;
 pub mod index;
 pub mod leader_epochs;
 pub mod partition_log;
+pub mod read_buffers;
 pub mod recompress;
 pub mod record;
 pub mod segment;

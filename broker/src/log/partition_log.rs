@@ -456,10 +456,10 @@ impl PartitionLog {
             }
             let want = max_bytes.max(first.total_bytes());
             let available = (segment.size() - position) as usize;
-            let bytes = segment.read_at(position, want.min(available))?;
+            let mut records = segment.read_shared(position, want.min(available))?;
             let mut end = 0;
             let mut next_offset = fetch_offset;
-            for item in BatchIter::new(&bytes) {
+            for item in BatchIter::new(&records) {
                 let (at, header) = item?;
                 if header.base_offset >= max_offset {
                     break;
@@ -467,7 +467,6 @@ impl PartitionLog {
                 end = at + header.total_bytes();
                 next_offset = header.next_offset();
             }
-            let mut records = Bytes::from(bytes);
             records.truncate(end);
             return Ok(ReadResult {
                 records,

@@ -10,6 +10,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::log::batch::{self, BatchHeader, BATCH_HEADER_BYTES};
 use crate::log::error::{BatchError, LogError};
 use crate::log::index::{OffsetIndex, TimeIndex};
@@ -245,6 +247,14 @@ impl Segment {
 
     pub fn read_at(&self, position: u64, length: usize) -> Result<Vec<u8>, LogError> {
         read_file_at(&self.file, &self.path, position, length)
+    }
+
+    /// As `read_at`, into a buffer of the fetch read pool (`read_buffers`), shared.
+    pub fn read_shared(&self, position: u64, length: usize) -> Result<Bytes, LogError> {
+        let pool = &super::read_buffers::FETCH_READ_BUFFERS;
+        let mut buffer = pool.take(length);
+        read_file_into(&self.file, &self.path, position, length, &mut buffer)?;
+        Ok(pool.share(buffer))
     }
 
     /// Position of the first batch whose last offset is ≥ `offset`, with its header.
@@ -494,15 +504,29 @@ pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
 /// Reads up to `length` bytes at `position` (fewer at the end of the file). Reads straight into
 /// uninitialised capacity: zero-filling a fetch-sized buffer first cost ~10 % of broker CPU in
 /// consume benchmarks.
-#[allow(unsafe_code)] // system calls; each block says why it is sound
 pub fn read_file_at(
     file: &File,
     path: &Path,
     position: u64,
     length: usize,
 ) -> Result<Vec<u8>, LogError> {
+    let mut buffer = Vec::with_capacity(length);
+    read_file_into(file, path, position, length, &mut buffer)?;
+    Ok(buffer)
+}
+
+/// As `read_file_at`, into an empty `buffer` (which grows if it has less room than `length`).
+#[allow(unsafe_code)] // system calls; each block says why it is sound
+pub fn read_file_into(
+    file: &File,
+    path: &Path,
+    position: u64,
+    length: usize,
+    buffer: &mut Vec<u8>,
+) -> Result<(), LogError> {
     use std::os::fd::AsRawFd;
-    let mut buffer: Vec<u8> = Vec::with_capacity(length);
+    buffer.clear();
+    buffer.reserve(length);
     while buffer.len() < length {
         let filled = buffer.len();
         let spare = &mut buffer.spare_capacity_mut()[..length - filled];
@@ -530,7 +554,7 @@ pub fn read_file_at(
             }
         }
     }
-    Ok(buffer)
+    Ok(())
 }
 
 /// Asks the kernel to start writing a just-appended range now (without waiting for it), so that

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::future::BoxFuture;
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseHeader, ResponseKind};
+use kafka_protocol::messages::{ApiKey, FetchResponse, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::Encodable;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
@@ -35,6 +35,7 @@ use tokio_rustls::TlsAcceptor;
 use super::authentication::{Authenticator, RawVerdict, Verdict};
 use super::frame::{decode_request, Decoded, FrameHeader};
 use super::limits::{ConnectionLimits, ConnectionSlot, ListenerSlot};
+use super::response_frame::{write_frame, ChunkedBuf, ResponseFrame};
 use crate::context::BrokerContext;
 use crate::handler::{self, api_versions, HandlerOutput};
 use crate::memory_pool::{RequestMemory, RequestMemoryPool};
@@ -129,7 +130,7 @@ async fn accept_with_slot(
 
 /// A response on its way to the writer.
 enum Pending {
-    Ready(BytesMut),
+    Ready(ResponseFrame),
     Deferred {
         response: BoxFuture<'static, ResponseKind>,
         header: FrameHeader,
@@ -335,7 +336,9 @@ fn raw_token(
             let mut buffer = BytesMut::with_capacity(4 + token.len());
             buffer.put_i32(token.len() as i32);
             buffer.extend_from_slice(&token);
-            Ok(Handled::Respond(Pending::Ready(buffer)))
+            Ok(Handled::Respond(Pending::Ready(ResponseFrame::whole(
+                buffer.freeze(),
+            ))))
         }
         RawVerdict::Close(reason) => Err(reason),
     }
@@ -463,24 +466,48 @@ fn encode(
     header: FrameHeader,
     response: &ResponseKind,
     started: Instant,
-) -> Result<BytesMut, String> {
+) -> Result<ResponseFrame, String> {
     record_request(context, header.api_key, started);
     let header_version = header.api_key.response_header_version(header.version);
     let response_header = ResponseHeader::default().with_correlation_id(header.correlation_id);
+    let failed = |e| encode_failed(header, e);
+    // A Fetch keeps its record batches by reference; everything else is encoded whole.
+    if let ResponseKind::Fetch(fetch) = response {
+        let mut buffer = ChunkedBuf::new(fetched_records(fetch));
+        response_header
+            .encode(&mut buffer, header_version)
+            .map_err(failed)?;
+        fetch.encode(&mut buffer, header.version).map_err(failed)?;
+        return Ok(buffer.finish());
+    }
     let mut buffer = BytesMut::with_capacity(1024);
     buffer.put_i32(0);
     response_header
         .encode(&mut buffer, header_version)
-        .map_err(|e| format!("cannot encode response header: {e}"))?;
-    response.encode(&mut buffer, header.version).map_err(|e| {
-        format!(
-            "cannot encode {:?} v{} response: {e}",
-            header.api_key, header.version
-        )
-    })?;
+        .map_err(failed)?;
+    response
+        .encode(&mut buffer, header.version)
+        .map_err(failed)?;
     let size = (buffer.len() - 4) as i32;
     buffer[0..4].copy_from_slice(&size.to_be_bytes());
-    Ok(buffer)
+    Ok(ResponseFrame::whole(buffer.freeze()))
+}
+
+fn encode_failed(header: FrameHeader, error: impl std::fmt::Display) -> String {
+    format!(
+        "cannot encode {:?} v{} response: {error}",
+        header.api_key, header.version
+    )
+}
+
+/// A Fetch response's record batches, which the encoded frame keeps by reference.
+fn fetched_records(fetch: &FetchResponse) -> Vec<Bytes> {
+    fetch
+        .responses
+        .iter()
+        .flat_map(|topic| &topic.partitions)
+        .filter_map(|partition| partition.records.clone())
+        .collect()
 }
 
 async fn write_responses(
@@ -491,8 +518,8 @@ async fn write_responses(
 ) {
     let mut writer = BufWriter::with_capacity(WRITE_BUFFER_BYTES, write_half);
     while let Some(next) = pending.recv().await {
-        let bytes = match next {
-            Pending::Ready(bytes) => bytes,
+        let frame = match next {
+            Pending::Ready(frame) => frame,
             Pending::Deferred {
                 response,
                 header,
@@ -500,7 +527,7 @@ async fn write_responses(
             } => {
                 let response = response.await;
                 match encode(&context, header, &response, started) {
-                    Ok(bytes) => bytes,
+                    Ok(frame) => frame,
                     Err(reason) => {
                         tracing::error!(%peer, %reason, "dropping connection");
                         return;
@@ -508,7 +535,7 @@ async fn write_responses(
                 }
             }
         };
-        if let Err(error) = writer.write_all(&bytes).await {
+        if let Err(error) = write_frame(&mut writer, &frame).await {
             tracing::debug!(%peer, %error, "write failed");
             return;
         }

@@ -3,6 +3,8 @@
 //! - `startup`: the steps of [`Broker::start`] — recovering the data directory and loading the
 //!   coordinators, binding the listener, joining the cluster.
 //! - `connection`: framing, in-order responses with pipelining.
+//! - `response_frame`: a response as chunks, a Fetch's record batches by reference (no copy
+//!   into the encoded response), written with vectored writes.
 //! - `frame`: decoding one request frame (also what the fuzz targets drive).
 //! - `limits`: `max.connections`, `max.connections.per.ip` and the request memory pool.
 //! - `metrics_http`: the `/metrics` endpoint.
@@ -17,6 +19,7 @@ pub mod frame;
 mod limits;
 mod metadata;
 mod metrics_http;
+mod response_frame;
 mod startup;
 
 use std::net::SocketAddr;
