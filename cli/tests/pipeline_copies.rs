@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use access_log::{parquet_counts, postgres_counts, postgres_url, total};
 use broker::BrokerProcess;
+use weir_connectors::parquet::published_files;
 
 const LINES: u64 = 60_000;
 const CHUNK_LINES: u64 = 500;
@@ -292,7 +293,8 @@ sinks:
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let rows = total(&runtime.block_on(postgres_counts(&table)));
-        let files = if warehouse.join("_weir").exists() {
+        // `_weir/` appears with the first staged file; reading needs a published one.
+        let files = if !published_files(&warehouse).is_empty() {
             total(&runtime.block_on(parquet_counts(&location, &Default::default())))
         } else {
             0
