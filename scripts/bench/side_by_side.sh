@@ -7,7 +7,10 @@
 # Usage: scripts/bench/side_by_side.sh [path/to/weir]
 # Environment: BENCH_ROUNDS (default 2), BENCH_DIR (scratch, default ~/.cache/weir/bench-data),
 # BENCH_CELLS (space-separated SIZE:PARTITIONS:COUNT, default the four cells below),
-# BENCH_CONSUMER_ARGS (extra rdkafka_performance arguments for the consumers, e.g. -X k=v).
+# BENCH_CONSUMER_ARGS (extra rdkafka_performance arguments for the consumers, e.g. -X k=v),
+# BENCH_VS (kafka, the default, or memory: broker/examples/memory_kafka in place of Kafka, a server
+# that keeps batches in memory — no log, no disk — so the ratio says how near Weir comes to what
+# the client itself can do on this machine).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${WEIR_CACHE:-$HOME/.cache/weir}
@@ -19,6 +22,15 @@ cells=${BENCH_CELLS:-"100:1:3000000 100:8:3000000 1000:1:600000 1000:8:600000"}
 read -r -a consumer_extra <<< "${BENCH_CONSUMER_ARGS:-}"
 port=29092
 bootstrap=127.0.0.1:$port
+vs=${BENCH_VS:-kafka}
+case "$vs" in
+  kafka) vs_name=Kafka ;;
+  memory)
+    vs_name=memory
+    (cd "$root" && cargo build --release -q -p weir-broker --example memory_kafka)
+    bench_memory=${CARGO_TARGET_DIR:-$cache/target}/release/examples/memory_kafka ;;
+  *) echo "BENCH_VS must be kafka or memory, not $vs" >&2; exit 2 ;;
+esac
 rm -rf "$data" && mkdir -p "$data"
 
 # shellcheck source=../lib/bench_broker.sh
@@ -29,7 +41,11 @@ echo "## Environment"
 echo
 echo "- $(date -u +%Y-%m-%d), $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -r); data on $(df -h "$data" | awk 'NR==2 {print $1}')"
 echo "- librdkafka $("$perf" -h 2>&1 | grep -o 'librdkafka version [0-9.]*' | cut -d' ' -f3)'s rdkafka_performance, linger.ms=5, acks=1${BENCH_CONSUMER_ARGS:+; consumers with ${BENCH_CONSUMER_ARGS}}"
-echo "- Kafka $(grep -o '<kafka.version>[^<]*' "$root/compat/kafka/pom.xml" | cut -d'>' -f2) (JVM heap 512 MiB) and Weir (log.flush.on.ack=false): both leave flushing to the OS"
+if [ "$vs" = kafka ]; then
+  echo "- Kafka $(grep -o '<kafka.version>[^<]*' "$root/compat/kafka/pom.xml" | cut -d'>' -f2) (JVM heap 512 MiB) and Weir (log.flush.on.ack=false): both leave flushing to the OS"
+else
+  echo "- memory is broker/examples/memory_kafka (batches kept in memory, no log, no disk: the client's ceiling); Weir with log.flush.on.ack=false"
+fi
 echo
 
 produce_rate() { grep -o '[0-9]* msgs/s and [0-9.]* MB/s' | tail -1 | cut -d' ' -f1; }
@@ -38,9 +54,10 @@ consume_rate() { grep -o '[0-9]* msgs/s ([0-9.]* MB/s)' | tail -1 | cut -d' ' -f
 # One cell on one fresh broker: prints "PRODUCE CONSUME CPU_TICKS PEAK_RSS_KB".
 run_cell() {
   local size=$1 partitions=$2 count=$3 topic produced consumed
-  if [ "$target" = kafka ]; then bench_broker_start; else bench_broker_start --set log.flush.on.ack=false; fi
   topic="bench-$size-$partitions"
-  "$weir" topic create -b "$bootstrap" "$topic" -p "$partitions" > /dev/null 2>&1
+  bench_memory_topic=$topic bench_memory_partitions=$partitions
+  if [ "$target" = weir ]; then bench_broker_start --set log.flush.on.ack=false; else bench_broker_start; fi
+  [ "$target" = memory ] || "$weir" topic create -b "$bootstrap" "$topic" -p "$partitions" > /dev/null 2>&1
   local partition_args=()
   [ "$partitions" -eq 1 ] && partition_args=(-p 0)
   produced=$("$perf" -P -t "$topic" "${partition_args[@]}" -b "$bootstrap" -s "$size" -c "$count" -a 1 \
@@ -59,13 +76,13 @@ run_cell() {
 declare -A produce_sum consume_sum cpu_sum rss_peak
 echo "## Each round (msgs/s)"
 echo
-echo "| round | cell | Weir produce | Kafka produce | Weir consume | Kafka consume |"
+echo "| round | cell | Weir produce | $vs_name produce | Weir consume | $vs_name consume |"
 echo "|---|---|---|---|---|---|"
 for round in $(seq 1 "$rounds"); do
   for cell in $cells; do
     IFS=: read -r size partitions count <<< "$cell"
     declare -A result=()
-    for target in weir kafka; do
+    for target in weir "$vs"; do
       read -r produced consumed ticks rss < <(run_cell "$size" "$partitions" "$count")
       result[$target]="$produced $consumed"
       key="$cell:$target"
@@ -75,22 +92,22 @@ for round in $(seq 1 "$rounds"); do
       [ "$rss" -gt "${rss_peak[$key]:-0}" ] && rss_peak[$key]=$rss
     done
     read -r weir_produced weir_consumed <<< "${result[weir]}"
-    read -r kafka_produced kafka_consumed <<< "${result[kafka]}"
-    echo "| $round | $size B × $count, $partitions partition(s) | $weir_produced | $kafka_produced | $weir_consumed | $kafka_consumed |"
+    read -r other_produced other_consumed <<< "${result[$vs]}"
+    echo "| $round | $size B × $count, $partitions partition(s) | $weir_produced | $other_produced | $weir_consumed | $other_consumed |"
   done
 done
 echo
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 hz=$(getconf CLK_TCK)
-echo "## Weir / Kafka (rates summed over $rounds rounds)"
+echo "## Weir / $vs_name (rates summed over $rounds rounds)"
 echo
-echo "| cell | produce Weir/Kafka | consume Weir/Kafka | broker CPU s per round, Weir / Kafka | peak RSS MiB, Weir / Kafka |"
+echo "| cell | produce Weir/$vs_name | consume Weir/$vs_name | broker CPU s per round, Weir / $vs_name | peak RSS MiB, Weir / $vs_name |"
 echo "|---|---|---|---|---|"
 for cell in $cells; do
   IFS=: read -r size partitions count <<< "$cell"
   weir_cpu=$(awk -v t="${cpu_sum[$cell:weir]}" -v r="$rounds" -v hz="$hz" 'BEGIN { printf "%.1f", t / r / hz }')
-  kafka_cpu=$(awk -v t="${cpu_sum[$cell:kafka]}" -v r="$rounds" -v hz="$hz" 'BEGIN { printf "%.1f", t / r / hz }')
-  echo "| $size B, $partitions partition(s), $count msgs | $(ratio "${produce_sum[$cell:weir]}" "${produce_sum[$cell:kafka]}") | $(ratio "${consume_sum[$cell:weir]}" "${consume_sum[$cell:kafka]}") | $weir_cpu / $kafka_cpu | $(( ${rss_peak[$cell:weir]} / 1024 )) / $(( ${rss_peak[$cell:kafka]} / 1024 )) |"
+  other_cpu=$(awk -v t="${cpu_sum[$cell:$vs]}" -v r="$rounds" -v hz="$hz" 'BEGIN { printf "%.1f", t / r / hz }')
+  echo "| $size B, $partitions partition(s), $count msgs | $(ratio "${produce_sum[$cell:weir]}" "${produce_sum[$cell:$vs]}") | $(ratio "${consume_sum[$cell:weir]}" "${consume_sum[$cell:$vs]}") | $weir_cpu / $other_cpu | $(( ${rss_peak[$cell:weir]} / 1024 )) / $(( ${rss_peak[$cell:$vs]} / 1024 )) |"
 done
 rm -rf "$data"

@@ -1,6 +1,9 @@
 # The one broker a benchmark measures, Weir or the reference Apache Kafka, each time on a fresh
 # data directory (sourced). Needs $root (the clone), $weir (the binary), $data (scratch),
-# $bootstrap and $port (its listener) and $target (weir or kafka). Other listeners beside it:
+# $bootstrap and $port (its listener) and $target (weir, kafka, or memory: broker/examples/memory_kafka,
+# a server keeping batches in memory, at $bench_memory with one topic $bench_memory_topic of
+# $bench_memory_partitions partitions; it picks its own port and sets $bootstrap). Other
+# listeners beside it:
 # $bench_extra_listeners ("SSL://127.0.0.1:PORT,…", both brokers) with $bench_kafka_properties
 # (a file of Kafka properties for them; Weir takes its own as WEIR ARGs).
 #   bench_broker_start [WEIR ARG…]   start it (extra arguments go to `weir broker`); sets $broker,
@@ -18,6 +21,11 @@ bench_broker_start() {
     KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" KAFKA_EXTRA_LISTENERS=${bench_extra_listeners:-} \
       KAFKA_EXTRA_PROPERTIES=${bench_kafka_properties:-} "$root/compat/kafka/start.sh" > /dev/null
     broker=$(cat "$data/broker/kafka.pid")
+  elif [ "$target" = memory ]; then
+    "$bench_memory" "$bench_memory_topic" "$bench_memory_partitions" > "$data/memory.out" 2>&1 &
+    broker=$!
+    for _ in $(seq 1 1000); do grep -q "^bootstrap=" "$data/memory.out" && break; sleep 0.01; done
+    bootstrap=$(sed -n 's/^bootstrap=//p' "$data/memory.out")
   else
     local listen=(--listen "$bootstrap")
     if [ -n "${bench_extra_listeners:-}" ]; then
@@ -32,6 +40,8 @@ bench_broker_start() {
 bench_broker_stop() {
   if [ "$target" = kafka ]; then
     KAFKA_PORT=$port KAFKA_RUN_DIR="$data/broker" "$root/compat/kafka/stop.sh"
+  elif [ "$target" = memory ]; then
+    kill -TERM "$broker"; wait "$broker" || true
   else
     kill -TERM "$broker"; wait "$broker" || true
   fi
