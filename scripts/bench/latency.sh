@@ -31,9 +31,9 @@ trap 'kill $broker 2>/dev/null || true' EXIT
 
 echo "## Environment"
 echo
-echo "- $(date -u +%Y-%m-%d), $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -r); data on $(df -h "$data" | awk 'NR==2 {print $1}')"
+echo "- $(bench_machine)"
 echo "- broker/examples/latency (rdkafka $(grep -o 'rdkafka = { version = "[^"]*' "$root/Cargo.toml" | cut -d'"' -f2)): acks=all, linger.ms=$linger_ms, 100 B, one partition, $rate msgs/s offered, $count messages measured after as many unmeasured on another topic"
-echo "- Kafka $(grep -o '<kafka.version>[^<]*' "$root/compat/kafka/pom.xml" | cut -d'>' -f2) (JVM heap 512 MiB) leaves flushing to the OS; Weir once likewise (log.flush.on.ack=false) and once fsyncing before each acknowledgement (its default)"
+echo "- Kafka $(bench_kafka_version) (JVM heap 512 MiB) leaves flushing to the OS; Weir once likewise (log.flush.on.ack=false) and once fsyncing before each acknowledgement (its default)"
 echo
 echo "| round | broker | produce p50 ms | p99 | max | end-to-end p50 ms | p99 | max |"
 echo "|---|---|---|---|---|---|---|---|"

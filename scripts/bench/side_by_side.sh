@@ -39,10 +39,10 @@ trap 'kill $broker 2>/dev/null || true' EXIT
 
 echo "## Environment"
 echo
-echo "- $(date -u +%Y-%m-%d), $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -r); data on $(df -h "$data" | awk 'NR==2 {print $1}')"
+echo "- $(bench_machine)"
 echo "- librdkafka $("$perf" -h 2>&1 | grep -o 'librdkafka version [0-9.]*' | cut -d' ' -f3)'s rdkafka_performance, linger.ms=5, acks=1${BENCH_CONSUMER_ARGS:+; consumers with ${BENCH_CONSUMER_ARGS}}"
 if [ "$vs" = kafka ]; then
-  echo "- Kafka $(grep -o '<kafka.version>[^<]*' "$root/compat/kafka/pom.xml" | cut -d'>' -f2) (JVM heap 512 MiB) and Weir (log.flush.on.ack=false): both leave flushing to the OS"
+  echo "- Kafka $(bench_kafka_version) (JVM heap 512 MiB) and Weir (log.flush.on.ack=false): both leave flushing to the OS"
 else
   echo "- memory is broker/examples/memory_kafka (batches kept in memory, no log, no disk: the client's ceiling); Weir with log.flush.on.ack=false"
 fi

@@ -10,6 +10,8 @@
 #                                    and $bench_broker_started_ns when the start began (after
 #                                    the data directory was cleared)
 #   bench_broker_stop                stop it
+#   bench_machine                    one report line: date, cores, RAM, kernel, the data's disk
+#   bench_kafka_version              the reference Kafka's version (compat/kafka/pom.xml)
 # Kafka leaves flushing to the OS; its JVM settings are compat/kafka/start.sh's.
 
 broker=
@@ -46,3 +48,8 @@ bench_broker_stop() {
     kill -TERM "$broker"; wait "$broker" || true
   fi
 }
+
+bench_machine() {
+  echo "$(date -u +%Y-%m-%d), $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -r); data on $(df -h "$data" | awk 'NR==2 {print $1}')"
+}
+bench_kafka_version() { grep -o '<kafka.version>[^<]*' "$root/compat/kafka/pom.xml" | cut -d'>' -f2; }
