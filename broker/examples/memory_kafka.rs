@@ -35,6 +35,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
 const MAX_REQUEST_BYTES: usize = 128 << 20;
+/// A v2 record batch's header, up to its first record.
+const BATCH_HEADER_BYTES: usize = 61;
 /// (API, lowest, highest version): the versions before topic ids and KIP-227 sessions matter.
 const APIS: [(ApiKey, i16, i16); 5] = [
     (ApiKey::Produce, 3, 9),
@@ -227,12 +229,13 @@ fn produce(server: &Server, request: ProduceRequest) -> ProduceResponse {
 /// the first one's.
 fn append(partition: &mut Partition, mut records: &[u8]) -> i64 {
     let first = partition.next_offset;
-    while records.len() >= 27 {
+    while records.len() >= BATCH_HEADER_BYTES {
         let length = (&records[8..12]).get_i32();
         let Some(end) = usize::try_from(length).ok().and_then(|l| l.checked_add(12)) else {
             break;
         };
-        if end > records.len() {
+        // A batch shorter than the v2 header, or longer than what came, ends the append.
+        if end < BATCH_HEADER_BYTES || end > records.len() {
             break;
         }
         let last_offset_delta = (&records[23..27]).get_i32();
