@@ -68,6 +68,9 @@ fn main() -> Result<(), Failure> {
     };
     let rate: u64 = rate.parse()?;
     let count: u64 = count.parse()?;
+    if rate == 0 || count == 0 {
+        return Err("RATE and COUNT must be positive".into());
+    }
     let start = Instant::now();
     let consumer = consume(bootstrap, topic, count, start)?;
     let (mut acknowledged, failures) = produce(bootstrap, topic, rate, count, linger_ms, start)?;
