@@ -1,8 +1,9 @@
 //! Produce and end-to-end latency at a fixed offered rate, with librdkafka (rdkafka), for
-//! `scripts/bench/latency.sh`: one producer (acks=all, linger.ms=5 unless told) sends 100-byte messages at
-//! RATE msgs/s to partition 0 of TOPIC (an empty topic), each carrying its send time; a consumer
-//! in the same process reads them (librdkafka's default fetch settings) and notes when each
-//! arrives. Produce latency = send → delivery report; end-to-end = send → the consumer has it.
+//! `scripts/bench/latency.sh`: one producer (acks=all, linger.ms=5 unless told) sends 100-byte
+//! messages at RATE msgs/s to partition 0 of TOPIC (an empty topic), each carrying its send
+//! time; a consumer in the same process reads them (librdkafka's default fetch settings) and
+//! notes when each arrives. Produce latency = send → delivery report; end-to-end = send → the
+//! consumer has it.
 //!
 //! Usage: `latency BOOTSTRAP TOPIC RATE COUNT [LINGER_MS]` (linger 5 ms by default) — prints
 //! one line:
@@ -96,8 +97,9 @@ fn percentiles(micros: &mut [u64]) -> [f64; 3] {
     [at(0.5) / 1000.0, at(0.99) / 1000.0, at(1.0) / 1000.0]
 }
 
-/// Starts the consumer (assigned partition 0 from the beginning) and waits until it has asked
-/// for its first fetch, so the producer's first messages are not measured against its start.
+/// Starts the consumer (assigned partition 0 from the beginning) and polls it for up to a
+/// second first, so it has connected and found its offset before anything is produced and the
+/// first messages are not measured against its start.
 fn consume(
     bootstrap: &str,
     topic: &str,
@@ -134,8 +136,8 @@ fn consume(
 }
 
 /// Sends `count` messages at `rate` msgs/s (in 1 ms steps: a message is sent once its
-/// scheduled time has come, each stamped when it is handed to the client) and waits for every delivery report; returns the produce
-/// latencies (µs) and how many deliveries failed.
+/// scheduled time has come, each stamped when it is handed to the client) and waits for every
+/// delivery report; returns the produce latencies (µs) and how many deliveries failed.
 fn produce(
     bootstrap: &str,
     topic: &str,

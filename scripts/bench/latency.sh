@@ -57,7 +57,6 @@ for round in $(seq 1 "$rounds"); do
 done
 echo
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", v[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "| median over $rounds rounds | produce p99 ms | Weir / Kafka | end-to-end p99 ms | Weir / Kafka |"
 echo "|---|---|---|---|---|"
 kafka_produce=$(median <<< "${produce_p99[kafka]}")

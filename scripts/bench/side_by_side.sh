@@ -98,7 +98,6 @@ for round in $(seq 1 "$rounds"); do
 done
 echo
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 hz=$(getconf CLK_TCK)
 echo "## Weir / $vs_name (rates summed over $rounds rounds)"
 echo

@@ -135,7 +135,6 @@ echo "## SSL / PLAINTEXT (medians), and Weir / Kafka over SSL"
 echo
 echo "| message | Weir produce | Weir consume | Kafka produce | Kafka consume | Weir/Kafka produce over SSL | Weir/Kafka consume over SSL |"
 echo "|---|---|---|---|---|---|---|"
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 for size in 100 1024; do
   m() { median <<< "$1"; }
   wp=$(ratio "$(m "${produce[weir/$size/ssl]}")" "$(m "${produce[weir/$size/plaintext]}")")

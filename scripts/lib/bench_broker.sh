@@ -12,6 +12,7 @@
 #   bench_broker_stop                stop it
 #   bench_machine                    one report line: date, cores, RAM, kernel, the data's disk
 #   bench_kafka_version              the reference Kafka's version (compat/kafka/pom.xml)
+#   ratio A B                        A / B to two decimals, "-" when B is not positive
 # Kafka leaves flushing to the OS; its JVM settings are compat/kafka/start.sh's.
 
 broker=
@@ -53,3 +54,4 @@ bench_machine() {
   echo "$(date -u +%Y-%m-%d), $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -r); data on $(df -h "$data" | awk 'NR==2 {print $1}')"
 }
 bench_kafka_version() { grep -o '<kafka.version>[^<]*' "$root/compat/kafka/pom.xml" | cut -d'>' -f2; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
