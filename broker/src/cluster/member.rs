@@ -162,6 +162,23 @@ impl ClusterMember {
         self.images.clone()
     }
 
+    /// Resolves once this broker is registered and its image holds everything up to the
+    /// registration's answer — Kafka's broker serves requests only from then on, so a client
+    /// never sees Metadata without this broker in it. False if the cluster stopped first.
+    pub async fn caught_up(&self) -> bool {
+        let mut membership = self.membership.clone();
+        let index = match membership.wait_for(|m| m.broker_epoch.is_some()).await {
+            Ok(registered) => registered.applied_index,
+            Err(_) => return false,
+        };
+        let mut images = self.images.clone();
+        let caught_up = images
+            .wait_for(|image| image.applied_index >= index)
+            .await
+            .is_ok();
+        caught_up
+    }
+
     /// This broker's registration, as the controller last answered.
     pub fn membership(&self) -> watch::Receiver<Membership> {
         self.membership.clone()

@@ -73,6 +73,14 @@ pub(super) async fn accept_loop(
     shared: Shared,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    // In a cluster, connections wait in the listen backlog until this broker's metadata has
+    // caught up (as Kafka enables request processing only then).
+    if let Some(cluster) = shared.context.cluster.clone() {
+        tokio::select! {
+            ready = cluster.caught_up() => if !ready { return },
+            _ = crate::shutdown::stopped(&mut shutdown) => return,
+        }
+    }
     let mut connections = JoinSet::new();
     let for_connections = shutdown.clone();
     loop {

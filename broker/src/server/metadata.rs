@@ -28,19 +28,8 @@ pub(super) async fn follow_metadata(
     cluster: Arc<ClusterMember>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut membership = cluster.membership();
     let mut images = cluster.watch_images();
-    // Caught up: registered, and the image holds everything up to the registration's answer.
-    let caught_up = async {
-        let index = match membership.wait_for(|m| m.broker_epoch.is_some()).await {
-            Ok(registered) => registered.applied_index,
-            Err(_) => return false,
-        };
-        images
-            .wait_for(|image| image.applied_index >= index)
-            .await
-            .is_ok()
-    };
+    let caught_up = cluster.caught_up();
     tokio::select! {
         ready = caught_up => if !ready { return },
         _ = crate::shutdown::stopped(&mut shutdown) => return,

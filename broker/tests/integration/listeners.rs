@@ -172,7 +172,9 @@ async fn brokers_replicate_on_the_inter_broker_listener_while_clients_use_anothe
         .map(|(id, (internal, _))| (*id, format!("127.0.0.1:{internal}")))
         .collect();
     let deadline = tokio::time::Instant::now() + TIMEOUT;
-    while try_advertised_brokers(&external_of_1).map_or(0, |brokers| brokers.len()) < 3 {
+    // Each broker's image learns of the others' registrations on its own time.
+    let registered = |bootstrap: &str| try_advertised_brokers(bootstrap).map_or(0, |b| b.len());
+    while registered(&external_of_1) < 3 || registered(&internal_of_2) < 3 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "brokers never registered"
