@@ -26,6 +26,8 @@ pub struct BrokerContext {
     /// ACLs of a broker running alone (in a cluster, the metadata image has them).
     pub acls: crate::acls::AclStore,
     pub topics: TopicRegistry,
+    /// Incremental fetch sessions (KIP-227).
+    pub fetch_sessions: crate::fetch_session::FetchSessionCache,
     pub groups: GroupCoordinator,
     pub producer_ids: Arc<ProducerIdManager>,
     pub transactions: TransactionCoordinator,

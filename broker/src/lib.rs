@@ -28,7 +28,8 @@
 //!    fetching from leaders, ISR changes sent to the controller), [`broker_configs`] (dynamic
 //!    broker configs: stored, validated, applied to the live config and the topics),
 //!    [`user_credentials`] (SCRAM users: Kafka's rules for a change, the single node's file),
-//!    [`acls`] (the ACLs' store and the authorizer's settings). Each
+//!    [`acls`] (the ACLs' store and the authorizer's settings), [`fetch_session`] (KIP-227
+//!    incremental fetch sessions: the bounded cache, epochs, what an answer includes). Each
 //!    speaks its own errors ([`group::GroupError`], [`transaction::TxnError`], …).
 //! 7. [`context`] (what every handler shares), [`metrics`] (the Prometheus registry and what
 //!    it reads of the layers below)
@@ -43,7 +44,8 @@
 //! framing, bounded decompression) → `Partition::append` stamps offsets and leader epoch and
 //! writes it to the active segment → high watermark moves, waking long-poll fetchers → the
 //! response is sent (after a group-commit fsync when `flush.on.ack` is set).
-//! Fetch: `handler::fetch` → `Partition::read` → offset index lookup → whole batches, as stored.
+//! Fetch: `handler::fetch` → its partitions from the request or its fetch session →
+//! `Partition::read` → offset index lookup → whole batches, as stored.
 //!
 //! ## Invariants
 //! - Batches are stored byte-for-byte as producers sent them, except base offset, partition
@@ -61,6 +63,7 @@ pub mod cluster;
 pub mod config;
 pub mod context;
 pub mod error;
+pub mod fetch_session;
 pub mod group;
 pub mod handler;
 pub mod log;

@@ -45,6 +45,9 @@ pub struct Metrics {
     pub cleaner_errors_total: IntCounterVec,
     pub isr_shrinks_total: IntCounter,
     pub isr_expands_total: IntCounter,
+    pub fetch_sessions: IntGauge,
+    pub fetch_session_partitions: IntGauge,
+    pub fetch_session_evictions_total: IntCounter,
     replica_lag: IntGaugeVec,
     cluster: ClusterGauges,
 }
@@ -265,6 +268,21 @@ impl Metrics {
                 &registry,
                 "isr_expands_total",
                 "ISR expansions this broker's leaders got the controller to accept",
+            ),
+            fetch_sessions: gauge(
+                &registry,
+                "fetch_sessions",
+                "Incremental fetch sessions (KIP-227) cached (max.incremental.fetch.session.cache.slots)",
+            ),
+            fetch_session_partitions: gauge(
+                &registry,
+                "fetch_session_partitions",
+                "Partitions held by all cached fetch sessions",
+            ),
+            fetch_session_evictions_total: counter(
+                &registry,
+                "fetch_session_evictions_total",
+                "Fetch sessions evicted to make room for new ones",
             ),
             replica_lag: gauge_vec(
                 &registry,

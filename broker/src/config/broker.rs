@@ -527,6 +527,12 @@ impl BrokerConfig {
         self.long_or("fetch.max.bytes", 57_671_680) as i32
     }
 
+    /// How many fetch sessions (KIP-227) the broker keeps (Kafka's default 1000).
+    pub fn max_incremental_fetch_session_cache_slots(&self) -> usize {
+        self.long_or("max.incremental.fetch.session.cache.slots", 1000)
+            .clamp(0, i32::MAX as i64) as usize
+    }
+
     pub fn offsets_retention_ms(&self) -> i64 {
         self.long_or("offsets.retention.minutes", 10_080)
             .saturating_mul(60_000)

@@ -388,6 +388,12 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     prop_min("max.connections.per.ip", ConfigType::Int, "2147483647", 0),
     prop("max.connections.per.ip.overrides", ConfigType::String, ""),
     prop_min("fetch.max.bytes", ConfigType::Int, "57671680", 0),
+    prop_min(
+        "max.incremental.fetch.session.cache.slots",
+        ConfigType::Int,
+        "1000",
+        0,
+    ),
     prop_min("connections.max.idle.ms", ConfigType::Long, "600000", 1),
     prop_min("group.min.session.timeout.ms", ConfigType::Int, "6000", 0),
     prop_min(

@@ -82,6 +82,9 @@ impl Broker {
             user_credentials: storage.user_credentials,
             acls: storage.acls,
             topics: storage.topics,
+            fetch_sessions: crate::fetch_session::FetchSessionCache::new(
+                config.max_incremental_fetch_session_cache_slots(),
+            ),
             groups: storage.groups,
             producer_ids: storage.producer_ids,
             transactions: storage.transactions,

@@ -12,6 +12,7 @@
 mod broker_configs;
 mod compression;
 mod fencing;
+mod fetch_sessions;
 mod oauth;
 mod security;
 mod static_members;
@@ -1041,6 +1042,7 @@ impl Scenario {
         self.idempotence_section().await?;
         self.transactions_section().await?;
         self.fencing_section().await?;
+        self.fetch_sessions_section().await?;
         self.broker_configs_section().await?;
 
         let step = self.delete_topic(&main).await?;
@@ -1076,6 +1078,7 @@ async fn main() -> anyhow::Result<()> {
     match only.as_deref() {
         None => scenario.run().await?,
         Some("fencing") => scenario.fencing_section().await?,
+        Some("fetch_sessions") => scenario.fetch_sessions_section().await?,
         Some("static_members") => scenario.static_members_section().await?,
         Some("compression") => scenario.compression_section().await?,
         Some("broker_configs") => scenario.broker_configs_section().await?,
@@ -1097,7 +1100,7 @@ async fn main() -> anyhow::Result<()> {
             scenario.oauth_section(&secure, &keys).await?
         }
         Some(other) => anyhow::bail!(
-            "no section {other} (sections: fencing, static_members, compression, broker_configs, security, oauth)"
+            "no section {other} (sections: fencing, fetch_sessions, static_members, compression, broker_configs, security, oauth)"
         ),
     }
     println!("{}", serde_json::to_string_pretty(&scenario.transcript)?);
