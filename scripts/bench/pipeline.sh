@@ -7,6 +7,8 @@
 # SINK=parquet (default), SINK=postgres (needs WEIR_TEST_POSTGRES_URL, e.g. from
 # scripts/postgres/start.sh) or SINK=s3 (Parquet on an S3-compatible server: needs
 # WEIR_TEST_S3_ENDPOINT with the bucket weir-test, e.g. from scripts/s3/start.sh).
+# CLIENT_PROPERTIES adds librdkafka properties to every client of the pipeline, as YAML flow
+# mapping entries (e.g. CLIENT_PROPERTIES='compression.type: none').
 # Usage: [LINES=n] [SINK=parquet|postgres|s3] [PARALLELISM=2] scripts/bench/pipeline.sh [path/to/weir]
 set -euo pipefail
 cache=${WEIR_CACHE:-$HOME/.cache/weir}
@@ -27,6 +29,7 @@ name: bench
 source: { kind: file, paths: ["$work/access.log"], format: nginx_combined }
 topic: { name: bench-raw, partitions: 2 }
 parallelism: ${PARALLELISM:-2}
+client_properties: { ${CLIENT_PROPERTIES:-} }
 transform:
   table: requests
   sql: |
