@@ -34,7 +34,7 @@ case $kind in
   *) echo "JOB is stateless or windowed" >&2; exit 2 ;;
 esac
 start=$(date +%s.%N)
-"$weir" job run --name bench --input bench-in --output bench-out --query "$query" \
+RUST_LOG=${RUST_LOG:-info} "$weir" job run --name bench --input bench-in --output bench-out --query "$query" \
   --checkpoint-interval-ms 1000 --checkpoint-max-records 50000 > "$work/job.log" 2>&1 &
 job=$!
 end=
@@ -61,3 +61,4 @@ done
 kill -TERM "$job"; wait "$job" || true
 python3 -c "print('$kind job: $records records in %.2f s = %.0f records/s' % ($end - $start, $records / ($end - $start)))"
 tail -1 "$work/job.log"
+[ -z "${BENCH_KEEP_LOG:-}" ] || cp "$work/job.log" "$BENCH_KEEP_LOG"
