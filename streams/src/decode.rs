@@ -105,6 +105,11 @@ impl RecordDecoder {
     }
 
     pub fn decode(&self, records: &[InputRecord]) -> Result<Decoded> {
+        if self.format == ValueFormat::Json {
+            if let Some(decoded) = self.decode_json_in_one_pass(records) {
+                return Ok(decoded);
+            }
+        }
         let mut rejected = Vec::new();
         let mut accepted: Vec<&InputRecord> = Vec::with_capacity(records.len());
         let mut accepted_indexes = Vec::with_capacity(records.len());
@@ -132,29 +137,85 @@ impl RecordDecoder {
                 self.decode_values(&accepted)?
             }
         };
+        self.with_metadata(values, &accepted, rejected)
+    }
+
+    fn with_metadata(
+        &self,
+        values: RecordBatch,
+        accepted: &[&InputRecord],
+        rejected: Vec<Rejected>,
+    ) -> Result<Decoded> {
         let mut columns = values.columns().to_vec();
-        columns.extend(metadata_columns(&accepted));
+        columns.extend(metadata_columns(accepted));
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
         Ok(Decoded { batch, rejected })
     }
 
+    /// JSON values parsed once, by arrow_json alone: each accepted value must add exactly one
+    /// whole row (so two objects in one value, or one object split over two, cannot shift
+    /// rows between records). `None` at the first value that does not — invalid JSON, a field
+    /// of the wrong type — and `decode` then takes the slow path that finds every such value
+    /// and says why.
+    fn decode_json_in_one_pass(&self, records: &[InputRecord]) -> Option<Decoded> {
+        let mut decoder = ReaderBuilder::new(Arc::clone(&self.value_schema))
+            // One more than the records, so the last one's trailing whitespace is read too.
+            .with_batch_size(records.len() + 1)
+            .with_coerce_primitive(true)
+            .build_decoder()
+            .ok()?;
+        let mut accepted: Vec<&InputRecord> = Vec::with_capacity(records.len());
+        let mut rejected = Vec::new();
+        for (index, record) in records.iter().enumerate() {
+            let value = match self.check_shape(record) {
+                Ok(value) => value,
+                Err(reason) => {
+                    rejected.push(rejection(index, record, reason));
+                    continue;
+                }
+            };
+            let read_whole = matches!(decoder.decode(value), Ok(read) if read == value.len());
+            if !read_whole || decoder.has_partial_record() || decoder.len() != accepted.len() + 1 {
+                return None;
+            }
+            accepted.push(record);
+        }
+        let values = match decoder.flush().ok()? {
+            Some(values) => values,
+            None => RecordBatch::new_empty(Arc::clone(&self.value_schema)),
+        };
+        if values.num_rows() != accepted.len() {
+            return None;
+        }
+        self.with_metadata(values, &accepted, rejected).ok()
+    }
+
     /// What can be told of a record before decoding it with the others.
     fn check(&self, record: &InputRecord) -> Result<(), String> {
+        let value = self.check_shape(record)?;
+        match self.format {
+            ValueFormat::Raw => Ok(()),
+            ValueFormat::Json => serde_json::from_slice::<serde::de::IgnoredAny>(value)
+                .map(|_| ())
+                .map_err(|e| format!("value is not JSON: {e}")),
+        }
+    }
+
+    /// The checks that need no parse: a value, UTF-8 (raw), starting as a JSON object (JSON).
+    fn check_shape<'a>(&self, record: &'a InputRecord) -> Result<&'a [u8], String> {
         let Some(value) = record.value.as_deref() else {
             return Err("null value (a tombstone)".into());
         };
         match self.format {
             ValueFormat::Raw => std::str::from_utf8(value)
-                .map(|_| ())
+                .map(|_| value)
                 .map_err(|e| format!("value is not UTF-8: {e}")),
             ValueFormat::Json => {
                 let first = value.iter().find(|b| !b.is_ascii_whitespace());
-                if first != Some(&b'{') {
-                    return Err("value is not a JSON object".into());
+                match first {
+                    Some(b'{') => Ok(value),
+                    _ => Err("value is not a JSON object".into()),
                 }
-                serde_json::from_slice::<serde::de::IgnoredAny>(value)
-                    .map(|_| ())
-                    .map_err(|e| format!("value is not JSON: {e}"))
             }
         }
     }
@@ -378,6 +439,31 @@ mod tests {
         assert!(decoded.rejected.iter().all(|r| !r.reason.is_empty()));
         // Offsets equal positions here: each rejection names its record's position.
         assert!(decoded.rejected.iter().all(|r| r.index as i64 == r.offset));
+    }
+
+    #[test]
+    fn values_that_hold_two_objects_or_half_of_one_are_rejected_not_shifted() {
+        let schema = Schema::new(vec![Field::new("status", DataType::Int64, true)]);
+        let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+        let records = vec![
+            record(0, r#"{"status": 1}"#),
+            // Read as one stream these two would be `{"status": 2}` and `{"x": {"status": 3}}`:
+            // as many rows as records, each from the wrong record.
+            record(1, r#"{"status": 2}{"x":"#),
+            record(2, r#"{"status": 3}}"#),
+            record(3, r#"{"status": 4} "#),
+            record(4, r#"{"status": 5}{"status": 6}"#),
+            record(5, r#" {"status": 7}"#),
+        ];
+        let decoded = decoder.decode(&records).unwrap();
+        let column = |name: &str| -> Vec<i64> {
+            let column = decoded.batch.column_by_name(name).unwrap();
+            column.as_primitive::<Int64Type>().values().to_vec()
+        };
+        assert_eq!(column(OFFSET_COLUMN), [0, 3, 5]);
+        assert_eq!(column("status"), [1, 4, 7]);
+        let rejected: Vec<i64> = decoded.rejected.iter().map(|r| r.offset).collect();
+        assert_eq!(rejected, [1, 2, 4], "{:?}", decoded.rejected);
     }
 
     #[test]
