@@ -133,7 +133,7 @@ pub(crate) async fn wait_for_metadata(
 ) -> Metadata {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     loop {
-        // Before the brokers registered, Metadata lists no broker: librdkafka calls it partial.
+        // A broker whose metadata has not caught up yet accepts no connection: try again.
         if let Ok(metadata) = try_metadata(bootstrap, topic) {
             if ready(&metadata) {
                 return metadata;
@@ -196,9 +196,17 @@ async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_br
         results[0].as_ref().unwrap_err().1,
         RDKafkaErrorCode::InvalidReplicationFactor
     );
+    // The creating broker's image holds the topic when CreateTopics answers; the others apply
+    // it on their own time (as in Kafka, until then they answer UNKNOWN_TOPIC_OR_PARTITION).
     let mut layouts = Vec::new();
     for node_id in 1..=3 {
-        let metadata = metadata(&cluster.bootstrap(node_id), Some("replicated"));
+        let metadata = wait_for_metadata(
+            &cluster.bootstrap(node_id),
+            Some("replicated"),
+            "the topic's six partitions",
+            |m| layout(m, "replicated").len() == 6,
+        )
+        .await;
         layouts.push(layout(&metadata, "replicated"));
     }
     assert!(layouts.iter().all(|l| *l == layouts[0]), "{layouts:?}");
