@@ -201,10 +201,9 @@ impl FetchSessionCache {
     }
 
     /// Drops session `session_id` (a full fetch names the session it replaces or closes).
-    pub fn remove(&self, session_id: i32) {
-        if session_id != NO_SESSION {
-            self.lock().remove(session_id);
-        }
+    /// Drops session `session_id`; true if there was one.
+    pub fn remove(&self, session_id: i32) -> bool {
+        session_id != NO_SESSION && self.lock().remove(session_id)
     }
 
     /// After a full fetch answered `partitions` (in order, with what was reported): a new
@@ -357,9 +356,13 @@ impl FetchSessionCache {
 }
 
 impl CacheState {
-    fn remove(&mut self, session_id: i32) {
-        if let Some(session) = self.sessions.remove(&session_id) {
-            self.cached_partitions -= session.partitions.len();
+    fn remove(&mut self, session_id: i32) -> bool {
+        match self.sessions.remove(&session_id) {
+            Some(session) => {
+                self.cached_partitions -= session.partitions.len();
+                true
+            }
+            None => false,
         }
     }
 

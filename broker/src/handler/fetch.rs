@@ -94,7 +94,7 @@ pub async fn handle(
         }
     };
     let targets = plan.targets();
-    let resolved = resolve_topics(context, access, version, follower, &targets);
+    let resolved = resolve_topics(context, access, follower, &targets);
     let partitions: Vec<Arc<Partition>> = targets
         .iter()
         .filter_map(|target| {
@@ -159,8 +159,10 @@ fn plan(
     let sessions = &context.fetch_sessions;
     if request.session_epoch == INITIAL_EPOCH || request.session_epoch == FINAL_EPOCH {
         // A full fetch closes the session it names, and starts a new one unless at epoch -1.
-        sessions.remove(request.session_id);
-        update_session_metrics(context);
+        // (librdkafka's fetches name no session: nothing to remove, no lock for the metrics.)
+        if sessions.remove(request.session_id) {
+            update_session_metrics(context);
+        }
         return Ok(match request.session_epoch {
             FINAL_EPOCH => Plan::Sessionless(requested),
             _ => Plan::Full(requested),
@@ -222,7 +224,6 @@ fn requested_targets(version: i16, request: &FetchRequest) -> Vec<FetchTarget> {
 fn resolve_topics(
     context: &BrokerContext,
     access: &Access,
-    version: i16,
     follower: Option<i32>,
     targets: &[&FetchTarget],
 ) -> HashMap<TopicKey, ResolvedTopic> {
@@ -239,7 +240,6 @@ fn resolve_topics(
         let authorized = match (follower.is_some(), &topic, &target.topic) {
             (true, _, _) => follower_allowed,
             (false, Some(topic), _) => access.allows_topic(Operation::Read, &topic.name),
-            (false, None, _) if version >= 13 => true,
             (false, None, TopicKey::Name(name)) => access.allows_topic(Operation::Read, name),
             (false, None, TopicKey::Id(_)) => true,
         };
