@@ -12,11 +12,15 @@
 //!   raw strings; plus `_key`, `_partition`, `_offset`, `_timestamp`); bad records are rejected
 //!   with a reason, never dropped silently.
 //! - [`sql`] — the SQL transform: a DataFusion session planned once; stateless or windowed.
+//! - [`streaming`] — what a query may do over a stream: joins, ORDER BY, LIMIT, OVER (…) and
+//!   subqueries are refused at planning with the reason, never run per checkpoint.
 //! - [`window`] — windowed aggregations over event time (`tumble`, `hop`): local partial
 //!   aggregation, a repartition topic, window state with a changelog, watermarks and lateness.
 //! - [`topic_reader`] — reading partitions up to their end (ad-hoc queries, schema samples,
 //!   state restore).
 //! - [`encode`] — result rows → output records (`_key` column → record key; JSON or raw value).
+//! - [`join`] — joins over streams (being built): the versioned table a stream–table join
+//!   looks records up in, as of their event time.
 //! - [`job`] — the exactly-once loop: read_committed consumer in a group, one transaction per
 //!   checkpoint holding the output (and a windowed job's repartition and changelog records) and
 //!   the consumed offsets (KIP-447), fencing of zombies, state reloaded after a rebalance.
@@ -34,8 +38,10 @@ pub mod decode;
 pub mod encode;
 pub mod error;
 pub mod job;
+pub mod join;
 pub mod record;
 pub mod sql;
+pub mod streaming;
 pub mod topic_reader;
 pub mod topic_table;
 pub mod window;

@@ -13,10 +13,12 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::MemTable;
 use datafusion::common::TableReference;
+use datafusion::execution::context::SQLOptions;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::error::{Result, StreamsError};
+use crate::streaming;
 use crate::window::functions;
 use crate::window::query::WindowedQuery;
 
@@ -44,9 +46,16 @@ impl Session {
         Ok(Session { context, inputs })
     }
 
-    /// The logical plan of `query`, not yet optimized.
+    /// The logical plan of `query`, not yet optimized. Only a query: DDL, DML (`COPY … TO`,
+    /// `INSERT`) and statements (`SET`) are refused, so a job's SQL cannot create tables or
+    /// write files.
     pub async fn plan(&self, query: &str) -> Result<LogicalPlan> {
-        Ok(self.context.sql(query).await?.logical_plan().clone())
+        let read_only = SQLOptions::new()
+            .with_allow_ddl(false)
+            .with_allow_dml(false)
+            .with_allow_statements(false);
+        let frame = self.context.sql_with_options(query, read_only).await?;
+        Ok(frame.logical_plan().clone())
     }
 
     /// Fails as running `plan` would on a type error (at start-up rather than at a checkpoint).
@@ -97,6 +106,7 @@ impl SqlTransform {
             )));
         }
         session.check(&plan)?;
+        streaming::check(&plan)?;
         let transform = match WindowedQuery::from_plan(&session, &plan)? {
             Some(_) if tables.len() > 1 => {
                 return Err(StreamsError::Config(
@@ -219,7 +229,7 @@ mod tests {
                     CAST(bytes AS DOUBLE) / 1024 AS kib, \
                     regexp_like(agent, '^curl/') AS is_curl, \
                     date_part('year', _timestamp) AS year \
-             FROM weblogs ORDER BY _offset",
+             FROM weblogs",
             &[
                 r#"{"path": "/INDEX.HTML", "class": "ok", "kib": 0.5, "is_curl": true, "year": 2023}"#,
                 r#"{"path": "/MISSING", "class": "miss", "kib": 0.0, "is_curl": false, "year": 2023}"#,
@@ -262,6 +272,91 @@ mod tests {
                     .is_err(),
                 "{query}"
             );
+        }
+    }
+
+    fn two_inputs() -> Vec<(&'static str, SchemaRef)> {
+        let records = input(LOGS);
+        let schema = RecordDecoder::infer(&records).unwrap();
+        let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+        vec![("weblogs", decoder.schema()), ("other", decoder.schema())]
+    }
+
+    /// Queries whose answer depends on rows of other checkpoints are refused with the reason,
+    /// never run per batch (a join per checkpoint silently lost the pairs split across two).
+    #[tokio::test]
+    async fn queries_that_need_other_checkpoints_rows_are_refused_with_the_reason() {
+        let tables = two_inputs();
+        for (query, reason) in [
+            (
+                "SELECT w.path FROM weblogs w JOIN other o ON w.path = o.path",
+                "a join",
+            ),
+            (
+                "SELECT w.path FROM weblogs w LEFT JOIN other o ON w.path = o.path",
+                "a join",
+            ),
+            ("SELECT w.path FROM weblogs w, other o", "a join"),
+            (
+                "SELECT path FROM weblogs WHERE path IN (SELECT path FROM other)",
+                "subqueries",
+            ),
+            (
+                "SELECT path FROM weblogs WHERE EXISTS (SELECT 1 FROM other)",
+                "subqueries",
+            ),
+            (
+                "SELECT path, (SELECT max(status) FROM other) FROM weblogs",
+                "subqueries",
+            ),
+            ("SELECT path FROM weblogs ORDER BY status", "ORDER BY"),
+            ("SELECT path FROM weblogs LIMIT 10", "LIMIT"),
+            (
+                "SELECT path, row_number() OVER (ORDER BY status) FROM weblogs",
+                "OVER",
+            ),
+            ("SELECT DISTINCT path FROM weblogs", "DISTINCT"),
+            ("SELECT 1 AS one", "reads no input topic"),
+        ] {
+            let error = match SqlTransform::new(&tables, query).await {
+                Ok(_) => panic!("accepted: {query}"),
+                Err(error) => error.to_string(),
+            };
+            assert!(error.contains(reason), "{query}: {error}");
+        }
+    }
+
+    /// A job's SQL is a query: it cannot create tables, write files or change settings.
+    #[tokio::test]
+    async fn statements_other_than_a_query_are_refused() {
+        let tables = two_inputs();
+        let target = std::env::temp_dir().join(format!("weir-copy-{}", std::process::id()));
+        for query in [
+            format!(
+                "COPY (SELECT path FROM weblogs) TO '{}' STORED AS CSV",
+                target.display()
+            ),
+            "CREATE TABLE t AS SELECT path FROM weblogs".to_string(),
+            "INSERT INTO weblogs SELECT * FROM other".to_string(),
+            "SET datafusion.execution.batch_size = 1".to_string(),
+        ] {
+            assert!(SqlTransform::new(&tables, &query).await.is_err(), "{query}");
+        }
+        assert!(!target.exists(), "COPY wrote {}", target.display());
+    }
+
+    /// What runs per record is still accepted over several inputs.
+    #[tokio::test]
+    async fn per_record_queries_over_several_inputs_are_accepted() {
+        let tables = two_inputs();
+        for query in [
+            "SELECT path FROM weblogs UNION ALL SELECT path FROM other",
+            "SELECT path, status FROM (SELECT * FROM weblogs WHERE status > 200) AS errors",
+            "WITH slow AS (SELECT path FROM weblogs WHERE bytes > 10) SELECT upper(path) FROM slow",
+        ] {
+            if let Err(error) = SqlTransform::new(&tables, query).await {
+                panic!("{query}: {error}");
+            }
         }
     }
 }

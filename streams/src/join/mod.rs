@@ -1,0 +1,18 @@
+//! Joins over streams (being built; nothing here is wired into a job yet).
+//!
+//! The design, so the pieces fit as they land:
+//! - **Stream–table join.** A topic declared as a table is the latest value per record key
+//!   (tombstones delete). A stream record is joined with the table *as of its event time* (its
+//!   `_timestamp`): the latest version of the key whose timestamp is not after the record's —
+//!   Kafka Streams' versioned-table join (KIP-914) and Flink's event-time temporal join, without
+//!   waiting for the table's watermark. Before a checkpoint's records are joined, the table is
+//!   read up to the end its partitions had when the checkpoint began, so an update written
+//!   before a stream record is always seen by it, and the version picked by timestamp makes the
+//!   answer independent of how records fall into checkpoints (and so replayable after a crash).
+//!   Every copy of a job reads all of the table's partitions (a global table: no
+//!   co-partitioning needed); the table topic is its own changelog, as for Kafka Streams'
+//!   global tables.
+//! - [`versioned_table`]: the per-key version history that lookup needs, bounded by a history
+//!   retention and a state bound.
+
+pub mod versioned_table;
