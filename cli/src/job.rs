@@ -37,6 +37,15 @@ struct RunArgs {
     /// An input topic (repeat for several: each is a table of the query).
     #[arg(long, required = true)]
     input: Vec<String>,
+    /// A table the query joins its input with, NAME=TOPIC (repeat for several): the latest
+    /// value per record key as of each input record's timestamp (tombstones delete), e.g.
+    /// --table customers=customers and "… FROM orders o JOIN customers c ON o.customer = c._key".
+    #[arg(long, value_parser = parse_table)]
+    table: Vec<(String, String)>,
+    /// Tables: how far back (ms) from the newest update of a table versions are kept, so input
+    /// records that far behind still find the value of their time.
+    #[arg(long, default_value_t = 3_600_000)]
+    table_history_ms: i64,
     #[arg(long)]
     output: String,
     /// The transform, e.g. "SELECT path, status FROM weblogs WHERE status >= 500"; the input
@@ -74,6 +83,15 @@ struct RunArgs {
     metrics_listen: Option<std::net::SocketAddr>,
 }
 
+fn parse_table(declared: &str) -> Result<(String, String), String> {
+    match declared.split_once('=') {
+        Some((name, topic)) if !name.is_empty() && !topic.is_empty() => {
+            Ok((name.to_string(), topic.to_string()))
+        }
+        _ => Err(format!("expected NAME=TOPIC, got {declared:?}")),
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum Format {
     Json,
@@ -99,6 +117,8 @@ pub(crate) async fn run(args: JobArgs) -> anyhow::Result<()> {
         &run.query,
     );
     config.inputs = run.input;
+    config.tables = run.table;
+    config.table_history_ms = run.table_history_ms;
     config.instance_id = run.instance;
     config.input_format = run.input_format.into();
     config.schema = run.schema.as_deref().map(parse_schema).transpose()?;

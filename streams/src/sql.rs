@@ -18,6 +18,7 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::error::{Result, StreamsError};
+use crate::join::{self, plan::TableJoin, table::TableState};
 use crate::streaming;
 use crate::window::functions;
 use crate::window::query::WindowedQuery;
@@ -92,13 +93,26 @@ pub enum Transform {
 pub struct SqlTransform {
     session: Session,
     transform: Transform,
+    /// Stream–table joins, run before the (rewritten) query at each checkpoint.
+    joins: Vec<TableJoin>,
 }
 
 impl SqlTransform {
     /// Plans `query` once against `tables` (each input's name and decoded schema), so that a
     /// bad query fails when the job starts, not at its first checkpoint.
     pub async fn new(tables: &[(&str, SchemaRef)], query: &str) -> Result<Self> {
-        let session = Session::new(tables)?;
+        Self::with_tables(tables, &[], query).await
+    }
+
+    /// [`SqlTransform::new`] with declared tables (name and decoded schema) the query may join
+    /// its inputs with (`crate::join`).
+    pub async fn with_tables(
+        inputs: &[(&str, SchemaRef)],
+        tables: &[(&str, SchemaRef)],
+        query: &str,
+    ) -> Result<Self> {
+        let all: Vec<(&str, SchemaRef)> = inputs.iter().chain(tables).cloned().collect();
+        let session = Session::new(&all)?;
         let plan = session.plan(query).await?;
         if plan.schema().fields().is_empty() {
             return Err(StreamsError::Config(format!(
@@ -106,17 +120,37 @@ impl SqlTransform {
             )));
         }
         session.check(&plan)?;
+        let table_names: Vec<&str> = tables.iter().map(|(name, _)| *name).collect();
+        let (plan, joins) = join::plan::extract(&plan, &table_names)?;
         streaming::check(&plan)?;
+        for join in &joins {
+            streaming::check(&join.stream_side)?;
+            session.check(&join.stream_side)?;
+        }
         let transform = match WindowedQuery::from_plan(&session, &plan)? {
-            Some(_) if tables.len() > 1 => {
+            Some(_) if inputs.len() > 1 => {
                 return Err(StreamsError::Config(
                     "a windowed query reads one input topic".into(),
+                ))
+            }
+            Some(_) if !joins.is_empty() => {
+                return Err(StreamsError::Config(
+                    "a windowed query with a join is not supported yet".into(),
                 ))
             }
             Some(windowed) => Transform::Windowed(Box::new(windowed)),
             None => Transform::Stateless(plan),
         };
-        Ok(SqlTransform { session, transform })
+        Ok(SqlTransform {
+            session,
+            transform,
+            joins,
+        })
+    }
+
+    /// Whether the query joins declared tables (then [`SqlTransform::apply_with_tables`]).
+    pub fn joins_tables(&self) -> bool {
+        !self.joins.is_empty()
     }
 
     /// The columns of the query's result.
@@ -141,6 +175,16 @@ impl SqlTransform {
     /// The query's rows for one batch of each input (a stateless query), in the order of the
     /// tables.
     pub async fn apply(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        self.apply_with_tables(batches, &[]).await
+    }
+
+    /// [`SqlTransform::apply`], the query's joins looking records up in `tables` (in the order
+    /// the tables were declared).
+    pub async fn apply_with_tables(
+        &self,
+        batches: Vec<RecordBatch>,
+        tables: &[TableState],
+    ) -> Result<Vec<RecordBatch>> {
         let Transform::Stateless(plan) = &self.transform else {
             return Err(StreamsError::Config(
                 "a windowed query keeps state across checkpoints; run it as a windowed job".into(),
@@ -149,8 +193,12 @@ impl SqlTransform {
         for (index, batch) in batches.into_iter().enumerate() {
             self.session.set_input(index, batch).await;
         }
-        let output = self.session.run(plan).await;
+        let output = match join::lookup::run(&self.session, &self.joins, tables).await {
+            Ok(()) => self.session.run(plan).await,
+            Err(error) => Err(error),
+        };
         self.session.clear_inputs().await;
+        join::lookup::clear(&self.joins).await;
         output
     }
 }

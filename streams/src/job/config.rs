@@ -22,6 +22,11 @@ pub struct JobConfig {
     pub output: String,
     pub query: String,
     pub table: Option<String>,
+    /// Declared tables (SQL name, topic): the latest value per key as of each record's event
+    /// time, joined with `JOIN … ON stream_expression = name._key` (`crate::join`).
+    pub tables: Vec<(String, String)>,
+    /// Tables: how far back (ms) from the newest table update versions are kept for lookups.
+    pub table_history_ms: i64,
     pub input_format: ValueFormat,
     pub output_format: ValueFormat,
     /// The JSON values' schema; inferred from the input topic's first records when absent.
@@ -56,6 +61,8 @@ impl JobConfig {
             output: output.into(),
             query: query.into(),
             table: None,
+            tables: Vec::new(),
+            table_history_ms: 3_600_000,
             input_format: ValueFormat::Json,
             output_format: ValueFormat::Json,
             schema: None,
@@ -112,6 +119,19 @@ impl JobConfig {
             Some("an input topic is named twice".to_string())
         } else if self.table.is_some() && self.inputs.len() > 1 {
             Some("a table name can be given for a single input only".to_string())
+        } else if let Some((name, topic)) = self.tables.iter().find(|(name, topic)| {
+            name.is_empty()
+                || topic.is_empty()
+                || self.inputs.contains(topic)
+                || *topic == self.output
+                || self.table_names().contains(&name.as_str())
+        }) {
+            Some(format!(
+                "table {name}={topic}: a table needs a name and a topic that is neither an input, \
+                 the output nor named like an input"
+            ))
+        } else if self.table_history_ms < 0 {
+            Some("the table history cannot be negative".into())
         } else if self.checkpoint_max_records == 0 || self.checkpoint_interval_ms == 0 {
             Some("checkpoint interval and size must be positive".to_string())
         } else if self.allowed_lateness_ms < 0 || self.max_state_entries == 0 {

@@ -25,13 +25,13 @@ use crate::job::{self, JobConfig, JobMetrics, JobStats};
 const RECORDS: usize = 3000;
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-async fn start_broker(dir: &std::path::Path) -> Broker {
+pub(super) async fn start_broker(dir: &std::path::Path) -> Broker {
     let mut config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.to_path_buf());
     config.set("group.initial.rebalance.delay.ms", "0").unwrap();
     Broker::start(config).await.expect("broker starts")
 }
 
-async fn create_topics(bootstrap: &str, names: &[&str]) {
+pub(super) async fn create_topics(bootstrap: &str, names: &[&str]) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .create()
@@ -78,7 +78,11 @@ fn produce_input(bootstrap: &str, topic: &str) {
 }
 
 /// Every record of `topic` a read_committed consumer sees, waiting until `expected` arrived.
-fn read_committed(bootstrap: &str, topic: &str, expected: usize) -> Vec<(Option<String>, String)> {
+pub(super) fn read_committed(
+    bootstrap: &str,
+    topic: &str,
+    expected: usize,
+) -> Vec<(Option<String>, String)> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "checker")
@@ -131,7 +135,7 @@ fn job_config(bootstrap: &str, instance: &str) -> JobConfig {
 }
 
 /// Runs a copy of the job on its own thread until its `stop` is set.
-fn spawn(config: JobConfig) -> (Arc<AtomicBool>, thread::JoinHandle<JobStats>) {
+pub(super) fn spawn(config: JobConfig) -> (Arc<AtomicBool>, thread::JoinHandle<JobStats>) {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     let handle = thread::spawn(move || job::run(&config, &flag).expect("job runs"));

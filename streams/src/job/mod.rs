@@ -20,6 +20,8 @@ mod windowed;
 
 #[cfg(test)]
 mod exactly_once_tests;
+#[cfg(test)]
+mod table_join_tests;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +37,7 @@ pub use metrics::JobMetrics;
 
 use crate::decode::RecordDecoder;
 use crate::error::{Result, StreamsError};
+use crate::join::table::TableState;
 use crate::record::{InputRecord, ValueFormat};
 use crate::sql::SqlTransform;
 use crate::topic_reader::{self, Limit};
@@ -186,7 +189,14 @@ pub fn run_with_metrics(
             None => return Ok(JobStats::default()),
         }
     }
-    let (decoders, transform) = prepare(config, &runtime, &samples)?;
+    let mut table_samples = Vec::new();
+    for (_, topic) in &config.tables {
+        match table_sample(config, topic, stop)? {
+            Some(sample) => table_samples.push(sample),
+            None => return Ok(JobStats::default()),
+        }
+    }
+    let (decoders, tables, transform) = prepare(config, &runtime, &samples, &table_samples)?;
     let mut internal_topic = None;
     let mut processor: Box<dyn Processor + '_> = match transform.windowed() {
         None => Box::new(stateless::Stateless {
@@ -194,6 +204,7 @@ pub fn run_with_metrics(
             decoders: &decoders,
             transform: &transform,
             runtime: &runtime,
+            tables: stateless::Tables::open(config, tables)?,
         }),
         Some(_) => {
             let partitions = topics::ensure(config, &runtime)?;
@@ -286,6 +297,29 @@ fn schema_sample(
     if config.schema.is_some() || config.input_format == ValueFormat::Raw {
         return Ok(Some(Vec::new()));
     }
+    first_records(config, input, stop)
+}
+
+/// A declared table's first records, its JSON schema inferred from them (`--schema` describes
+/// the inputs, not the tables).
+fn table_sample(
+    config: &JobConfig,
+    topic: &str,
+    stop: &AtomicBool,
+) -> Result<Option<Vec<InputRecord>>> {
+    if config.input_format == ValueFormat::Raw {
+        return Ok(Some(Vec::new()));
+    }
+    first_records(config, topic, stop)
+}
+
+/// The first records of `input` (with a value), waiting for one while it is empty; `None` when
+/// stopped while waiting.
+fn first_records(
+    config: &JobConfig,
+    input: &str,
+    stop: &AtomicBool,
+) -> Result<Option<Vec<InputRecord>>> {
     let reader = topic_reader::consumer(&config.client)?;
     let partitions = topic_reader::partitions(&reader, input, CLUSTER_TIMEOUT)?;
     let mut waiting = false;
@@ -315,7 +349,8 @@ fn prepare(
     config: &JobConfig,
     runtime: &tokio::runtime::Runtime,
     samples: &[Vec<InputRecord>],
-) -> Result<(Vec<RecordDecoder>, SqlTransform)> {
+    table_samples: &[Vec<InputRecord>],
+) -> Result<(Vec<RecordDecoder>, Vec<TableState>, SqlTransform)> {
     let mut decoders = Vec::new();
     for sample in samples {
         let schema = match (&config.schema, config.input_format) {
@@ -325,14 +360,38 @@ fn prepare(
         };
         decoders.push(RecordDecoder::new(config.input_format, schema)?);
     }
-    let tables: Vec<_> = config
+    let mut tables = Vec::new();
+    for ((name, _), sample) in config.tables.iter().zip(table_samples) {
+        let schema = match config.input_format {
+            ValueFormat::Raw => None,
+            ValueFormat::Json => Some(RecordDecoder::infer(sample)?),
+        };
+        let decoder = RecordDecoder::new(config.input_format, schema)?;
+        tables.push(TableState::new(
+            name,
+            decoder,
+            config.table_history_ms,
+            config.max_state_entries,
+        ));
+    }
+    let inputs: Vec<_> = config
         .table_names()
         .into_iter()
         .zip(&decoders)
         .map(|(table, decoder)| (table, decoder.schema()))
         .collect();
-    let transform = runtime.block_on(SqlTransform::new(&tables, &config.query))?;
-    Ok((decoders, transform))
+    let declared: Vec<_> = tables
+        .iter()
+        .map(|t| (t.name.as_str(), t.decoder.schema()))
+        .collect();
+    let transform =
+        runtime.block_on(SqlTransform::with_tables(&inputs, &declared, &config.query))?;
+    if !tables.is_empty() && !transform.joins_tables() {
+        return Err(StreamsError::Config(
+            "tables are declared but the query joins none of them".into(),
+        ));
+    }
+    Ok((decoders, tables, transform))
 }
 
 /// Decodes a checkpoint's input; records that do not decode become dead letters.

@@ -1,17 +1,48 @@
-//! A stateless job's checkpoint: each input row is transformed on its own.
+//! A stateless job's checkpoint: each input row is transformed on its own (joins looking it
+//! up in declared tables, brought up to date first).
 
 use crate::decode::RecordDecoder;
 use crate::encode::encode;
 use crate::error::Result;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
 use crate::job::{decode_input, JobConfig, JobStats, Polled, Processor};
+use crate::join::table::{TableFeed, TableState};
 use crate::sql::SqlTransform;
+use crate::topic_reader;
 
 pub(super) struct Stateless<'a> {
     pub config: &'a JobConfig,
     pub decoders: &'a [RecordDecoder],
     pub transform: &'a SqlTransform,
     pub runtime: &'a tokio::runtime::Runtime,
+    pub tables: Tables,
+}
+
+/// The declared tables' states and the readers that feed them.
+pub(super) struct Tables {
+    states: Vec<TableState>,
+    feeds: Vec<TableFeed>,
+}
+
+impl Tables {
+    pub(super) fn open(config: &JobConfig, states: Vec<TableState>) -> Result<Self> {
+        let mut feeds = Vec::new();
+        for (_, topic) in &config.tables {
+            feeds.push(TableFeed::new(
+                topic_reader::consumer(&config.client)?,
+                topic,
+            )?);
+        }
+        Ok(Tables { states, feeds })
+    }
+
+    /// Reads every table up to its end now.
+    fn catch_up(&mut self) -> Result<()> {
+        for (feed, state) in self.feeds.iter_mut().zip(&mut self.states) {
+            feed.catch_up(state)?;
+        }
+        Ok(())
+    }
 }
 
 impl Processor for Stateless<'_> {
@@ -35,7 +66,11 @@ impl Processor for Stateless<'_> {
                 stats,
             )?);
         }
-        let output = self.runtime.block_on(self.transform.apply(batches))?;
+        self.tables.catch_up()?;
+        let output = self.runtime.block_on(
+            self.transform
+                .apply_with_tables(batches, &self.tables.states),
+        )?;
         for record in encode(&output, self.config.output_format)? {
             checkpoint.records.push(Outgoing {
                 destination: Destination::Output,

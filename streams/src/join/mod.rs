@@ -1,4 +1,4 @@
-//! Joins over streams (being built; nothing here is wired into a job yet).
+//! Joins over streams.
 //!
 //! The design, so the pieces fit as they land:
 //! - **Stream–table join.** A topic declared as a table is the latest value per record key
@@ -14,5 +14,14 @@
 //!   global tables.
 //! - [`versioned_table`]: the per-key version history that lookup needs, bounded by a history
 //!   retention and a state bound.
+//! - [`table`]: a declared table's state and the reader that keeps it current.
+//! - [`plan`]: the joins taken out of the planned query, each replaced by a scan of its output.
+//! - [`lookup`]: per checkpoint, each join's stream rows matched with the table's versions.
 
+pub mod lookup;
+pub mod plan;
+pub mod table;
 pub mod versioned_table;
+
+#[cfg(test)]
+mod tests;
