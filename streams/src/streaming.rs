@@ -6,7 +6,8 @@
 //! OVER (…) would sort or number within an arbitrary slice. Such queries are refused with the
 //! reason, before the job starts, rather than run with batch semantics. What stays: projections,
 //! filters, scalar functions, UNION ALL of inputs, UNNEST, and one GROUP BY over an event-time
-//! window (taken apart by `crate::window::query`).
+//! window (taken apart by `crate::window::query`). Joins with declared tables are taken out of
+//! the plan before this check (`crate::join::plan`).
 //!
 //! Statements other than a query (DDL, DML, COPY … TO, SET) are refused by the session's SQL
 //! options (`sql::Session::plan`), not here: a job's query cannot create tables or write files.
@@ -47,8 +48,9 @@ pub fn check(plan: &LogicalPlan) -> Result<()> {
 fn refused_node(node: &LogicalPlan) -> Option<&'static str> {
     Some(match node {
         LogicalPlan::Join(_) => {
-            "a join would only pair rows that arrive in the same checkpoint; \
-             joins over streams are not supported yet"
+            "a join would only pair rows that arrive in the same checkpoint; declare the \
+             looked-up topic as a table (--table NAME=TOPIC) to join each record with its \
+             value as of the record's time; joins between two streams are not supported yet"
         }
         LogicalPlan::Sort(_) => {
             "ORDER BY over a stream never ends (a job emits rows in input order per partition; \
