@@ -9,12 +9,13 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::MemTable;
-use datafusion::common::TableReference;
+use datafusion::common::{Column, DFSchemaRef, TableReference};
+use datafusion::datasource::provider_as_source;
 use datafusion::execution::context::SQLOptions;
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::error::{Result, StreamsError};
@@ -80,6 +81,37 @@ impl Session {
         let frame = self.context.execute_logical_plan(plan.clone()).await?;
         Ok(frame.collect().await?)
     }
+}
+
+/// A table whose columns are `schema`'s, named `c0…` (so qualified duplicates such as two
+/// `_key`s cannot clash), and a scan of it, named `name`, renamed back to `schema`'s qualified
+/// columns: what replaces a node the job computes itself (a window's aggregate, a table join),
+/// so everything above it reads the columns unchanged.
+pub(crate) fn renamed_scan(
+    schema: &DFSchemaRef,
+    name: &str,
+) -> datafusion::error::Result<(Arc<MemTable>, LogicalPlan)> {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| f.as_ref().clone().with_name(format!("c{i}")))
+        .collect();
+    let table = Arc::new(MemTable::try_new(
+        Arc::new(Schema::new(fields)),
+        vec![vec![]],
+    )?);
+    let renamed: Vec<Expr> = (0..schema.fields().len())
+        .map(|i| {
+            let (qualifier, field) = schema.qualified_field(i);
+            Expr::Column(Column::new(Some(name), format!("c{i}")))
+                .alias_qualified(qualifier.cloned(), field.name())
+        })
+        .collect();
+    let scan = LogicalPlanBuilder::scan(name, provider_as_source(table.clone()), None)?
+        .project(renamed)?
+        .build()?;
+    Ok((table, scan))
 }
 
 /// What a job's query does with each checkpoint's rows.

@@ -11,11 +11,10 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::catalog::MemTable;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{Column, DFSchemaRef, JoinType, TableReference};
-use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{
     cast as cast_expr, BinaryExpr, Expr, LogicalPlan, LogicalPlanBuilder, Operator,
@@ -23,6 +22,7 @@ use datafusion::logical_expr::{
 
 use crate::decode::{KEY_COLUMN, TIMESTAMP_COLUMN};
 use crate::error::{Result, StreamsError};
+use crate::sql::renamed_scan;
 
 /// Columns appended to the stream side's rows for the lookup.
 pub(super) const LOOKUP_KEY: &str = "__weir_lookup_key";
@@ -151,7 +151,7 @@ fn replace(
     let stream_side = LogicalPlanBuilder::from(stream.as_ref().clone())
         .project(columns)?
         .build()?;
-    let (output, scan) = output_scan(&join.schema, index)?;
+    let (output, scan) = renamed_scan(&join.schema, &format!("__weir_join{index}"))?;
     let replacement = match conjunction(rest) {
         Some(condition) => LogicalPlanBuilder::from(scan).filter(condition)?.build()?,
         None => scan,
@@ -247,33 +247,4 @@ fn stream_time(schema: &DFSchemaRef, tables: &[&str]) -> Option<Expr> {
         [only] => Some(Expr::Column(only.clone())),
         _ => None,
     }
-}
-
-/// A table with the join's columns (named `c0…`) and a scan of it renamed back to them.
-fn output_scan(
-    join_schema: &DFSchemaRef,
-    index: usize,
-) -> datafusion::error::Result<(Arc<MemTable>, LogicalPlan)> {
-    let name = format!("__weir_join{index}");
-    let fields: Vec<Field> = join_schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| f.as_ref().clone().with_name(format!("c{i}")))
-        .collect();
-    let output = Arc::new(MemTable::try_new(
-        Arc::new(Schema::new(fields)),
-        vec![vec![]],
-    )?);
-    let renamed: Vec<Expr> = (0..join_schema.fields().len())
-        .map(|i| {
-            let (qualifier, field) = join_schema.qualified_field(i);
-            Expr::Column(Column::new(Some(name.as_str()), format!("c{i}")))
-                .alias_qualified(qualifier.cloned(), field.name())
-        })
-        .collect();
-    let scan = LogicalPlanBuilder::scan(name.as_str(), provider_as_source(output.clone()), None)?
-        .project(renamed)?
-        .build()?;
-    Ok((output, scan))
 }

@@ -11,19 +11,18 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, TimestampMillisecondArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{MemTable, TableProvider};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Column, DFSchemaRef};
-use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::{
     cast as cast_expr, Aggregate, Expr, LogicalPlan, LogicalPlanBuilder,
 };
 
 use crate::decode::{OFFSET_COLUMN, PARTITION_COLUMN};
 use crate::error::{Result, StreamsError};
-use crate::sql::Session;
+use crate::sql::{renamed_scan, Session};
 use crate::window::accumulator::AggregateKind;
 use crate::window::datum::{to_array, Datum};
 use crate::window::functions::{scalar_interval_ms, HOP, TUMBLE, WINDOW_TIME_TYPE};
@@ -274,25 +273,7 @@ fn post_aggregate_plan(
     plan: &LogicalPlan,
     aggregate_schema: &DFSchemaRef,
 ) -> Result<(Arc<MemTable>, LogicalPlan)> {
-    let fields: Vec<Field> = aggregate_schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| f.as_ref().clone().with_name(format!("c{i}")))
-        .collect();
-    let schema = Arc::new(Schema::new(fields));
-    let windows = Arc::new(MemTable::try_new(schema, vec![vec![]])?);
-    let renamed: Vec<Expr> = (0..aggregate_schema.fields().len())
-        .map(|i| {
-            let (qualifier, field) = aggregate_schema.qualified_field(i);
-            Expr::Column(Column::new(Some(WINDOWS_TABLE), format!("c{i}")))
-                .alias_qualified(qualifier.cloned(), field.name())
-        })
-        .collect();
-    let replacement =
-        LogicalPlanBuilder::scan(WINDOWS_TABLE, provider_as_source(windows.clone()), None)?
-            .project(renamed)?
-            .build()?;
+    let (windows, replacement) = renamed_scan(aggregate_schema, WINDOWS_TABLE)?;
     let post = plan
         .clone()
         .transform_up(|node| {
