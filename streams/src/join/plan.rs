@@ -51,12 +51,15 @@ pub fn extract(plan: &LogicalPlan, tables: &[&str]) -> Result<(LogicalPlan, Vec<
         return Ok((plan.clone(), Vec::new()));
     }
     let mut joins = Vec::new();
+    // Each join's stream time: a later join's stream side carries it among the earlier
+    // tables' own `_timestamp`s.
+    let mut stream_times: Vec<Column> = Vec::new();
     let rewritten = plan
         .clone()
         .transform_up(|node| match node {
             LogicalPlan::Join(join) => {
                 let index = joins.len();
-                let (replacement, step) = replace(&join, tables, index)?;
+                let (replacement, step) = replace(&join, tables, index, &mut stream_times)?;
                 joins.push(step);
                 Ok(Transformed::yes(replacement))
             }
@@ -82,6 +85,7 @@ fn replace(
     join: &datafusion::logical_expr::Join,
     tables: &[&str],
     index: usize,
+    stream_times: &mut Vec<Column>,
 ) -> datafusion::error::Result<(LogicalPlan, TableJoin)> {
     let refuse = |reason: String| datafusion::error::DataFusionError::Plan(reason);
     let left_table = table_scanned(&join.left, tables);
@@ -132,7 +136,7 @@ fn replace(
                 .into(),
         ));
     }
-    let time = stream_time(stream.schema(), tables).ok_or_else(|| {
+    let time = stream_time(stream.schema(), tables, stream_times).ok_or_else(|| {
         refuse(format!(
             "the stream side of the join with {} must carry its {TIMESTAMP_COLUMN} (the time \
              the table is looked up at)",
@@ -231,8 +235,16 @@ fn lookup_key(
     Some((key?, rest))
 }
 
-/// The stream side's `_timestamp`: the one column of that name not of a declared table.
-fn stream_time(schema: &DFSchemaRef, tables: &[&str]) -> Option<Expr> {
+/// The stream side's `_timestamp`: an earlier join's stream time, else the one column of that
+/// name not of a declared table. Recorded in `stream_times` for the joins above.
+fn stream_time(
+    schema: &DFSchemaRef,
+    tables: &[&str],
+    stream_times: &mut Vec<Column>,
+) -> Option<Expr> {
+    if let Some(known) = stream_times.iter().find(|c| schema.has_column(c)) {
+        return Some(Expr::Column(known.clone()));
+    }
     let candidates: Vec<Column> = schema
         .columns()
         .into_iter()
@@ -244,7 +256,10 @@ fn stream_time(schema: &DFSchemaRef, tables: &[&str]) -> Option<Expr> {
         })
         .collect();
     match candidates.as_slice() {
-        [only] => Some(Expr::Column(only.clone())),
+        [only] => {
+            stream_times.push(only.clone());
+            Some(Expr::Column(only.clone()))
+        }
         _ => None,
     }
 }

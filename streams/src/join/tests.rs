@@ -127,6 +127,24 @@ async fn the_table_may_come_first_and_more_conditions_filter_an_inner_join() {
     assert_eq!(got, json(&[r#"{"name": "ann b", "order_id": "o2"}"#]));
 }
 
+/// Two joins in a row: the second finds the stream's time among the first table's columns.
+#[tokio::test]
+async fn a_second_join_looks_up_at_the_stream_records_time_too() {
+    let got = run_join(
+        "SELECT o.order_id, c.name, p.name AS again FROM orders o \
+         JOIN customers c ON o.customer = c._key \
+         LEFT JOIN customers p ON o.customer = p._key",
+    )
+    .await;
+    assert_eq!(
+        got,
+        json(&[
+            r#"{"order_id": "o1", "name": "ann", "again": "ann"}"#,
+            r#"{"order_id": "o2", "name": "ann b", "again": "ann b"}"#,
+        ])
+    );
+}
+
 #[tokio::test]
 async fn joins_a_job_cannot_run_are_refused_with_the_reason() {
     let orders_decoder = decoder(&orders());
