@@ -22,6 +22,7 @@ use crate::window::codec::{
 };
 use crate::window::pre_aggregate::{pre_aggregate, PartitionTimes};
 use crate::window::query::WindowedQuery;
+use crate::window::spec::Windows;
 use crate::window::store::{Merged, WindowStore, WindowStoreConfig};
 
 pub(super) struct Windowed<'a> {
@@ -120,7 +121,11 @@ impl<'a> Windowed<'a> {
         stats.records_late += result.late.len() as u64;
         stats.records_rejected += result.without_time.len() as u64;
         for group in result.groups {
-            let key = to_json(&(group.window_start_ms, &group.keys));
+            // A key's sessions merge with each other: they all go to one partition.
+            let key = match self.query.window {
+                Windows::Fixed(_) => to_json(&(group.window_start_ms, &group.keys)),
+                Windows::Session { .. } => to_json(&group.keys),
+            };
             checkpoint.records.push(Outgoing {
                 destination: Destination::Repartition(partition_of(&key, self.partitions)),
                 key: Some(key),

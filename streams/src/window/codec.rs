@@ -1,6 +1,7 @@
 //! The records of a windowed job's internal topics (JSON, so they can be read with any tool):
 //!
-//! - `<job>-repartition`: partial groups, keyed and partitioned by window and group key, and
+//! - `<job>-repartition`: partial groups, keyed and partitioned by window and group key (by
+//!   group key alone for sessions, whose windows merge), and
 //!   each input partition's largest event time, sent to every partition after the partials it
 //!   covers (and, in a bounded run, each input partition's end);
 //! - `<job>-changelog` (compacted): the state of every open group (a tombstone once emitted) and
@@ -20,6 +21,9 @@ use crate::window::pre_aggregate::PartialGroup;
 pub enum RepartitionRecord {
     Partial {
         window_start_ms: i64,
+        /// Sessions: the partial session's last event time.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_last_ms: Option<i64>,
         keys: Vec<Datum>,
         accumulators: Vec<Accumulator>,
     },
@@ -36,6 +40,7 @@ impl RepartitionRecord {
     pub fn partial(group: PartialGroup) -> Self {
         RepartitionRecord::Partial {
             window_start_ms: group.window_start_ms,
+            session_last_ms: group.session_last_ms,
             keys: group.keys,
             accumulators: group.accumulators,
         }
@@ -58,6 +63,11 @@ pub enum ChangelogKey {
 #[serde(rename_all = "snake_case")]
 pub enum ChangelogValue {
     Group(Vec<Accumulator>),
+    /// An open session (its key holds its start).
+    Session {
+        last_ms: i64,
+        accumulators: Vec<Accumulator>,
+    },
     SourceTimes(BTreeMap<i32, i64>),
 }
 

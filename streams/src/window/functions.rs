@@ -1,9 +1,11 @@
-//! The window functions a query groups by: `tumble(time, size)` and `hop(time, slide, size)`.
+//! The window functions a query groups by: `tumble(time, size)`, `hop(time, slide, size)` and
+//! `session(time, gap)`.
 //!
-//! Both return the start of a window as a millisecond timestamp (windows are aligned to the Unix
-//! epoch, `[start, start + size)`). `tumble` is an ordinary scalar function, so it also works in
-//! `weir sql` over a whole topic; `hop` puts a row in `size / slide` windows, which only a
-//! windowed job can do (it expands rows itself), so evaluating it as a scalar is an error.
+//! Each returns the start of a window as a millisecond timestamp (tumbling and hopping windows
+//! are aligned to the Unix epoch, `[start, start + size)`; a session starts at its first record).
+//! `tumble` is an ordinary scalar function, so it also works in `weir sql` over a whole topic;
+//! `hop` puts a row in `size / slide` windows and `session` depends on the key's other rows,
+//! which only a windowed job can do, so evaluating them as scalars is an error.
 
 use std::sync::Arc;
 
@@ -20,14 +22,16 @@ use crate::window::spec::WindowSpec;
 
 pub const TUMBLE: &str = "tumble";
 pub const HOP: &str = "hop";
+pub const SESSION: &str = "session";
 
 /// The event time of windows: milliseconds since the epoch, no time zone.
 pub const WINDOW_TIME_TYPE: DataType = DataType::Timestamp(TimeUnit::Millisecond, None);
 
-/// Makes `tumble` and `hop` known to `context`'s SQL.
+/// Makes `tumble`, `hop` and `session` known to `context`'s SQL.
 pub fn register(context: &SessionContext) {
     context.register_udf(ScalarUDF::from(WindowFunction::new(TUMBLE, 2)));
     context.register_udf(ScalarUDF::from(WindowFunction::new(HOP, 3)));
+    context.register_udf(ScalarUDF::from(WindowFunction::new(SESSION, 2)));
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -62,10 +66,10 @@ impl ScalarUDFImpl for WindowFunction {
                 "{}() takes {} arguments: the event time and {}",
                 self.name,
                 self.arguments,
-                if self.arguments == 2 {
-                    "the window size"
-                } else {
-                    "the slide and the window size"
+                match self.name {
+                    SESSION => "the gap",
+                    HOP => "the slide and the window size",
+                    _ => "the window size",
                 }
             );
         }
@@ -85,6 +89,12 @@ impl ScalarUDFImpl for WindowFunction {
         if self.name == HOP {
             return exec_err!(
                 "hop() puts a row in several windows: use it in the GROUP BY of a windowed job"
+            );
+        }
+        if self.name == SESSION {
+            return exec_err!(
+                "session() depends on the key's other rows: use it in the GROUP BY of a \
+                 windowed job"
             );
         }
         let size_ms = interval_ms(&args.args[1], "the window size")?;

@@ -20,7 +20,12 @@
 //! the consumed offsets of both topics (with each input partition's largest event time in the
 //! offset's metadata) are one transaction: a crash at any point replays to the same result.
 //!
-//! [`functions`] defines `tumble()` and `hop()` for SQL; [`datum`] the values state holds.
+//! Session windows (`session(time, gap)`) take the same two halves; their windows merge as
+//! records arrive, so partials carry partial sessions, keyed by group key alone, and the store
+//! merges them into each key's open sessions ([`session`] has the rules and why they are exact).
+//!
+//! [`functions`] defines `tumble()`, `hop()` and `session()` for SQL; [`datum`] the values state
+//! holds.
 
 pub mod accumulator;
 pub mod codec;
@@ -28,6 +33,7 @@ pub mod datum;
 pub mod functions;
 pub mod pre_aggregate;
 pub mod query;
+pub mod session;
 pub mod spec;
 pub mod store;
 

@@ -5,7 +5,9 @@
 //! Lateness is decided here, per input partition, so that it depends only on that partition's
 //! order of records (deterministic across restarts and rebalances): a partition's watermark is
 //! the largest event time it has shown minus the allowed lateness; a row counts only in windows
-//! that end after that watermark, and a row in none of them is late.
+//! that end after that watermark, and a row in none of them is late. A session row is late when
+//! its time is behind that watermark (`crate::window::session` says why); the others are merged
+//! into partial sessions per key.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -18,6 +20,8 @@ use crate::window::datum::Datum;
 use crate::window::query::{
     WindowedQuery, FIRST_KEY_COLUMN, OFFSET_COLUMN_INDEX, PARTITION_COLUMN_INDEX, TIME_COLUMN,
 };
+use crate::window::session::{self, Session, SessionSet};
+use crate::window::spec::Windows;
 
 /// The largest event time seen per input partition.
 pub type PartitionTimes = BTreeMap<i32, i64>;
@@ -26,6 +30,8 @@ pub type PartitionTimes = BTreeMap<i32, i64>;
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartialGroup {
     pub window_start_ms: i64,
+    /// Sessions: the partial session's last event time.
+    pub session_last_ms: Option<i64>,
     pub keys: Vec<Datum>,
     pub accumulators: Vec<Accumulator>,
 }
@@ -58,7 +64,7 @@ pub fn pre_aggregate(
         }
     }
     rows.sort_unstable();
-    let mut groups: HashMap<(i64, Vec<Datum>), Vec<Accumulator>> = HashMap::new();
+    let mut groups = Groups::default();
     let mut result = PreAggregated::default();
     for (partition, offset, index, row) in rows {
         let batch = &batches[index];
@@ -69,12 +75,15 @@ pub fn pre_aggregate(
         }
         let time = time_column.value(row);
         let watermark = times.get(&partition).map(|max| max - allowed_lateness_ms);
-        let mut windows = query
-            .window
-            .starts(time)
-            .filter(|start| watermark.is_none_or(|w| query.window.end(*start) > w))
-            .peekable();
-        if windows.peek().is_none() {
+        let windows: Vec<i64> = match query.window {
+            Windows::Fixed(window) => window
+                .starts(time)
+                .filter(|start| watermark.is_none_or(|w| window.end(*start) > w))
+                .collect(),
+            Windows::Session { .. } if watermark.is_some_and(|w| time < w) => Vec::new(),
+            Windows::Session { .. } => vec![time],
+        };
+        if windows.is_empty() {
             result.late.push((partition, offset));
         } else {
             let keys = (0..query.keys)
@@ -84,27 +93,69 @@ pub fn pre_aggregate(
             let arguments = (0..query.aggregates.len())
                 .map(|a| Datum::from_array(batch.column(first_argument + a), row))
                 .collect::<Result<Vec<_>>>()?;
-            for start in windows {
-                let accumulators = groups
-                    .entry((start, keys.clone()))
-                    .or_insert_with(|| query.aggregates.iter().map(|k| k.start()).collect());
+            let start = || query.aggregates.iter().map(|k| k.start()).collect();
+            let update = |accumulators: &mut Vec<Accumulator>| {
                 for (accumulator, argument) in accumulators.iter_mut().zip(&arguments) {
                     accumulator.update(argument);
+                }
+            };
+            match query.window {
+                Windows::Fixed(_) => {
+                    for window_start in windows {
+                        update(
+                            groups
+                                .fixed
+                                .entry((window_start, keys.clone()))
+                                .or_insert_with(start),
+                        );
+                    }
+                }
+                Windows::Session { gap_ms } => {
+                    let mut accumulators = start();
+                    update(&mut accumulators);
+                    let one = Session {
+                        last_ms: time,
+                        accumulators,
+                    };
+                    session::add(groups.sessions.entry(keys).or_default(), gap_ms, time, one);
                 }
             }
         }
         let max = times.entry(partition).or_insert(time);
         *max = (*max).max(time);
     }
-    result.groups = groups
-        .into_iter()
-        .map(|((window_start_ms, keys), accumulators)| PartialGroup {
-            window_start_ms,
-            keys,
-            accumulators,
-        })
-        .collect();
+    result.groups = groups.into_partials();
     Ok(result)
+}
+
+/// A checkpoint's partial groups: by window and key, or a key's partial sessions.
+#[derive(Default)]
+struct Groups {
+    fixed: HashMap<(i64, Vec<Datum>), Vec<Accumulator>>,
+    sessions: HashMap<Vec<Datum>, SessionSet>,
+}
+
+impl Groups {
+    fn into_partials(self) -> Vec<PartialGroup> {
+        let fixed = self
+            .fixed
+            .into_iter()
+            .map(|((window_start_ms, keys), accumulators)| PartialGroup {
+                window_start_ms,
+                session_last_ms: None,
+                keys,
+                accumulators,
+            });
+        let sessions = self.sessions.into_iter().flat_map(|(keys, set)| {
+            set.into_iter().map(move |(start, session)| PartialGroup {
+                window_start_ms: start,
+                session_last_ms: Some(session.last_ms),
+                keys: keys.clone(),
+                accumulators: session.accumulators,
+            })
+        });
+        fixed.chain(sessions).collect()
+    }
 }
 
 fn column<T: 'static>(batch: &RecordBatch, index: usize) -> Result<&T> {

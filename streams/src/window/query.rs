@@ -1,5 +1,5 @@
 //! A windowed query taken apart: DataFusion plans the user's SQL once; the plan's `Aggregate`
-//! (grouped by `tumble(…)` or `hop(…)` and the other keys) is cut out and done incrementally by
+//! (grouped by `tumble(…)`, `hop(…)` or `session(…)` and the other keys) is cut out and done incrementally by
 //! the job, and the rest runs on DataFusion:
 //!
 //! - the **pre-aggregate plan** is everything below the aggregate (scan, WHERE, scalar
@@ -25,8 +25,8 @@ use crate::error::{Result, StreamsError};
 use crate::sql::{renamed_scan, Session};
 use crate::window::accumulator::AggregateKind;
 use crate::window::datum::{to_array, Datum};
-use crate::window::functions::{scalar_interval_ms, HOP, TUMBLE, WINDOW_TIME_TYPE};
-use crate::window::spec::WindowSpec;
+use crate::window::functions::{scalar_interval_ms, HOP, SESSION, TUMBLE, WINDOW_TIME_TYPE};
+use crate::window::spec::{WindowSpec, Windows};
 
 /// The table the post-aggregate plan reads the emitted windows from.
 const WINDOWS_TABLE: &str = "__weir_windows";
@@ -38,7 +38,7 @@ pub const OFFSET_COLUMN_INDEX: usize = 2;
 pub const FIRST_KEY_COLUMN: usize = 3;
 
 pub struct WindowedQuery {
-    pub window: WindowSpec,
+    pub window: Windows,
     /// The group keys besides the window.
     pub keys: usize,
     pub aggregates: Vec<AggregateKind>,
@@ -161,16 +161,16 @@ fn unsupported(what: &str) -> StreamsError {
     StreamsError::Config(format!("a job's query cannot have {what}"))
 }
 
-/// The group expression that is `tumble(…)` or `hop(…)`: its position, the windows, the event
-/// time expression.
-fn find_window(aggregate: &Aggregate) -> Result<(usize, WindowSpec, Expr)> {
+/// The group expression that is `tumble(…)`, `hop(…)` or `session(…)`: its position, the
+/// windows, the event time expression.
+fn find_window(aggregate: &Aggregate) -> Result<(usize, Windows, Expr)> {
     let mut found = None;
     for (position, expr) in aggregate.group_expr.iter().enumerate() {
         let Expr::ScalarFunction(function) = unalias(expr) else {
             continue;
         };
         let name = function.func.name();
-        if name != TUMBLE && name != HOP {
+        if ![TUMBLE, HOP, SESSION].contains(&name) {
             continue;
         }
         if found.is_some() {
@@ -184,17 +184,21 @@ fn find_window(aggregate: &Aggregate) -> Result<(usize, WindowSpec, Expr)> {
                 ))),
             }
         };
-        let window = if name == TUMBLE {
-            WindowSpec::tumble(interval(1, "the window size")?)?
-        } else {
-            WindowSpec::hop(interval(1, "the slide")?, interval(2, "the window size")?)?
+        let window = match name {
+            TUMBLE => Windows::Fixed(WindowSpec::tumble(interval(1, "the window size")?)?),
+            HOP => Windows::Fixed(WindowSpec::hop(
+                interval(1, "the slide")?,
+                interval(2, "the window size")?,
+            )?),
+            _ => Windows::session(interval(1, "the gap")?)?,
         };
         found = Some((position, window, function.args[0].clone()));
     }
     found.ok_or_else(|| {
         StreamsError::Config(
             "a GROUP BY in a job needs a window over event time, e.g. \
-             GROUP BY tumble(_timestamp, INTERVAL '1 minute'), … or hop(time, slide, size)"
+             GROUP BY tumble(_timestamp, INTERVAL '1 minute'), …, hop(time, slide, size) or \
+             session(time, gap)"
                 .into(),
         )
     })

@@ -6,6 +6,24 @@ use datafusion::common::{plan_err, Result};
 /// and state one record can cause.
 pub const MAX_WINDOWS_PER_ROW: i64 = 1000;
 
+/// The windows a query groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Windows {
+    /// Tumbling or hopping: fixed bounds, known from a record's time alone.
+    Fixed(WindowSpec),
+    /// Sessions of a key, ending `gap_ms` after their last record (`crate::window::session`).
+    Session { gap_ms: i64 },
+}
+
+impl Windows {
+    pub fn session(gap_ms: i64) -> Result<Self> {
+        if gap_ms <= 0 {
+            return plan_err!("a session gap must be positive");
+        }
+        Ok(Windows::Session { gap_ms })
+    }
+}
+
 /// Windows aligned to the Unix epoch: `[start, start + size)`, starting every `slide`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WindowSpec {

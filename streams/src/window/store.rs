@@ -1,6 +1,7 @@
 //! The second half of a windowed aggregation, on the instance that owns a repartition
 //! partition: partial groups are merged into the window state, the input partitions' event times
-//! give the watermark, and a window is emitted once when the watermark passes its end.
+//! give the watermark, and a window is emitted once when the watermark passes its end. Session
+//! partials are merged into the key's open sessions (`crate::window::session`) instead.
 //!
 //! A partition's watermark is the smallest of the input partitions' largest event times minus
 //! the allowed lateness; until every input partition has shown an event time, nothing is emitted.
@@ -22,10 +23,11 @@ use crate::window::accumulator::{Accumulator, AggregateKind};
 use crate::window::codec::{ChangelogKey, ChangelogValue, RepartitionRecord};
 use crate::window::datum::Datum;
 use crate::window::query::WindowRow;
-use crate::window::spec::WindowSpec;
+use crate::window::session::{session_end, OpenSessions, Session};
+use crate::window::spec::Windows;
 
 pub struct WindowStoreConfig {
-    pub window: WindowSpec,
+    pub window: Windows,
     pub aggregates: Vec<AggregateKind>,
     pub allowed_lateness_ms: i64,
     pub input_partitions: i32,
@@ -34,10 +36,15 @@ pub struct WindowStoreConfig {
 
 #[derive(Default)]
 struct PartitionState {
+    /// Tumbling and hopping windows: groups by window start and key.
     windows: BTreeMap<i64, HashMap<Vec<Datum>, Vec<Accumulator>>>,
+    /// Session windows.
+    sessions: OpenSessions,
     source_times: BTreeMap<i32, i64>,
+    /// Groups (window or session start, keys) changed since the changelog was last written.
     changed: BTreeSet<(i64, Vec<Datum>)>,
-    emitted: Vec<(i64, Vec<Datum>)>,
+    /// Groups emitted, or sessions merged into another: tombstones for the changelog.
+    removed: Vec<(i64, Vec<Datum>)>,
     times_changed: bool,
     /// Input partitions whose end a bounded run announced (not persisted: a restarted bounded
     /// run announces them again).
@@ -77,14 +84,29 @@ impl WindowStore {
         self.entries
     }
 
-    /// Windows (distinct starts) with groups not yet emitted, across the partitions.
+    /// Windows (distinct starts; sessions each) with groups not yet emitted, across the
+    /// partitions.
     pub fn open_windows(&self) -> usize {
         let starts: BTreeSet<i64> = self
             .partitions
             .values()
             .flat_map(|p| p.windows.keys().copied())
             .collect();
-        starts.len()
+        let sessions: usize = self.partitions.values().map(|p| p.sessions.len()).sum();
+        starts.len() + sessions
+    }
+
+    fn partition_state(&mut self, partition: i32) -> &mut PartitionState {
+        let gap_ms = match self.config.window {
+            Windows::Session { gap_ms } => gap_ms,
+            Windows::Fixed(_) => 0,
+        };
+        self.partitions
+            .entry(partition)
+            .or_insert_with(|| PartitionState {
+                sessions: OpenSessions::new(gap_ms),
+                ..PartitionState::default()
+            })
     }
 
     /// The watermark of `partition`, once every input partition has shown an event time.
@@ -103,7 +125,7 @@ impl WindowStore {
                 source_partition,
                 max_time_ms,
             } => {
-                let state = self.partitions.entry(partition).or_default();
+                let state = self.partition_state(partition);
                 let time = state
                     .source_times
                     .entry(source_partition)
@@ -114,7 +136,7 @@ impl WindowStore {
             }
             RepartitionRecord::EndOfInput { source_partition } => {
                 let input_partitions = self.config.input_partitions;
-                let state = self.partitions.entry(partition).or_default();
+                let state = self.partition_state(partition);
                 state.ended.insert(source_partition);
                 if state.ended.len() as i32 >= input_partitions {
                     self.close_open_windows(partition);
@@ -123,6 +145,7 @@ impl WindowStore {
             }
             RepartitionRecord::Partial {
                 window_start_ms,
+                session_last_ms,
                 keys,
                 accumulators,
             } => {
@@ -134,27 +157,94 @@ impl WindowStore {
                         self.config.aggregates.len()
                     )));
                 }
-                let end = self.config.window.end(window_start_ms);
-                if self.watermark(partition).is_some_and(|w| end <= w) {
-                    return Ok(Merged::TooLate);
-                }
-                let state = self.partitions.entry(partition).or_default();
-                let groups = state.windows.entry(window_start_ms).or_default();
-                let before = groups.get(&keys).map_or(0, |g| size(g));
-                match groups.get_mut(&keys) {
-                    Some(existing) => existing
-                        .iter_mut()
-                        .zip(accumulators)
-                        .for_each(|(a, b)| a.merge(b)),
-                    None => {
-                        groups.insert(keys.clone(), accumulators);
+                match (self.config.window, session_last_ms) {
+                    (Windows::Fixed(window), None) => {
+                        let end = window.end(window_start_ms);
+                        self.merge_group(partition, end, window_start_ms, keys, accumulators)
                     }
+                    (Windows::Session { .. }, Some(last_ms)) => {
+                        let session = Session {
+                            last_ms,
+                            accumulators,
+                        };
+                        self.merge_session(partition, window_start_ms, keys, session)
+                    }
+                    _ => Err(StreamsError::Config(
+                        "a partial group does not fit the query's windows: was the query \
+                         changed while records were in flight?"
+                            .into(),
+                    )),
                 }
-                self.entries = self.entries + size(&groups[&keys]) - before;
-                state.changed.insert((window_start_ms, keys));
-                self.check_bound()
             }
         }
+    }
+
+    /// Merges a tumbling or hopping window's partial group.
+    fn merge_group(
+        &mut self,
+        partition: i32,
+        end: i64,
+        window_start_ms: i64,
+        keys: Vec<Datum>,
+        accumulators: Vec<Accumulator>,
+    ) -> Result<Merged> {
+        if self.watermark(partition).is_some_and(|w| end <= w) {
+            return Ok(Merged::TooLate);
+        }
+        let state = self.partition_state(partition);
+        let groups = state.windows.entry(window_start_ms).or_default();
+        let before = groups.get(&keys).map_or(0, |g| size(g));
+        match groups.get_mut(&keys) {
+            Some(existing) => existing
+                .iter_mut()
+                .zip(accumulators)
+                .for_each(|(a, b)| a.merge(b)),
+            None => {
+                groups.insert(keys.clone(), accumulators);
+            }
+        }
+        let after = size(&groups[&keys]);
+        state.changed.insert((window_start_ms, keys));
+        self.entries = self.entries + after - before;
+        self.check_bound()
+    }
+
+    /// Merges a partial session into the key's open sessions. It cannot touch a session the
+    /// watermark has passed (emitted, or about to be): such a partial is too late.
+    fn merge_session(
+        &mut self,
+        partition: i32,
+        start_ms: i64,
+        keys: Vec<Datum>,
+        session: Session,
+    ) -> Result<Merged> {
+        let watermark = self.watermark(partition);
+        let closed = |end: i64| watermark.is_some_and(|w| end <= w);
+        let state = self.partition_state(partition);
+        let gap_ms = state.sessions.gap_ms();
+        let own_end = session_end(session.last_ms, gap_ms);
+        let overlapped = state
+            .sessions
+            .overlapped_ends(&keys, start_ms, session.last_ms);
+        if closed(own_end) || overlapped.into_iter().any(closed) {
+            return Ok(Merged::TooLate);
+        }
+        let added = state.sessions.add(&keys, start_ms, session);
+        let mut removed = 0;
+        for (start, merged) in &added.merged {
+            removed += size(&merged.accumulators);
+            state.changed.remove(&(*start, keys.clone()));
+            if *start != added.start_ms {
+                state.removed.push((*start, keys.clone()));
+            }
+        }
+        let now = state
+            .sessions
+            .get(&keys, added.start_ms)
+            .map_or(0, |s| size(&s.accumulators));
+        state.changed.insert((added.start_ms, keys));
+        self.entries = self.entries + now - removed;
+        self.check_bound()
     }
 
     /// Advances every input partition's time of `partition` so that the watermark passes the
@@ -166,10 +256,14 @@ impl WindowStore {
         let Some(state) = self.partitions.get_mut(&partition) else {
             return;
         };
-        let Some(last_start) = state.windows.keys().next_back() else {
+        let last_end = match window {
+            Windows::Fixed(window) => state.windows.keys().next_back().map(|s| window.end(*s)),
+            Windows::Session { .. } => state.sessions.last_end(),
+        };
+        let Some(last_end) = last_end else {
             return;
         };
-        let time = window.end(*last_start).saturating_add(lateness);
+        let time = last_end.saturating_add(lateness);
         for source in 0..inputs {
             let known = state.source_times.entry(source).or_insert(time);
             *known = (*known).max(time);
@@ -190,12 +284,15 @@ impl WindowStore {
     }
 
     /// Takes the windows of `partition` that the watermark has passed, oldest first (groups in
-    /// key order within a window).
+    /// key order within a window; sessions in the order of their ends, then keys).
     pub fn emit(&mut self, partition: i32) -> Vec<WindowRow> {
         let Some(watermark) = self.watermark(partition) else {
             return Vec::new();
         };
-        let window = self.config.window;
+        let window = match self.config.window {
+            Windows::Fixed(window) => window,
+            Windows::Session { .. } => return self.emit_sessions(partition, watermark),
+        };
         let state = self
             .partitions
             .get_mut(&partition)
@@ -211,7 +308,7 @@ impl WindowStore {
             for (keys, accumulators) in groups {
                 self.entries -= size(&accumulators);
                 state.changed.remove(&(window_start_ms, keys.clone()));
-                state.emitted.push((window_start_ms, keys.clone()));
+                state.removed.push((window_start_ms, keys.clone()));
                 rows.push(WindowRow {
                     window_start_ms,
                     keys,
@@ -222,13 +319,36 @@ impl WindowStore {
         rows
     }
 
+    fn emit_sessions(&mut self, partition: i32, watermark: i64) -> Vec<WindowRow> {
+        let state = self
+            .partitions
+            .get_mut(&partition)
+            .expect("has a watermark");
+        let mut rows = Vec::new();
+        for (window_start_ms, keys, session) in state.sessions.take_ended(watermark) {
+            self.entries -= size(&session.accumulators);
+            state.changed.remove(&(window_start_ms, keys.clone()));
+            state.removed.push((window_start_ms, keys.clone()));
+            rows.push(WindowRow {
+                window_start_ms,
+                keys,
+                values: session
+                    .accumulators
+                    .iter()
+                    .map(Accumulator::evaluate)
+                    .collect(),
+            });
+        }
+        rows
+    }
+
     /// The changelog records for what changed in `partition` since the last call.
     pub fn take_changes(&mut self, partition: i32) -> Vec<(ChangelogKey, Option<ChangelogValue>)> {
         let Some(state) = self.partitions.get_mut(&partition) else {
             return Vec::new();
         };
         let mut changes = Vec::new();
-        for (window_start_ms, keys) in std::mem::take(&mut state.emitted) {
+        for (window_start_ms, keys) in std::mem::take(&mut state.removed) {
             changes.push((
                 ChangelogKey::Group {
                     window_start_ms,
@@ -238,13 +358,27 @@ impl WindowStore {
             ));
         }
         for (window_start_ms, keys) in std::mem::take(&mut state.changed) {
-            let accumulators = state.windows[&window_start_ms][&keys].clone();
+            let value = match self.config.window {
+                Windows::Fixed(_) => {
+                    ChangelogValue::Group(state.windows[&window_start_ms][&keys].clone())
+                }
+                Windows::Session { .. } => {
+                    let session = state
+                        .sessions
+                        .get(&keys, window_start_ms)
+                        .expect("a changed session is open");
+                    ChangelogValue::Session {
+                        last_ms: session.last_ms,
+                        accumulators: session.accumulators.clone(),
+                    }
+                }
+            };
             changes.push((
                 ChangelogKey::Group {
                     window_start_ms,
                     keys,
                 },
-                Some(ChangelogValue::Group(accumulators)),
+                Some(value),
             ));
         }
         if std::mem::take(&mut state.times_changed) {
@@ -263,7 +397,7 @@ impl WindowStore {
         key: ChangelogKey,
         value: Option<ChangelogValue>,
     ) -> Result<()> {
-        let state = self.partitions.entry(partition).or_default();
+        let state = self.partition_state(partition);
         match (key, value) {
             (ChangelogKey::SourceTimes, Some(ChangelogValue::SourceTimes(times))) => {
                 state.source_times = times;
@@ -275,16 +409,47 @@ impl WindowStore {
                 },
                 value,
             ) => {
+                // What the key held before goes, then what the record says it holds now.
+                let mut held = 0;
                 let groups = state.windows.entry(window_start_ms).or_default();
                 if let Some(old) = groups.remove(&keys) {
-                    self.entries -= size(&old);
+                    held += size(&old);
                 }
-                if let Some(ChangelogValue::Group(accumulators)) = value {
-                    self.entries += size(&accumulators);
-                    groups.insert(keys, accumulators);
-                } else if groups.is_empty() {
+                if let Some(old) = state.sessions.remove(&keys, window_start_ms) {
+                    held += size(&old.accumulators);
+                }
+                let mut holds = 0;
+                match value {
+                    Some(ChangelogValue::Group(accumulators)) => {
+                        holds = size(&accumulators);
+                        groups.insert(keys, accumulators);
+                    }
+                    Some(ChangelogValue::Session {
+                        last_ms,
+                        accumulators,
+                    }) => {
+                        holds = size(&accumulators);
+                        let session = Session {
+                            last_ms,
+                            accumulators,
+                        };
+                        state.sessions.restore(&keys, window_start_ms, session);
+                    }
+                    Some(ChangelogValue::SourceTimes(_)) => {
+                        return Err(StreamsError::Config(
+                            "a changelog group record holds event times".into(),
+                        ))
+                    }
+                    None => {}
+                }
+                if state
+                    .windows
+                    .get(&window_start_ms)
+                    .is_some_and(HashMap::is_empty)
+                {
                     state.windows.remove(&window_start_ms);
                 }
+                self.entries = self.entries + holds - held;
             }
             (key, value) => {
                 return Err(StreamsError::Config(format!(

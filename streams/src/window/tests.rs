@@ -8,9 +8,14 @@ use crate::decode::RecordDecoder;
 use crate::encode::encode;
 use crate::record::{InputRecord, ValueFormat};
 use crate::sql::SqlTransform;
-use crate::window::codec::{from_json, partition_of, to_json, RepartitionRecord};
+use crate::window::codec::{
+    from_json, partition_of, to_json, ChangelogKey, ChangelogValue, RepartitionRecord,
+};
 use crate::window::pre_aggregate::{pre_aggregate, PartitionTimes};
+use crate::window::spec::Windows;
 use crate::window::store::{WindowStore, WindowStoreConfig};
+
+mod sessions;
 
 const PARTITIONS: i32 = 2;
 
@@ -22,6 +27,8 @@ struct Harness {
     lateness_ms: i64,
     offsets: BTreeMap<i32, i64>,
     late: Vec<(i32, i64)>,
+    /// Every changelog record written, in order: (partition, key, value).
+    changelog: Vec<(i32, ChangelogKey, Option<ChangelogValue>)>,
 }
 
 impl Harness {
@@ -48,6 +55,7 @@ impl Harness {
             lateness_ms,
             offsets: BTreeMap::new(),
             late: Vec::new(),
+            changelog: Vec::new(),
         }
     }
 
@@ -74,7 +82,10 @@ impl Harness {
             .groups
             .into_iter()
             .map(|group| {
-                let key = to_json(&(group.window_start_ms, &group.keys));
+                let key = match query.window {
+                    Windows::Fixed(_) => to_json(&(group.window_start_ms, &group.keys)),
+                    Windows::Session { .. } => to_json(&group.keys),
+                };
                 (
                     partition_of(&key, PARTITIONS),
                     to_json(&RepartitionRecord::partial(group)),
@@ -116,8 +127,11 @@ impl Harness {
         }
         for partition in 0..PARTITIONS {
             emitted.extend(self.store.emit(partition));
+            for (key, value) in self.store.take_changes(partition) {
+                self.changelog.push((partition, key, value));
+            }
         }
-        emitted.sort_by_key(|row| row.window_start_ms);
+        emitted.sort_by(|a, b| (a.window_start_ms, &a.keys).cmp(&(b.window_start_ms, &b.keys)));
         let output = query.post_aggregate(session, &emitted).await.unwrap();
         encode(&output, ValueFormat::Json)
             .unwrap()
@@ -287,12 +301,10 @@ async fn state_restored_from_the_changelog_emits_the_same() {
         input_partitions: PARTITIONS,
         max_state_entries: 1000,
     });
-    for partition in 0..PARTITIONS {
-        for (key, value) in harness.store.take_changes(partition) {
-            let key = from_json(&to_json(&key), "key").unwrap();
-            let value = value.map(|v| from_json(&to_json(&v), "value").unwrap());
-            restored.restore(partition, key, value).unwrap();
-        }
+    for (partition, key, value) in harness.changelog.drain(..) {
+        let key = from_json(&to_json(&key), "key").unwrap();
+        let value = value.map(|v| from_json(&to_json(&v), "value").unwrap());
+        restored.restore(partition, key, value).unwrap();
     }
     assert_eq!(restored.entries(), harness.store.entries());
     std::mem::swap(&mut harness.store, &mut restored);

@@ -1,0 +1,114 @@
+//! Golden tests of session windows: sessions merge across checkpoints and partitions, a gap
+//! splits them, a record behind its partition's watermark is late, and the changelog (with the
+//! tombstones of merged sessions) rebuilds the same state.
+
+use super::*;
+
+const QUERY: &str = "SELECT session(_timestamp, INTERVAL '30' SECOND) AS started, user, \
+                            count(*) AS clicks, max(_timestamp) AS last_click \
+                     FROM weblogs GROUP BY session(_timestamp, INTERVAL '30' SECOND), user";
+const A: &str = r#"{"status": 200, "bytes": 10, "user": "a"}"#;
+const B: &str = r#"{"status": 200, "bytes": 10, "user": "b"}"#;
+
+/// Checkpoints 1 and 2 of the scenario: afterwards user a has one session [0, 50 s] (two
+/// sessions merged by a record between them) and b's first session [5 s] was emitted.
+async fn first_two_checkpoints(harness: &mut Harness) {
+    // a: [0, 10 s] (ends 40 s) and [50 s] (ends 80 s): 40 s of silence apart. b: [5 s].
+    let out = harness
+        .checkpoint(&[(0, 0, A), (0, 5_000, B), (0, 10_000, A), (1, 50_000, A)])
+        .await;
+    assert_eq!(out, json(&[]), "watermark min(10, 50) s closes nothing");
+    // 35 s is within 30 s of both of a's sessions: they become one. b's 36 s is one second past
+    // the end of [5 s] (35 s): a new session. Watermark 36 s closes [5 s].
+    let out = harness.checkpoint(&[(0, 35_000, A), (0, 36_000, B)]).await;
+    assert_eq!(
+        out,
+        json(&[
+            r#"{"started": "1970-01-01T00:00:05", "user": "b", "clicks": 1, "last_click": "1970-01-01T00:00:05"}"#
+        ])
+    );
+}
+
+#[tokio::test]
+async fn sessions_merge_across_partitions_and_close_at_the_watermark() {
+    let mut harness = Harness::new(QUERY, 0, A).await;
+    first_two_checkpoints(&mut harness).await;
+    assert_third_checkpoint_and_end(&mut harness).await;
+}
+
+async fn assert_third_checkpoint_and_end(harness: &mut Harness) {
+    // 20 s on partition 1 is behind its watermark (50 s): late, although a's session is open.
+    // Watermark min(100, 90) s closes a's [0, 50 s] (ends 80 s) and b's [36 s] (ends 66 s).
+    let out = harness
+        .checkpoint(&[(1, 20_000, A), (0, 100_000, A), (1, 90_000, B)])
+        .await;
+    assert_eq!(
+        out,
+        json(&[
+            r#"{"started": "1970-01-01T00:00:00", "user": "a", "clicks": 4, "last_click": "1970-01-01T00:00:50"}"#,
+            r#"{"started": "1970-01-01T00:00:36", "user": "b", "clicks": 1, "last_click": "1970-01-01T00:00:36"}"#,
+        ])
+    );
+    assert_eq!(harness.late, [(1, 1)]);
+    assert_eq!(harness.store.open_windows(), 2);
+    // A bounded run's end closes the two sessions still open.
+    let out = harness.end_of_input(&[0, 1]).await;
+    assert_eq!(
+        out,
+        json(&[
+            r#"{"started": "1970-01-01T00:01:30", "user": "b", "clicks": 1, "last_click": "1970-01-01T00:01:30"}"#,
+            r#"{"started": "1970-01-01T00:01:40", "user": "a", "clicks": 1, "last_click": "1970-01-01T00:01:40"}"#,
+        ])
+    );
+    assert_eq!(
+        (harness.store.open_windows(), harness.store.entries()),
+        (0, 0)
+    );
+}
+
+/// A store rebuilt from the changelog written so far — a merged session's tombstone included —
+/// holds the same sessions and emits the same rows.
+#[tokio::test]
+async fn sessions_restored_from_the_changelog_emit_the_same() {
+    let mut harness = Harness::new(QUERY, 0, A).await;
+    first_two_checkpoints(&mut harness).await;
+    let windowed = harness.transform.windowed().unwrap();
+    let mut restored = WindowStore::new(WindowStoreConfig {
+        window: windowed.window,
+        aggregates: windowed.aggregates.clone(),
+        allowed_lateness_ms: 0,
+        input_partitions: PARTITIONS,
+        max_state_entries: 1000,
+    });
+    // Replays every change of both checkpoints in order, as the compacted topic would hold it.
+    for (partition, key, value) in harness.changelog.drain(..) {
+        let key = from_json(&to_json(&key), "key").unwrap();
+        let value = value.map(|v| from_json(&to_json(&v), "value").unwrap());
+        restored.restore(partition, key, value).unwrap();
+    }
+    assert_eq!(restored.entries(), harness.store.entries());
+    assert_eq!(restored.open_windows(), harness.store.open_windows());
+    std::mem::swap(&mut harness.store, &mut restored);
+    assert_third_checkpoint_and_end(&mut harness).await;
+}
+
+#[tokio::test]
+async fn a_session_needs_a_positive_gap_in_days_or_less() {
+    let records = [record(0, 0, 0, A)];
+    let schema = RecordDecoder::infer(&records).unwrap();
+    let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+    for (gap, expected) in [
+        ("1 month", "months"),
+        ("0 seconds", "at least one millisecond"),
+    ] {
+        let query = format!(
+            "SELECT session(_timestamp, INTERVAL '{gap}'), count(*) FROM weblogs \
+             GROUP BY session(_timestamp, INTERVAL '{gap}')"
+        );
+        let error = match SqlTransform::new(&[("weblogs", decoder.schema())], &query).await {
+            Ok(_) => panic!("accepted: {query}"),
+            Err(error) => error.to_string(),
+        };
+        assert!(error.contains(expected), "{query}: {error}");
+    }
+}
