@@ -39,7 +39,7 @@ struct TopicSpec {
     compacted: bool,
 }
 
-fn topics_of(config: &PipelineConfig, windowed: bool) -> Vec<TopicSpec> {
+fn topics_of(config: &PipelineConfig, as_job: bool) -> Vec<TopicSpec> {
     let replication_factor = config.topic.replication_factor.unwrap_or(-1);
     let spec = |name: String, partitions: i32, compacted: bool| TopicSpec {
         name,
@@ -52,13 +52,17 @@ fn topics_of(config: &PipelineConfig, windowed: bool) -> Vec<TopicSpec> {
         spec(config.dead_letter_topic(), 1, false),
         spec(config.positions_topic(), 1, true),
     ];
-    if windowed {
+    if as_job {
         topics.push(spec(
-            config.windowed_output_topic(),
+            config.job_output_topic(),
             config.topic_partitions(),
             false,
         ));
         topics.push(spec(config.late_topic(), 1, false));
+    }
+    // A table is read whole by every copy of the job: one partition is enough.
+    for table in config.transform.iter().flat_map(|t| &t.tables) {
+        topics.push(spec(table.topic.clone(), 1, true));
     }
     topics
 }
@@ -67,14 +71,14 @@ fn topics_of(config: &PipelineConfig, windowed: bool) -> Vec<TopicSpec> {
 pub async fn ensure_topics(
     config: &PipelineConfig,
     client: &ClientSettings,
-    windowed: bool,
+    as_job: bool,
 ) -> Result<()> {
     let name = &config.name;
     let admin: AdminClient<DefaultClientContext> = client
         .config(&[])
         .create()
         .map_err(PipelineError::kafka(name, "creating the admin client"))?;
-    let specs = topics_of(config, windowed);
+    let specs = topics_of(config, as_job);
     let topics: Vec<NewTopic> = specs
         .iter()
         .map(|spec| {

@@ -102,9 +102,38 @@ pub struct TransformConfig {
     /// Windowed queries: how late a record may be (event time behind its partition's largest).
     #[serde(default)]
     pub allowed_lateness_ms: i64,
-    /// Windowed queries: the most groups the open windows may hold.
+    /// Windowed queries: the most groups the open windows may hold (and joins: the most
+    /// versions a table may hold).
     #[serde(default = "default_max_state_entries")]
     pub max_state_entries: usize,
+    /// Tables the query joins the topic with: the latest value per key of a (compacted) topic,
+    /// as of each record's event time (`JOIN name t ON … = t._key`).
+    #[serde(default)]
+    pub tables: Vec<TableConfig>,
+    /// Tables: how far back (ms) from the newest update of a table versions are kept, so records
+    /// up to that much older are joined with the value current at their time.
+    #[serde(default = "default_table_history_ms")]
+    pub table_history_ms: i64,
+}
+
+/// A table the transform joins with.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableConfig {
+    /// Its name in the query.
+    pub name: String,
+    /// The topic of its records: keyed, JSON values, a record without a value deletes its key.
+    /// Created compacted when missing.
+    pub topic: String,
+    /// Its values' columns (`name:type,…`, as the pipeline's `schema`).
+    pub schema: String,
+}
+
+impl TransformConfig {
+    /// The transform runs as a job of its own (windows, or tables to keep current).
+    pub fn joins_tables(&self) -> bool {
+        !self.tables.is_empty()
+    }
 }
 
 fn default_checkpoint_interval_ms() -> u64 {
@@ -121,6 +150,9 @@ fn default_table() -> String {
 }
 fn default_max_state_entries() -> usize {
     1_000_000
+}
+fn default_table_history_ms() -> i64 {
+    3_600_000
 }
 
 impl PipelineConfig {
@@ -151,9 +183,13 @@ impl PipelineConfig {
         format!("{}-late", self.topic_name())
     }
 
-    /// The topic a windowed transform writes to and the sinks read (the raw topic otherwise).
-    pub fn windowed_output_topic(&self) -> String {
-        format!("weir-{}-windows", self.name)
+    /// The topic a windowed transform (or one joining tables) writes to and the sinks read
+    /// (the raw topic otherwise).
+    pub fn job_output_topic(&self) -> String {
+        match &self.transform {
+            Some(transform) if transform.joins_tables() => format!("weir-{}-joined", self.name),
+            _ => format!("weir-{}-windows", self.name),
+        }
     }
 
     /// The pipeline's cluster at `bootstrap` (its own, or the embedded broker's) with its

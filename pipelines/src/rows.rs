@@ -13,7 +13,7 @@ use weir_streams::sql::SqlTransform;
 
 use crate::config::PipelineConfig;
 use crate::error::{PipelineError, Result};
-use crate::schema::{planned_transform, topic_decoder};
+use crate::schema::{planned_transform, runs_as_job, topic_decoder};
 
 /// The most workers one sink stage runs (also what `parallelism` is checked against).
 pub const MAX_WORKERS: usize = 64;
@@ -49,8 +49,8 @@ pub struct Rows {
 }
 
 impl SinkInput {
-    /// What a sink of `config` reads: a windowed transform runs as a job of its own and the
-    /// sinks read the windows it emits; a stateless one runs here, once per worker.
+    /// What a sink of `config` reads: a windowed transform (or one joining tables) runs as a job
+    /// of its own and the sinks read what it emits; a stateless one runs here, once per worker.
     pub async fn new(config: &PipelineConfig) -> Result<Self> {
         let count = config.parallelism.clamp(1, MAX_WORKERS);
         let mut workers = Vec::with_capacity(count);
@@ -58,9 +58,9 @@ impl SinkInput {
         for _ in 0..count {
             let decoder = topic_decoder(config)?;
             let worker = match planned_transform(config, &decoder).await? {
-                Some(windowed) if windowed.windowed().is_some() => {
-                    topic = config.windowed_output_topic();
-                    let schema = windowed.output_schema().as_ref().clone();
+                Some(job) if runs_as_job(&job) => {
+                    topic = config.job_output_topic();
+                    let schema = job.output_schema().as_ref().clone();
                     let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema))
                         .map_err(PipelineError::streams(&config.name))?;
                     Worker::new(&config.name, decoder, None)

@@ -17,7 +17,7 @@ use crate::http_ingest::serve;
 use crate::ingest::IngestStage;
 use crate::load::LoadedPipeline;
 use crate::metrics::PipelineMetrics;
-use crate::schema::{planned_transform, topic_decoder};
+use crate::schema::{planned_transform, runs_as_job, topic_decoder};
 use crate::windows;
 
 #[derive(Debug, Clone)]
@@ -72,18 +72,18 @@ pub async fn run(
             .unwrap_or_default();
         let client = config.client(&bootstrap);
         let decoder = topic_decoder(&config)?;
-        let windowed = planned_transform(&config, &decoder)
+        let as_job = planned_transform(&config, &decoder)
             .await?
-            .is_some_and(|t| t.windowed().is_some());
-        ensure_topics(&config, &client, windowed).await?;
+            .is_some_and(|t| runs_as_job(&t));
+        ensure_topics(&config, &client, as_job).await?;
         let source_done = Arc::new(AtomicBool::new(false));
-        // What the sinks wait for in a bounded run: the source, or the windowed job after it.
-        let upstream_done = if windowed {
+        // What the sinks wait for in a bounded run: the source, or the transform's job after it.
+        let upstream_done = if as_job {
             Arc::new(AtomicBool::new(false))
         } else {
             Arc::clone(&source_done)
         };
-        if let Some(job) = windows::job_config(&config, &client, &decoder).filter(|_| windowed) {
+        if let Some(job) = windows::job_config(&config, &client, &decoder)?.filter(|_| as_job) {
             let (pipeline, stop, done) = (
                 config.name.clone(),
                 Arc::clone(&stop),
@@ -103,7 +103,7 @@ pub async fn run(
                 let result = result.unwrap_or_else(|e| {
                     Err(PipelineError::Stage {
                         pipeline: pipeline.clone(),
-                        message: format!("windowed job panicked: {e}"),
+                        message: format!("transform job panicked: {e}"),
                     })
                 });
                 done.store(true, Ordering::SeqCst);

@@ -1,5 +1,6 @@
 //! The columns of a pipeline's topic, from its source's format.
 
+use arrow::datatypes::{Schema, SchemaRef};
 use weir_connectors::weblog::LogFormat;
 use weir_streams::decode::{parse_schema, RecordDecoder};
 use weir_streams::record::ValueFormat;
@@ -40,7 +41,24 @@ pub fn topic_decoder(config: &PipelineConfig) -> Result<RecordDecoder> {
     RecordDecoder::new(value_format, declared).map_err(streams)
 }
 
-/// The pipeline's transform planned against the topic's columns (None without one).
+/// Each declared table's name and JSON value schema (`transform.tables`).
+pub fn table_schemas(config: &PipelineConfig) -> Result<Vec<(String, Schema)>> {
+    let Some(transform) = &config.transform else {
+        return Ok(Vec::new());
+    };
+    let mut schemas = Vec::new();
+    for table in &transform.tables {
+        let schema = parse_schema(&table.schema).map_err(|e| PipelineError::Stage {
+            pipeline: config.name.clone(),
+            message: format!("table {}: {e}", table.name),
+        })?;
+        schemas.push((table.name.clone(), schema));
+    }
+    Ok(schemas)
+}
+
+/// The pipeline's transform planned against the topic's columns and the declared tables' (None
+/// without one).
 pub async fn planned_transform(
     config: &PipelineConfig,
     decoder: &RecordDecoder,
@@ -48,11 +66,34 @@ pub async fn planned_transform(
     let Some(transform) = &config.transform else {
         return Ok(None);
     };
-    SqlTransform::new(
+    let streams = || PipelineError::streams(&config.name);
+    let mut tables = Vec::new();
+    for (name, schema) in table_schemas(config)? {
+        let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).map_err(streams())?;
+        tables.push((name, decoder.schema()));
+    }
+    let declared: Vec<(&str, SchemaRef)> = tables
+        .iter()
+        .map(|(name, schema)| (name.as_str(), schema.clone()))
+        .collect();
+    let planned = SqlTransform::with_tables(
         &[(transform.table.as_str(), decoder.schema())],
+        &declared,
         &transform.sql,
     )
     .await
-    .map(Some)
-    .map_err(PipelineError::streams(&config.name))
+    .map_err(streams())?;
+    if transform.joins_tables() && !planned.joins_tables() {
+        return Err(PipelineError::Stage {
+            pipeline: config.name.clone(),
+            message: "tables are declared but the query joins none of them".into(),
+        });
+    }
+    Ok(Some(planned))
+}
+
+/// A transform that runs as a job of its own, writing to the pipeline's job output topic for
+/// the sinks: windows (state), or tables (kept current while the topic is read).
+pub fn runs_as_job(transform: &SqlTransform) -> bool {
+    transform.windowed().is_some() || transform.joins_tables()
 }

@@ -1,7 +1,9 @@
 //! A windowed transform: the streams engine's windowed job (`weir_streams::job`) runs beside
 //! the sinks, reading the pipeline's topic and writing each closed window once — exactly once,
 //! with its state in a changelog — to `weir-<pipeline>-windows`, which the sinks then read.
-//! Records later than `allowed_lateness_ms` go to `<topic>-late`. A bounded run
+//! Records later than `allowed_lateness_ms` go to `<topic>-late`. A transform joining declared
+//! tables runs the same way, as job `<pipeline>-joined` writing to `weir-<pipeline>-joined`,
+//! keeping its tables current as it reads. A bounded run
 //! (`--until-caught-up`) ends the job's input once everything was consumed: the windows still
 //! open are closed and emitted before the job stops.
 
@@ -19,22 +21,31 @@ use weir_streams::topic_reader::{self, Limit, Range};
 
 use crate::config::PipelineConfig;
 use crate::error::{PipelineError, Result};
-use crate::schema::source_format;
+use crate::schema::{source_format, table_schemas};
 
-/// The job of a pipeline's windowed transform.
+/// The job of a pipeline's windowed transform, or of one joining tables.
 pub fn job_config(
     config: &PipelineConfig,
     client: &ClientSettings,
     decoder: &RecordDecoder,
-) -> Option<JobConfig> {
-    let transform = config.transform.as_ref()?;
+) -> Result<Option<JobConfig>> {
+    let Some(transform) = config.transform.as_ref() else {
+        return Ok(None);
+    };
     let mut job = JobConfig::new(
         &job_name(config),
         &client.bootstrap,
         &config.topic_name(),
-        &config.windowed_output_topic(),
+        &config.job_output_topic(),
         &transform.sql,
     );
+    job.tables = transform
+        .tables
+        .iter()
+        .map(|t| (t.name.clone(), t.topic.clone()))
+        .collect();
+    job.table_schemas = table_schemas(config)?.into_iter().collect();
+    job.table_history_ms = transform.table_history_ms;
     job.table = Some(transform.table.clone());
     job.input_format = if source_format(config).is_json() {
         ValueFormat::Json
@@ -48,11 +59,16 @@ pub fn job_config(
     job.late_topic = Some(config.late_topic());
     job.max_state_entries = transform.max_state_entries;
     job.client = client.clone();
-    Some(job)
+    Ok(Some(job))
 }
 
+/// `<pipeline>-windows` (kept for windowed transforms, whose offsets and state are under it),
+/// `<pipeline>-joined` for one joining tables.
 fn job_name(config: &PipelineConfig) -> String {
-    format!("{}-windows", config.name)
+    match &config.transform {
+        Some(transform) if transform.joins_tables() => format!("{}-joined", config.name),
+        _ => format!("{}-windows", config.name),
+    }
 }
 
 /// How many copies of the job this process runs, and what tells them from other processes'.
@@ -173,10 +189,15 @@ impl CommitWatch {
         Ok(CommitWatch { group, reader })
     }
 
-    /// No committed record of the job's input, nor of its repartition topic (the partial
-    /// aggregates it still has to merge), lies at or after the job's committed offsets.
+    /// No committed record of the job's input, nor of a windowed job's repartition topic (the
+    /// partial aggregates it still has to merge), lies at or after the job's committed offsets.
     fn committed_to_end(&self, job: &JobConfig) -> Result<bool> {
-        for topic in [job.input().to_string(), job.repartition_topic()] {
+        let mut topics = vec![job.input().to_string()];
+        // A job joining tables has no repartition topic (windows cannot join tables yet).
+        if job.tables.is_empty() {
+            topics.push(job.repartition_topic());
+        }
+        for topic in topics {
             if !self.topic_committed_to_end(&job.name, &topic)? {
                 return Ok(false);
             }

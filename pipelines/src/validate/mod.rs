@@ -5,11 +5,11 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use weir_streams::sql::SqlTransform;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::load::{load_checked, LoadedPipeline};
-use crate::schema::topic_decoder;
+use crate::error::PipelineError;
+use crate::schema::{planned_transform, table_schemas, topic_decoder};
 
 const REACH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -106,6 +106,7 @@ fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
             ));
         }
     }
+    problems.extend(table_problems(pipeline));
     if config.parallelism == 0 || config.parallelism > crate::rows::MAX_WORKERS {
         let message = format!("must be between 1 and {}", crate::rows::MAX_WORKERS);
         problems.push(pipeline.diagnostic("parallelism", message, None));
@@ -147,6 +148,38 @@ fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
     problems
 }
 
+/// Declared tables: names given once, topics that can be topics and are not the pipeline's own.
+fn table_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
+    let config = &pipeline.config;
+    let Some(transform) = &config.transform else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    let own = [config.topic_name(), config.dead_letter_topic(), config.job_output_topic()];
+    let mut names = HashSet::new();
+    for (index, table) in transform.tables.iter().enumerate() {
+        let field = format!("transform.tables[{index}]");
+        if table.name.is_empty() || !names.insert(table.name.as_str()) || table.name == transform.table {
+            problems.push(pipeline.diagnostic(
+                &format!("{field}.name"),
+                format!("table name '{}' is empty or already taken", table.name),
+                Some(format!("the topic is table `{}` in the query", transform.table)),
+            ));
+        }
+        if !is_topic_name(&table.topic) || own.contains(&table.topic) {
+            problems.push(pipeline.diagnostic(
+                &format!("{field}.topic"),
+                format!("'{}' cannot be a table's topic", table.topic),
+                Some("a valid topic name other than the pipeline's own topics".into()),
+            ));
+        }
+    }
+    if transform.table_history_ms < 0 {
+        problems.push(pipeline.diagnostic("transform.table_history_ms", "cannot be negative", None));
+    }
+    problems
+}
+
 /// The transform planned against the topic's columns: unknown columns, bad syntax, a windowed
 /// query where one is not possible yet.
 async fn sql_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
@@ -158,22 +191,38 @@ async fn sql_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
     };
     let schema = decoder.schema();
     let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    match SqlTransform::new(
-        &[(transform.table.as_str(), decoder.schema())],
-        &transform.sql,
-    )
-    .await
-    {
+    let mut hint = format!("table `{}` has columns {}", transform.table, columns.join(", "));
+    match table_schemas(&pipeline.config) {
+        Ok(tables) => {
+            for (name, schema) in tables {
+                let columns: Vec<&str> =
+                    schema.fields().iter().map(|f| f.name().as_str()).collect();
+                hint.push_str(&format!(
+                    "; table `{name}` has _key, _timestamp and {}",
+                    columns.join(", ")
+                ));
+            }
+        }
+        Err(error) => {
+            return vec![pipeline.diagnostic(
+                "transform.tables",
+                without_pipeline(error),
+                Some("e.g. `schema: \"name:string,tier:string\"`".into()),
+            )]
+        }
+    }
+    match planned_transform(&pipeline.config, &decoder).await {
         Ok(_) => Vec::new(),
-        Err(error) => vec![pipeline.diagnostic(
-            "transform.sql",
-            error.to_string(),
-            Some(format!(
-                "table `{}` has columns {}",
-                transform.table,
-                columns.join(", ")
-            )),
-        )],
+        Err(error) => vec![pipeline.diagnostic("transform.sql", without_pipeline(error), Some(hint))],
+    }
+}
+
+/// The error's message without the pipeline's name (the diagnostic names it).
+fn without_pipeline(error: PipelineError) -> String {
+    match error {
+        PipelineError::Streams { source, .. } => source.to_string(),
+        PipelineError::Stage { message, .. } => message,
+        other => other.to_string(),
     }
 }
 

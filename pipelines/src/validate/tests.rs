@@ -331,3 +331,39 @@ async fn an_unreachable_kafka_source_is_reported_at_its_bootstrap() {
     );
     assert!(found[0].contains("hint: "), "{found:?}");
 }
+
+const WITH_TABLE: &str = "  sql: >
+    SELECT r.status, s.meaning FROM requests r
+    LEFT JOIN statuses s ON CAST(r.status AS VARCHAR) = s._key
+  tables:
+    - { name: statuses, topic: http-statuses, schema: \"meaning:string\" }
+";
+
+#[tokio::test]
+async fn declared_tables_are_planned_with_the_query_offline() {
+    let good = GOOD.replace(
+        "  sql: SELECT status, path FROM requests WHERE status >= 500\n",
+        WITH_TABLE,
+    );
+    assert_eq!(problems(&good).await, "");
+    // A column the table does not have: the hint lists the table's columns.
+    let found = problems(&good.replace("s.meaning", "s.reason")).await;
+    assert!(found.contains("transform.sql"), "{found}");
+    assert!(found.contains("table `statuses` has _key, _timestamp and meaning"), "{found}");
+    // A table the query does not join.
+    let unjoined = good
+        .replace("LEFT JOIN statuses s ON CAST(r.status AS VARCHAR) = s._key", "")
+        .replace("s.meaning", "r.path");
+    let found = problems(&unjoined).await;
+    assert!(
+        found.contains("tables are declared but the query joins none"),
+        "{found}"
+    );
+    // A schema that does not parse, a topic that cannot be one, a name taken twice.
+    let found = problems(&good.replace("meaning:string", "meaning:text")).await;
+    assert!(found.contains("transform.tables: table statuses:"), "{found}");
+    let found = problems(&good.replace("topic: http-statuses", "topic: \"bad topic\"")).await;
+    assert!(found.contains("transform.tables[0].topic"), "{found}");
+    let found = problems(&good.replace("name: statuses", "name: requests")).await;
+    assert!(found.contains("transform.tables[0].name"), "{found}");
+}

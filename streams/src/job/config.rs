@@ -1,5 +1,7 @@
 //! A job's settings.
 
+use std::collections::BTreeMap;
+
 use datafusion::arrow::datatypes::Schema;
 
 use weir_client::ClientSettings;
@@ -27,6 +29,9 @@ pub struct JobConfig {
     pub tables: Vec<(String, String)>,
     /// Tables: how far back (ms) from the newest table update versions are kept for lookups.
     pub table_history_ms: i64,
+    /// Declared tables' JSON value schemas, by table name; a table not here has JSON values
+    /// (raw ones with a raw input) whose schema is inferred from its first records.
+    pub table_schemas: BTreeMap<String, Schema>,
     pub input_format: ValueFormat,
     pub output_format: ValueFormat,
     /// The JSON values' schema; inferred from the input topic's first records when absent.
@@ -63,6 +68,7 @@ impl JobConfig {
             table: None,
             tables: Vec::new(),
             table_history_ms: 3_600_000,
+            table_schemas: BTreeMap::new(),
             input_format: ValueFormat::Json,
             output_format: ValueFormat::Json,
             schema: None,
@@ -129,6 +135,14 @@ impl JobConfig {
             Some(format!(
                 "table {name}={topic}: a table needs a name and a topic that is neither an input, \
                  the output nor named like an input"
+            ))
+        } else if let Some(name) = self
+            .table_schemas
+            .keys()
+            .find(|name| !self.tables.iter().any(|(table, _)| table == *name))
+        {
+            Some(format!(
+                "a schema is given for {name}, which is not a declared table"
             ))
         } else if self.table_history_ms < 0 {
             Some("the table history cannot be negative".into())

@@ -190,8 +190,8 @@ pub fn run_with_metrics(
         }
     }
     let mut table_samples = Vec::new();
-    for (_, topic) in &config.tables {
-        match table_sample(config, topic, stop)? {
+    for (name, topic) in &config.tables {
+        match table_sample(config, name, topic, stop)? {
             Some(sample) => table_samples.push(sample),
             None => return Ok(JobStats::default()),
         }
@@ -301,13 +301,14 @@ fn schema_sample(
 }
 
 /// A declared table's first records, its JSON schema inferred from them (`--schema` describes
-/// the inputs, not the tables).
+/// the inputs, not the tables), unless its schema was declared.
 fn table_sample(
     config: &JobConfig,
+    name: &str,
     topic: &str,
     stop: &AtomicBool,
 ) -> Result<Option<Vec<InputRecord>>> {
-    if config.input_format == ValueFormat::Raw {
+    if config.input_format == ValueFormat::Raw || config.table_schemas.contains_key(name) {
         return Ok(Some(Vec::new()));
     }
     first_records(config, topic, stop)
@@ -362,11 +363,13 @@ fn prepare(
     }
     let mut tables = Vec::new();
     for ((name, _), sample) in config.tables.iter().zip(table_samples) {
-        let schema = match config.input_format {
-            ValueFormat::Raw => None,
-            ValueFormat::Json => Some(RecordDecoder::infer(sample)?),
+        let decoder = match (config.table_schemas.get(name), config.input_format) {
+            (Some(declared), _) => RecordDecoder::new(ValueFormat::Json, Some(declared.clone()))?,
+            (None, ValueFormat::Raw) => RecordDecoder::new(ValueFormat::Raw, None)?,
+            (None, ValueFormat::Json) => {
+                RecordDecoder::new(ValueFormat::Json, Some(RecordDecoder::infer(sample)?))?
+            }
         };
-        let decoder = RecordDecoder::new(config.input_format, schema)?;
         tables.push(TableState::new(
             name,
             decoder,
