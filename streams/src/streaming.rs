@@ -5,8 +5,8 @@
 //! sides arrived in different checkpoints, a LIMIT would drop rows from each batch, ORDER BY and
 //! OVER (…) would sort or number within an arbitrary slice. Such queries are refused with the
 //! reason, before the job starts, rather than run with batch semantics. What stays: projections,
-//! filters, scalar functions, UNION ALL of inputs, UNNEST, and one GROUP BY over an event-time
-//! window (taken apart by `crate::window::query`). Joins with declared tables are taken out of
+//! filters, scalar functions, UNION ALL of inputs, UNNEST, and one GROUP BY — over an event-time
+//! window, or without one as an updating aggregate (taken apart by `crate::window::query`). Joins with declared tables are taken out of
 //! the plan before this check (`crate::join::plan`).
 //!
 //! Statements other than a query (DDL, DML, COPY … TO, SET) are refused by the session's SQL
@@ -61,8 +61,9 @@ fn refused_node(node: &LogicalPlan) -> Option<&'static str> {
             "OVER (…) window functions would number or rank rows within one checkpoint only"
         }
         LogicalPlan::Distinct(_) => {
-            "DISTINCT over a stream needs state; group by an event-time window instead, \
-             e.g. GROUP BY tumble(_timestamp, INTERVAL '1 minute'), …"
+            "DISTINCT over a stream needs state; GROUP BY the columns instead (an updating \
+             aggregate, one row per group kept current) or by an event-time window, e.g. \
+             GROUP BY tumble(_timestamp, INTERVAL '1 minute'), …"
         }
         LogicalPlan::RecursiveQuery(_) => "recursive queries are not supported over a stream",
         LogicalPlan::Subquery(_) => "subqueries are not supported over a stream",

@@ -19,7 +19,7 @@ use crate::rng::Rng;
 
 pub(crate) const PARTITIONS: i32 = 4;
 const KILLS: usize = 6;
-const TIMEOUT: Duration = Duration::from_secs(180);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(180);
 
 pub(crate) struct Event {
     pub(crate) id: usize,
@@ -47,16 +47,18 @@ pub(crate) struct Expected {
     pub(crate) windows: Windows,
 }
 
-/// Produces `events` to `events` while two copies of `weir job run <job_arguments>` (reading
-/// `events`, writing `window-counts` with rows {window: start ms, user, n, total, fingerprints},
-/// late records to `late-events`) are killed again and again; then checks the output.
-pub(crate) fn run_and_check(
-    seed: u64,
-    rng: &mut Rng,
-    events: Vec<Event>,
-    expected: &Expected,
-    job_arguments: &[&str],
-) {
+/// A broker and two copies of a job, killed -9 again and again while the events were produced.
+pub(crate) struct Run {
+    pub(crate) broker: BrokerProcess,
+    pub(crate) bootstrap: String,
+    pub(crate) jobs: JobPair,
+    _logs: tempfile::TempDir,
+}
+
+/// Produces `events` to `events` (4 partitions) while two copies of `weir job run
+/// <job_arguments>` (reading `events`, writing `window-counts` of 2 partitions, late records to
+/// `late-events`) are killed again and again; returns once the events are all produced.
+pub(crate) fn run_killing(rng: &mut Rng, events: Vec<Event>, job_arguments: &[&str]) -> Run {
     let broker = BrokerProcess::start();
     let bootstrap = broker.bootstrap();
     broker.create_topic("events", PARTITIONS as u32);
@@ -83,7 +85,29 @@ pub(crate) fn run_and_check(
     let mut jobs = JobPair::start(&bootstrap, &arguments, logs.path());
     jobs.kill_again_and_again(rng, KILLS, 3000);
     producing.join().unwrap();
+    Run {
+        broker,
+        bootstrap,
+        jobs,
+        _logs: logs,
+    }
+}
 
+/// [`run_killing`], then checks the output: rows {window: start ms, user, n, total,
+/// fingerprints}, each expected window exactly once, and exactly the late records.
+pub(crate) fn run_and_check(
+    seed: u64,
+    rng: &mut Rng,
+    events: Vec<Event>,
+    expected: &Expected,
+    job_arguments: &[&str],
+) {
+    let Run {
+        broker,
+        bootstrap,
+        mut jobs,
+        _logs,
+    } = run_killing(rng, events, job_arguments);
     let windows = &expected.windows;
     let output = committed::values(&bootstrap, "window-counts", 2, windows.len(), TIMEOUT);
     let late_values = committed::values(&bootstrap, "late-events", 1, expected.late.len(), TIMEOUT);

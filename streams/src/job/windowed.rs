@@ -24,6 +24,7 @@ use crate::window::pre_aggregate::{pre_aggregate, PartitionTimes};
 use crate::window::query::WindowedQuery;
 use crate::window::spec::Windows;
 use crate::window::store::{Merged, WindowStore, WindowStoreConfig};
+use crate::window::updates::updates;
 
 pub(super) struct Windowed<'a> {
     config: &'a JobConfig,
@@ -123,7 +124,9 @@ impl<'a> Windowed<'a> {
         for group in result.groups {
             // A key's sessions merge with each other: they all go to one partition.
             let key = match self.query.window {
-                Windows::Fixed(_) => to_json(&(group.window_start_ms, &group.keys)),
+                Windows::Fixed(_) | Windows::Updating => {
+                    to_json(&(group.window_start_ms, &group.keys))
+                }
                 Windows::Session { .. } => to_json(&group.keys),
             };
             checkpoint.records.push(Outgoing {
@@ -187,13 +190,24 @@ impl<'a> Windowed<'a> {
         let output = self
             .runtime
             .block_on(self.query.post_aggregate(self.transform.session(), &rows))?;
-        for record in encode(&output, self.config.output_format)? {
-            stats.records_out += 1;
-            checkpoint.records.push(Outgoing {
-                destination: Destination::Output,
-                key: record.key,
-                value: Some(record.value),
-            });
+        if self.query.window == Windows::Updating {
+            for (key, value) in updates(&rows, &output, self.config.output_format)? {
+                stats.records_out += 1;
+                checkpoint.records.push(Outgoing {
+                    destination: Destination::Output,
+                    key: Some(key),
+                    value,
+                });
+            }
+        } else {
+            for record in encode(&output, self.config.output_format)? {
+                stats.records_out += 1;
+                checkpoint.records.push(Outgoing {
+                    destination: Destination::Output,
+                    key: record.key,
+                    value: Some(record.value),
+                });
+            }
         }
         for partition in touched {
             for (key, value) in self.store.take_changes(partition) {

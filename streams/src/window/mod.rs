@@ -24,6 +24,10 @@
 //! records arrive, so partials carry partial sessions, keyed by group key alone, and the store
 //! merges them into each key's open sessions ([`session`] has the rules and why they are exact).
 //!
+//! A `GROUP BY` without a window is an updating aggregate ([`updates`]): the same two halves
+//! with a single window that never closes; each checkpoint emits the groups it changed, as
+//! upserts keyed by the group (a tombstone when HAVING leaves a group out).
+//!
 //! [`functions`] defines `tumble()`, `hop()` and `session()` for SQL; [`datum`] the values state
 //! holds.
 
@@ -36,6 +40,7 @@ pub mod query;
 pub mod session;
 pub mod spec;
 pub mod store;
+pub mod updates;
 
 #[cfg(test)]
 mod tests;

@@ -76,6 +76,7 @@ pub fn pre_aggregate(
         let time = time_column.value(row);
         let watermark = times.get(&partition).map(|max| max - allowed_lateness_ms);
         let windows: Vec<i64> = match query.window {
+            Windows::Updating => vec![0],
             Windows::Fixed(window) => window
                 .starts(time)
                 .filter(|start| watermark.is_none_or(|w| window.end(*start) > w))
@@ -100,7 +101,7 @@ pub fn pre_aggregate(
                 }
             };
             match query.window {
-                Windows::Fixed(_) => {
+                Windows::Fixed(_) | Windows::Updating => {
                     for window_start in windows {
                         update(
                             groups

@@ -20,13 +20,14 @@ use datafusion::logical_expr::{
     cast as cast_expr, Aggregate, Expr, LogicalPlan, LogicalPlanBuilder,
 };
 
-use crate::decode::{OFFSET_COLUMN, PARTITION_COLUMN};
+use crate::decode::{OFFSET_COLUMN, PARTITION_COLUMN, TIMESTAMP_COLUMN};
 use crate::error::{Result, StreamsError};
 use crate::sql::{renamed_scan, Session};
 use crate::window::accumulator::AggregateKind;
 use crate::window::datum::{to_array, Datum};
 use crate::window::functions::{scalar_interval_ms, HOP, SESSION, TUMBLE, WINDOW_TIME_TYPE};
 use crate::window::spec::{WindowSpec, Windows};
+use crate::window::updates;
 
 /// The table the post-aggregate plan reads the emitted windows from.
 const WINDOWS_TABLE: &str = "__weir_windows";
@@ -47,7 +48,8 @@ pub struct WindowedQuery {
     windows: Arc<MemTable>,
     /// The aggregate's output: its group expressions (one of them the window) then aggregates.
     aggregate_schema: SchemaRef,
-    window_position: usize,
+    /// Where the window is among the group expressions (none for an updating aggregate).
+    window_position: Option<usize>,
 }
 
 /// One emitted group: its window, key values and aggregate values.
@@ -81,18 +83,25 @@ impl WindowedQuery {
                 ))
             }
         };
-        let (window_position, window, time) = find_window(&aggregate)?;
+        let (window_position, window, time) = match find_window(&aggregate)? {
+            Some((position, window, time)) => (Some(position), window, time),
+            // No window: an updating aggregate, whose rows' times do not matter.
+            None => (None, Windows::Updating, time_column(&aggregate)?),
+        };
         let keys: Vec<Expr> = aggregate
             .group_expr
             .iter()
             .enumerate()
-            .filter(|(i, _)| *i != window_position)
+            .filter(|(i, _)| Some(*i) != window_position)
             .map(|(_, e)| e.clone())
             .collect();
         let (kinds, arguments) = aggregate_arguments(&aggregate)?;
         let pre_aggregate = pre_aggregate_plan(&aggregate, time, &keys, arguments)?;
         let aggregate_schema = Arc::new(aggregate.schema.as_arrow().clone());
-        let (windows, post_aggregate) = post_aggregate_plan(plan, &aggregate.schema)?;
+        let (windows, post_aggregate) = match window {
+            Windows::Updating => updates::post_aggregate_plan(plan, &aggregate.schema)?,
+            _ => post_aggregate_plan(plan, &aggregate.schema)?,
+        };
         session.check(&pre_aggregate)?;
         Ok(Some(WindowedQuery {
             window,
@@ -132,9 +141,10 @@ impl WindowedQuery {
         let fields = self.aggregate_schema.fields();
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(fields.len());
         let mut key = 0;
-        let groups = self.keys + 1;
+        // The group expressions: the keys, and the window when there is one.
+        let groups = self.keys + usize::from(self.window_position.is_some());
         for (index, field) in fields.iter().enumerate() {
-            let column = if index == self.window_position {
+            let column = if Some(index) == self.window_position {
                 let starts: ArrayRef = Arc::new(TimestampMillisecondArray::from_iter_values(
                     rows.iter().map(|r| r.window_start_ms),
                 ));
@@ -152,6 +162,9 @@ impl WindowedQuery {
             };
             columns.push(column);
         }
+        if self.window == Windows::Updating {
+            columns.push(updates::group_numbers(rows.len()));
+        }
         let schema = self.windows.schema();
         Ok(RecordBatch::try_new(schema, columns)?)
     }
@@ -162,8 +175,8 @@ fn unsupported(what: &str) -> StreamsError {
 }
 
 /// The group expression that is `tumble(…)`, `hop(…)` or `session(…)`: its position, the
-/// windows, the event time expression.
-fn find_window(aggregate: &Aggregate) -> Result<(usize, Windows, Expr)> {
+/// windows, the event time expression (None: no window).
+fn find_window(aggregate: &Aggregate) -> Result<Option<(usize, Windows, Expr)>> {
     let mut found = None;
     for (position, expr) in aggregate.group_expr.iter().enumerate() {
         let Expr::ScalarFunction(function) = unalias(expr) else {
@@ -194,14 +207,17 @@ fn find_window(aggregate: &Aggregate) -> Result<(usize, Windows, Expr)> {
         };
         found = Some((position, window, function.args[0].clone()));
     }
-    found.ok_or_else(|| {
-        StreamsError::Config(
-            "a GROUP BY in a job needs a window over event time, e.g. \
-             GROUP BY tumble(_timestamp, INTERVAL '1 minute'), …, hop(time, slide, size) or \
-             session(time, gap)"
-                .into(),
-        )
-    })
+    Ok(found)
+}
+
+/// The record time of an updating aggregate's input (carried along, not used).
+fn time_column(aggregate: &Aggregate) -> Result<Expr> {
+    let (qualifier, field) = aggregate
+        .input
+        .schema()
+        .qualified_field_with_unqualified_name(TIMESTAMP_COLUMN)
+        .map_err(|_| unsupported("an aggregate over anything but the input topic itself"))?;
+    Ok(Expr::Column(Column::new(qualifier.cloned(), field.name())))
 }
 
 fn unalias(expr: &Expr) -> &Expr {

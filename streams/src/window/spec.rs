@@ -13,6 +13,9 @@ pub enum Windows {
     Fixed(WindowSpec),
     /// Sessions of a key, ending `gap_ms` after their last record (`crate::window::session`).
     Session { gap_ms: i64 },
+    /// No window: an updating aggregate, each group's current values re-emitted whenever they
+    /// change (`crate::window::updates`).
+    Updating,
 }
 
 impl Windows {

@@ -99,7 +99,7 @@ impl WindowStore {
     fn partition_state(&mut self, partition: i32) -> &mut PartitionState {
         let gap_ms = match self.config.window {
             Windows::Session { gap_ms } => gap_ms,
-            Windows::Fixed(_) => 0,
+            Windows::Fixed(_) | Windows::Updating => 0,
         };
         self.partitions
             .entry(partition)
@@ -161,6 +161,9 @@ impl WindowStore {
                     (Windows::Fixed(window), None) => {
                         let end = window.end(window_start_ms);
                         self.merge_group(partition, end, window_start_ms, keys, accumulators)
+                    }
+                    (Windows::Updating, None) => {
+                        self.merge_group(partition, i64::MAX, 0, keys, accumulators)
                     }
                     (Windows::Session { .. }, Some(last_ms)) => {
                         let session = Session {
@@ -259,6 +262,7 @@ impl WindowStore {
         let last_end = match window {
             Windows::Fixed(window) => state.windows.keys().next_back().map(|s| window.end(*s)),
             Windows::Session { .. } => state.sessions.last_end(),
+            Windows::Updating => None,
         };
         let Some(last_end) = last_end else {
             return;
@@ -286,12 +290,17 @@ impl WindowStore {
     /// Takes the windows of `partition` that the watermark has passed, oldest first (groups in
     /// key order within a window; sessions in the order of their ends, then keys).
     pub fn emit(&mut self, partition: i32) -> Vec<WindowRow> {
+        if self.config.window == Windows::Updating {
+            // Every change goes out at once, whatever the event times.
+            return self.updated_groups(partition);
+        }
         let Some(watermark) = self.watermark(partition) else {
             return Vec::new();
         };
         let window = match self.config.window {
             Windows::Fixed(window) => window,
             Windows::Session { .. } => return self.emit_sessions(partition, watermark),
+            Windows::Updating => return self.updated_groups(partition),
         };
         let state = self
             .partitions
@@ -317,6 +326,26 @@ impl WindowStore {
             }
         }
         rows
+    }
+
+    /// An updating aggregate's groups changed since the changelog was last written, in key
+    /// order, with their current values (they stay in the state).
+    fn updated_groups(&self, partition: i32) -> Vec<WindowRow> {
+        let Some(state) = self.partitions.get(&partition) else {
+            return Vec::new();
+        };
+        state
+            .changed
+            .iter()
+            .map(|(window_start_ms, keys)| WindowRow {
+                window_start_ms: *window_start_ms,
+                keys: keys.clone(),
+                values: state.windows[window_start_ms][keys]
+                    .iter()
+                    .map(Accumulator::evaluate)
+                    .collect(),
+            })
+            .collect()
     }
 
     fn emit_sessions(&mut self, partition: i32, watermark: i64) -> Vec<WindowRow> {
@@ -359,7 +388,7 @@ impl WindowStore {
         }
         for (window_start_ms, keys) in std::mem::take(&mut state.changed) {
             let value = match self.config.window {
-                Windows::Fixed(_) => {
+                Windows::Fixed(_) | Windows::Updating => {
                     ChangelogValue::Group(state.windows[&window_start_ms][&keys].clone())
                 }
                 Windows::Session { .. } => {
