@@ -32,6 +32,10 @@ pub(crate) struct SqlArgs {
     /// repeatable; at most --max-records rows each).
     #[arg(long, value_name = "NAME=LOCATION")]
     parquet: Vec<String>,
+    /// A topic read as a table: the latest value of each key, a tombstone deleting it (e.g. a
+    /// job's updating aggregate); NAME=TOPIC, or TOPIC to keep its name (repeatable).
+    #[arg(long, value_name = "NAME=TOPIC")]
+    table: Vec<String>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -56,6 +60,13 @@ pub(crate) async fn run(args: SqlArgs) -> anyhow::Result<()> {
     };
     options.max_records = args.max_records;
     options.client = args.connect.settings()?;
+    for table in &args.table {
+        let (name, topic) = table.split_once('=').unwrap_or((table, table));
+        if name.is_empty() || topic.is_empty() {
+            anyhow::bail!("--table {table}: expected NAME=TOPIC or TOPIC");
+        }
+        options.latest.push((name.to_string(), topic.to_string()));
+    }
     for table in &args.parquet {
         let Some((name, location)) = table.split_once('=') else {
             anyhow::bail!("--parquet {table}: expected NAME=DIRECTORY or NAME=s3://BUCKET/PREFIX");

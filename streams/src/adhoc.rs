@@ -2,7 +2,9 @@
 //! values (JSON by a schema inferred from a sample, or raw strings) plus `_key`, `_partition`,
 //! `_offset`, `_timestamp` — read with read_committed up to its end as it is when the query
 //! scans it; filters on `_partition`, `_offset` and `_timestamp` limit what is read
-//! (`crate::topic_table`). Works against Weir or any Kafka cluster (rdkafka only).
+//! (`crate::topic_table`). A topic declared as a table (`latest`) holds only the latest record
+//! of each key, a tombstone deleting it — how a compacted topic such as a job's updating
+//! aggregate is read as the view it is. Works against Weir or any Kafka cluster (rdkafka only).
 //!
 //! Bounded: at most `max_records` records per topic are read (the query fails beyond, rather than
 //! answering over part of a topic without saying so).
@@ -37,6 +39,8 @@ pub struct AdhocOptions {
     /// Tables given as data rather than topics (e.g. Parquet files), by name; a query's
     /// reference to one of these names is not read from the cluster.
     pub tables: Vec<(String, SchemaRef, Vec<RecordBatch>)>,
+    /// Topics read as tables, the latest value per key: (name in SQL, topic).
+    pub latest: Vec<(String, String)>,
 }
 
 impl AdhocOptions {
@@ -48,6 +52,7 @@ impl AdhocOptions {
             schema_sample_records: 1000,
             timeout: CLUSTER_TIMEOUT,
             tables: Vec::new(),
+            latest: Vec::new(),
         }
     }
 }
@@ -71,11 +76,25 @@ pub async fn query(options: &AdhocOptions, query: &str) -> Result<Vec<RecordBatc
         {
             continue;
         }
-        let topic = table.table().to_string();
+        let declared = options
+            .latest
+            .iter()
+            .find(|(name, _)| name == table.table());
+        let (topic, latest) = match declared {
+            Some((_, topic)) => (topic.clone(), true),
+            None => (table.table().to_string(), false),
+        };
         let options = options.clone();
-        let opened = tokio::task::spawn_blocking(move || TopicTable::open(&options, &topic))
-            .await
-            .map_err(|e| StreamsError::Config(format!("opening a topic failed: {e}")))??;
+        let opened = tokio::task::spawn_blocking(move || {
+            let opened = TopicTable::open(&options, &topic)?;
+            Ok::<_, StreamsError>(if latest {
+                opened.latest_per_key()
+            } else {
+                opened
+            })
+        })
+        .await
+        .map_err(|e| StreamsError::Config(format!("opening a topic failed: {e}")))??;
         context.register_table(TableReference::bare(table.table()), Arc::new(opened))?;
     }
     Ok(context.sql(query).await?.collect().await?)

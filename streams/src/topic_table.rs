@@ -8,8 +8,13 @@
 //! - `_timestamp >= t` or `> t`: reading starts at the first offset with a timestamp at or after
 //!   `t` (ListOffsets by timestamp). An upper bound on time is not pushed down: timestamps need
 //!   not grow with offsets, so no offset marks the last record before `t`.
+//!
+//! A topic read as a table ([`TopicTable::latest_per_key`]) is read whole, without pushed-down
+//! filters (the latest record of a key may lie outside any range they would allow), and holds
+//! the latest record of each key: a later offset wins within a partition, a later timestamp
+//! across partitions; a tombstone deletes the key; records without a key are left out.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -27,7 +32,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use crate::adhoc::AdhocOptions;
 use crate::decode::{RecordDecoder, OFFSET_COLUMN, PARTITION_COLUMN, TIMESTAMP_COLUMN};
 use crate::error::{Result, StreamsError};
-use crate::record::ValueFormat;
+use crate::record::{InputRecord, ValueFormat};
 use crate::topic_reader::{self, Limit, Range};
 
 pub struct TopicTable {
@@ -35,6 +40,8 @@ pub struct TopicTable {
     options: AdhocOptions,
     partitions: Vec<i32>,
     decoder: Arc<RecordDecoder>,
+    /// Only the latest record of each key.
+    latest: bool,
 }
 
 impl fmt::Debug for TopicTable {
@@ -69,7 +76,16 @@ impl TopicTable {
             options: options.clone(),
             partitions,
             decoder: Arc::new(RecordDecoder::new(options.format, schema)?),
+            latest: false,
         })
+    }
+
+    /// This table holding only the latest record of each key.
+    pub fn latest_per_key(self) -> Self {
+        TopicTable {
+            latest: true,
+            ..self
+        }
     }
 
     /// The partitions and offsets `filters` leave to read.
@@ -145,7 +161,7 @@ impl TableProvider for TopicTable {
             .iter()
             .map(|filter| {
                 let mut bounds = Bounds::default();
-                if bounds.narrow(filter) {
+                if !self.latest && bounds.narrow(filter) {
                     TableProviderFilterPushDown::Inexact
                 } else {
                     TableProviderFilterPushDown::Unsupported
@@ -162,6 +178,7 @@ impl TableProvider for TopicTable {
         _limit: Option<usize>,
     ) -> DfResult<Arc<dyn ExecutionPlan>> {
         let ranges = self.ranges(filters).map_err(external)?;
+        let latest = self.latest;
         let options = self.options.clone();
         let topic = self.topic.clone();
         let decoder = Arc::clone(&self.decoder);
@@ -175,6 +192,11 @@ impl TableProvider for TopicTable {
                 options.timeout,
             )?;
             tracing::debug!(%topic, ?ranges, records = records.len(), "scanned");
+            let records = if latest {
+                latest_records(&topic, records)
+            } else {
+                records
+            };
             let decoded = decoder.decode(&records)?;
             if !decoded.rejected.is_empty() {
                 tracing::warn!(%topic, rejected = decoded.rejected.len(), first = ?decoded.rejected[0], "records left out: they do not decode");
@@ -187,6 +209,31 @@ impl TableProvider for TopicTable {
         let table = MemTable::try_new(self.schema(), vec![vec![batch]])?;
         table.scan(state, projection, &[], None).await
     }
+}
+
+/// The latest record of each key that is not a tombstone, in partition and offset order.
+fn latest_records(topic: &str, mut records: Vec<InputRecord>) -> Vec<InputRecord> {
+    records.sort_by_key(|r| (r.partition, r.offset));
+    let mut latest: HashMap<Vec<u8>, InputRecord> = HashMap::new();
+    let mut unkeyed = 0;
+    for record in records {
+        let Some(key) = record.key.clone() else {
+            unkeyed += 1;
+            continue;
+        };
+        let older = latest.get(&key).is_some_and(|held| {
+            held.partition != record.partition && held.timestamp_ms > record.timestamp_ms
+        });
+        if !older {
+            latest.insert(key, record);
+        }
+    }
+    if unkeyed > 0 {
+        tracing::warn!(%topic, records = unkeyed, "records without a key left out of the table");
+    }
+    let mut rows: Vec<InputRecord> = latest.into_values().filter(|r| r.value.is_some()).collect();
+    rows.sort_by_key(|r| (r.partition, r.offset));
+    rows
 }
 
 fn external(error: StreamsError) -> DataFusionError {
