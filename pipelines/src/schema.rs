@@ -5,6 +5,7 @@ use weir_connectors::weblog::LogFormat;
 use weir_streams::decode::{parse_schema, RecordDecoder};
 use weir_streams::record::ValueFormat;
 use weir_streams::sql::SqlTransform;
+use weir_streams::window::spec::Windows;
 
 use crate::config::PipelineConfig;
 use crate::error::{PipelineError, Result};
@@ -83,6 +84,19 @@ pub async fn planned_transform(
     )
     .await
     .map_err(streams())?;
+    if planned
+        .windowed()
+        .is_some_and(|query| query.window == Windows::Updating)
+    {
+        return Err(PipelineError::Stage {
+            pipeline: config.name.clone(),
+            message: "a GROUP BY without a window (an updating aggregate) emits upserts and \
+                      tombstones, which the pipeline's sinks cannot apply yet: group by a window \
+                      (tumble, hop, session), or run it with `weir job run` into a compacted \
+                      topic"
+                .into(),
+        });
+    }
     if transform.joins_tables() && !planned.joins_tables() {
         return Err(PipelineError::Stage {
             pipeline: config.name.clone(),

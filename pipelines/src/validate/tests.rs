@@ -367,3 +367,14 @@ async fn declared_tables_are_planned_with_the_query_offline() {
     let found = problems(&good.replace("name: statuses", "name: requests")).await;
     assert!(found.contains("transform.tables[0].name"), "{found}");
 }
+
+#[tokio::test]
+async fn an_updating_aggregate_is_refused_in_a_pipeline_with_the_reason() {
+    let text = GOOD.replace(
+        "SELECT status, path FROM requests WHERE status >= 500",
+        "SELECT path, count(*) AS hits FROM requests GROUP BY path",
+    );
+    let found = problems(&text).await;
+    assert!(found.contains("transform.sql"), "{found}");
+    assert!(found.contains("updating aggregate"), "{found}");
+}
