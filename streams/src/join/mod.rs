@@ -17,7 +17,10 @@
 //! - [`table`]: a declared table's state and the reader that keeps it current.
 //! - [`plan`]: the joins taken out of the planned query, each replaced by a scan of its output.
 //! - [`lookup`]: per checkpoint, each join's stream rows matched with the table's versions.
+//! - **Interval join** between two streams ([`interval`]): rows of both sides repartitioned by
+//!   key, buffered for as long as a row of the other side within the interval can still come.
 
+pub mod interval;
 pub mod lookup;
 pub mod plan;
 pub mod table;

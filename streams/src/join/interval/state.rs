@@ -1,0 +1,433 @@
+//! The state of an interval join on the instance that owns one repartition partition: each
+//! side's rows buffered by join key, matched as the other side's rows arrive, and dropped once
+//! the watermark shows no row that can still arrive could match them (then, for a left outer
+//! join, an unmatched left row is emitted with nulls).
+//!
+//! A pair `(left, right)` matches when their keys are equal and
+//! `lower_ms <= right.time - left.time <= upper_ms`. Rows arrive as the repartition topic holds
+//! them; the input partitions' event times (sent after the rows they cover) give the watermark:
+//! the smallest of every input partition's largest event time, minus the allowed lateness, once
+//! every input partition has shown one.
+//!
+//! Why this is exact. A row is late — dropped before it gets here — when its time is behind its
+//! own partition's watermark. A left row is dropped from state once the watermark passes
+//! `time + upper_ms`, a right row once it passes `time - lower_ms`. Any right row still to come
+//! has a time at or after the watermark its partition had when the watermark here moved (its
+//! event times reached here before it), so it is after `left.time + upper_ms`: it could not
+//! have matched. The same holds for left rows and dropped right rows. So every matching pair
+//! of rows that are not late meets, whichever came first and however rows fall into
+//! checkpoints, and a left row's "unmatched" is final when it is emitted.
+//!
+//! Every change is a changelog record (a buffered row, its matched flag, a tombstone when it is
+//! dropped; the event times), so the state can be rebuilt by replaying the changelog partition.
+//! Bounded: the rows held across all partitions may not exceed `max_state_entries`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, StreamsError};
+use crate::window::datum::Datum;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    Left,
+    Right,
+}
+
+/// Where a row came from: its input (0 left, 1 right), partition and offset — unique.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RowId {
+    pub input: u8,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// One input row as the join needs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JoinRow {
+    pub side: Side,
+    pub id: RowId,
+    pub keys: Vec<Datum>,
+    pub time_ms: i64,
+    /// The side's columns, as the join's output holds them.
+    pub values: Vec<Datum>,
+}
+
+/// A record of the join's repartition topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JoinRecord {
+    Row(JoinRow),
+    /// An input partition's largest event time so far.
+    Time {
+        input: u8,
+        partition: i32,
+        max_time_ms: i64,
+    },
+    /// A bounded run's input partition ended.
+    EndOfInput {
+        input: u8,
+        partition: i32,
+    },
+}
+
+/// A changelog record's key and value (`None`: a tombstone).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JoinChangeKey {
+    Row(RowId),
+    SourceTimes,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JoinChange {
+    Row { row: JoinRow, matched: bool },
+    SourceTimes(Vec<((u8, i32), i64)>),
+}
+
+/// One output row: a left row with its match, or with none (left outer join).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Joined {
+    pub left: Vec<Datum>,
+    pub right: Option<Vec<Datum>>,
+}
+
+pub struct IntervalJoinConfig {
+    pub lower_ms: i64,
+    pub upper_ms: i64,
+    pub left_outer: bool,
+    /// Every input partition, of both inputs: (input, partition count).
+    pub input_partitions: Vec<i32>,
+    pub allowed_lateness_ms: i64,
+    pub max_state_entries: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Held {
+    row: JoinRow,
+    matched: bool,
+}
+
+#[derive(Default)]
+struct PartitionState {
+    /// Rows by side and key, each by id.
+    rows: HashMap<(Side, Vec<Datum>), BTreeMap<RowId, Held>>,
+    /// When each row may go: (watermark it waits for, id, side, key).
+    expiry: BTreeSet<(i64, RowId, Side, Vec<Datum>)>,
+    /// Each held row's entry in `expiry`, by id.
+    by_id: HashMap<RowId, (i64, Side, Vec<Datum>)>,
+    source_times: BTreeMap<(u8, i32), i64>,
+    ended: BTreeSet<(u8, i32)>,
+    changed: BTreeSet<(Side, Vec<Datum>, RowId)>,
+    dropped: Vec<RowId>,
+    times_changed: bool,
+}
+
+pub struct IntervalJoinState {
+    config: IntervalJoinConfig,
+    partitions: BTreeMap<i32, PartitionState>,
+    entries: usize,
+}
+
+impl IntervalJoinState {
+    pub fn new(config: IntervalJoinConfig) -> Self {
+        IntervalJoinState {
+            config,
+            partitions: BTreeMap::new(),
+            entries: 0,
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.partitions.clear();
+        self.entries = 0;
+    }
+
+    /// Rows held, across the partitions.
+    pub fn entries(&self) -> usize {
+        self.entries
+    }
+
+    fn sources(&self) -> usize {
+        self.config
+            .input_partitions
+            .iter()
+            .map(|count| *count as usize)
+            .sum()
+    }
+
+    /// The watermark of `partition`, once every input partition has shown an event time.
+    pub fn watermark(&self, partition: i32) -> Option<i64> {
+        let state = self.partitions.get(&partition)?;
+        if state.source_times.len() < self.sources() {
+            return None;
+        }
+        let oldest = state.source_times.values().min()?;
+        Some(oldest - self.config.allowed_lateness_ms)
+    }
+
+    /// When a held row can no longer match anything still to come.
+    fn expires_after(&self, side: Side, time_ms: i64) -> i64 {
+        match side {
+            Side::Left => time_ms.saturating_add(self.config.upper_ms),
+            Side::Right => time_ms.saturating_sub(self.config.lower_ms),
+        }
+    }
+
+    /// Applies one repartition record of `partition`; a row comes back with its matches.
+    pub fn merge(&mut self, partition: i32, record: JoinRecord) -> Result<Vec<Joined>> {
+        match record {
+            JoinRecord::Time {
+                input,
+                partition: source,
+                max_time_ms,
+            } => {
+                let state = self.partitions.entry(partition).or_default();
+                let time = state
+                    .source_times
+                    .entry((input, source))
+                    .or_insert(max_time_ms);
+                *time = (*time).max(max_time_ms);
+                state.times_changed = true;
+                Ok(Vec::new())
+            }
+            JoinRecord::EndOfInput {
+                input,
+                partition: source,
+            } => {
+                let sources = self.sources();
+                let state = self.partitions.entry(partition).or_default();
+                state.ended.insert((input, source));
+                if state.ended.len() >= sources {
+                    self.close_everything(partition);
+                }
+                Ok(Vec::new())
+            }
+            JoinRecord::Row(row) => self.add_row(partition, row),
+        }
+    }
+
+    fn add_row(&mut self, partition: i32, row: JoinRow) -> Result<Vec<Joined>> {
+        let expires = self.expires_after(row.side, row.time_ms);
+        let (lower, upper) = (self.config.lower_ms, self.config.upper_ms);
+        let left_outer = self.config.left_outer;
+        let state = self.partitions.entry(partition).or_default();
+        let null_key = row.keys.iter().any(|k| *k == Datum::Null);
+        let mut joined = Vec::new();
+        let mut matched = false;
+        if !null_key {
+            let other = match row.side {
+                Side::Left => Side::Right,
+                Side::Right => Side::Left,
+            };
+            if let Some(candidates) = state.rows.get_mut(&(other, row.keys.clone())) {
+                for (id, held) in candidates.iter_mut() {
+                    let (left_time, right_time) = match row.side {
+                        Side::Left => (row.time_ms, held.row.time_ms),
+                        Side::Right => (held.row.time_ms, row.time_ms),
+                    };
+                    let distance = right_time.saturating_sub(left_time);
+                    if distance < lower || distance > upper {
+                        continue;
+                    }
+                    matched = true;
+                    joined.push(match row.side {
+                        Side::Left => Joined {
+                            left: row.values.clone(),
+                            right: Some(held.row.values.clone()),
+                        },
+                        Side::Right => {
+                            if !held.matched {
+                                held.matched = true;
+                                state.changed.insert((other, row.keys.clone(), *id));
+                            }
+                            Joined {
+                                left: held.row.values.clone(),
+                                right: Some(row.values.clone()),
+                            }
+                        }
+                    });
+                }
+            }
+        }
+        // A row with a null key never matches: only a left outer join's left row is kept, to be
+        // emitted unmatched when it expires.
+        if null_key && !(row.side == Side::Left && left_outer) {
+            return Ok(joined);
+        }
+        let id = row.id;
+        state.changed.insert((row.side, row.keys.clone(), id));
+        if state.hold(expires, Held { row, matched }) {
+            self.entries += 1;
+        }
+        self.check_bound()?;
+        Ok(joined)
+    }
+
+    /// Advances every input partition's time of `partition` past every held row's expiry.
+    fn close_everything(&mut self, partition: i32) {
+        let lateness = self.config.allowed_lateness_ms;
+        let sources: Vec<(u8, i32)> = self
+            .config
+            .input_partitions
+            .iter()
+            .enumerate()
+            .flat_map(|(input, count)| (0..*count).map(move |p| (input as u8, p)))
+            .collect();
+        let Some(state) = self.partitions.get_mut(&partition) else {
+            return;
+        };
+        let Some((last, _, _, _)) = state.expiry.last() else {
+            return;
+        };
+        let time = last.saturating_add(1).saturating_add(lateness);
+        for source in sources {
+            let known = state.source_times.entry(source).or_insert(time);
+            *known = (*known).max(time);
+        }
+        state.times_changed = true;
+    }
+
+    fn check_bound(&self) -> Result<()> {
+        if self.entries > self.config.max_state_entries {
+            return Err(StreamsError::TooMuch(format!(
+                "the interval join holds {} rows, more than max_state_entries ({}): raise it, \
+                 narrow the join's interval or the allowed lateness",
+                self.entries, self.config.max_state_entries
+            )));
+        }
+        Ok(())
+    }
+
+    /// Drops the rows of `partition` the watermark has passed; returns the left rows that go
+    /// unmatched (left outer join), in the order of their expiry.
+    pub fn expire(&mut self, partition: i32) -> Vec<Joined> {
+        let Some(watermark) = self.watermark(partition) else {
+            return Vec::new();
+        };
+        let left_outer = self.config.left_outer;
+        let Some(state) = self.partitions.get_mut(&partition) else {
+            return Vec::new();
+        };
+        let mut unmatched = Vec::new();
+        while let Some((expires, id, side, keys)) = state.expiry.first().cloned() {
+            if expires >= watermark {
+                break;
+            }
+            state.expiry.pop_first();
+            let Some(held) = state.release(id) else {
+                continue;
+            };
+            self.entries -= 1;
+            state.changed.remove(&(side, keys, id));
+            state.dropped.push(id);
+            if side == Side::Left && left_outer && !held.matched {
+                unmatched.push(Joined {
+                    left: held.row.values,
+                    right: None,
+                });
+            }
+        }
+        unmatched
+    }
+
+    /// The changelog records for what changed in `partition` since the last call.
+    pub fn take_changes(&mut self, partition: i32) -> Vec<(JoinChangeKey, Option<JoinChange>)> {
+        let Some(state) = self.partitions.get_mut(&partition) else {
+            return Vec::new();
+        };
+        let mut changes: Vec<(JoinChangeKey, Option<JoinChange>)> =
+            std::mem::take(&mut state.dropped)
+                .into_iter()
+                .map(|id| (JoinChangeKey::Row(id), None))
+                .collect();
+        for (side, keys, id) in std::mem::take(&mut state.changed) {
+            let held = &state.rows[&(side, keys)][&id];
+            changes.push((
+                JoinChangeKey::Row(id),
+                Some(JoinChange::Row {
+                    row: held.row.clone(),
+                    matched: held.matched,
+                }),
+            ));
+        }
+        if std::mem::take(&mut state.times_changed) {
+            let times = state.source_times.iter().map(|(s, t)| (*s, *t)).collect();
+            changes.push((
+                JoinChangeKey::SourceTimes,
+                Some(JoinChange::SourceTimes(times)),
+            ));
+        }
+        changes
+    }
+
+    /// Applies one changelog record of `partition` (replayed in order when restoring).
+    pub fn restore(
+        &mut self,
+        partition: i32,
+        key: JoinChangeKey,
+        value: Option<JoinChange>,
+    ) -> Result<()> {
+        match (key, value) {
+            (JoinChangeKey::SourceTimes, Some(JoinChange::SourceTimes(times))) => {
+                let state = self.partitions.entry(partition).or_default();
+                state.source_times = times.into_iter().collect();
+            }
+            (JoinChangeKey::Row(id), None) => self.forget(partition, id),
+            (JoinChangeKey::Row(id), Some(JoinChange::Row { row, matched })) if row.id == id => {
+                self.forget(partition, id);
+                let expires = self.expires_after(row.side, row.time_ms);
+                let state = self.partitions.entry(partition).or_default();
+                if state.hold(expires, Held { row, matched }) {
+                    self.entries += 1;
+                }
+            }
+            (key, value) => {
+                return Err(StreamsError::Config(format!(
+                    "a join changelog record does not fit its key: {key:?} = {value:?}"
+                )))
+            }
+        }
+        self.check_bound()
+    }
+
+    /// Removes a row wherever it is held (restoring: rows are found by id alone).
+    fn forget(&mut self, partition: i32, id: RowId) {
+        let released = self
+            .partitions
+            .get_mut(&partition)
+            .and_then(|state| state.release(id));
+        if released.is_some() {
+            self.entries -= 1;
+        }
+    }
+}
+
+impl PartitionState {
+    /// Holds `held` until the watermark passes `expires`; false when it replaced a row with
+    /// the same id.
+    fn hold(&mut self, expires: i64, held: Held) -> bool {
+        let replaced = self.release(held.row.id).is_some();
+        let (id, side, keys) = (held.row.id, held.row.side, held.row.keys.clone());
+        self.expiry.insert((expires, id, side, keys.clone()));
+        self.by_id.insert(id, (expires, side, keys.clone()));
+        self.rows.entry((side, keys)).or_default().insert(id, held);
+        !replaced
+    }
+
+    /// Takes the row `id` out of every index.
+    fn release(&mut self, id: RowId) -> Option<Held> {
+        let (expires, side, keys) = self.by_id.remove(&id)?;
+        self.expiry.remove(&(expires, id, side, keys.clone()));
+        let group = (side, keys);
+        let rows = self.rows.get_mut(&group)?;
+        let held = rows.remove(&id);
+        if rows.is_empty() {
+            self.rows.remove(&group);
+        }
+        held
+    }
+}
