@@ -3,15 +3,19 @@
 //! the watermark shows none can come), as Flink's interval join.
 //!
 //! The pieces, as they land:
+//! - [`plan`]: the join taken out of the planned query — keys, the time bound, each side's rows
+//!   as the join needs them, and the query above the join.
 //! - [`state`]: the state of one repartition partition — rows of both sides buffered by key,
 //!   matched as the other side's rows arrive, dropped (and, unmatched, emitted for a left outer
 //!   join) by the watermark; why that is exact whatever the checkpoints; its changelog.
 //!
-//! Still to come: taking the join apart from the planned query (keys, times, bounds, the columns
-//! of each side, the plan above the join), and the job that repartitions both inputs by key and
-//! runs the state in the checkpoint's transaction.
+//! Still to come: the job that repartitions both inputs by key and runs the state in the
+//! checkpoint's transaction (until then, `crate::streaming` refuses joins between streams).
 
+pub mod plan;
 pub mod state;
 
+#[cfg(test)]
+mod plan_tests;
 #[cfg(test)]
 mod tests;
