@@ -19,6 +19,7 @@ use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::error::{Result, StreamsError};
+use crate::join::interval::plan::IntervalJoinPlan;
 use crate::join::{self, plan::TableJoin, table::TableState};
 use crate::streaming;
 use crate::window::functions;
@@ -120,6 +121,8 @@ pub enum Transform {
     Stateless(LogicalPlan),
     /// Grouped into event-time windows, emitted when the watermark passes their end.
     Windowed(Box<WindowedQuery>),
+    /// Two inputs joined within a time bound (`crate::join::interval`).
+    IntervalJoin(Box<IntervalJoinPlan>),
 }
 
 pub struct SqlTransform {
@@ -152,6 +155,24 @@ impl SqlTransform {
             )));
         }
         session.check(&plan)?;
+        let input_names: Vec<&str> = inputs.iter().map(|(name, _)| *name).collect();
+        if tables.is_empty() {
+            if let Some(interval) = join::interval::plan::extract(&plan, &input_names)? {
+                for checked in [
+                    &interval.left.plan,
+                    &interval.right.plan,
+                    &interval.post_join,
+                ] {
+                    streaming::check(checked)?;
+                    session.check(checked)?;
+                }
+                return Ok(SqlTransform {
+                    session,
+                    transform: Transform::IntervalJoin(Box::new(interval)),
+                    joins: Vec::new(),
+                });
+            }
+        }
         let table_names: Vec<&str> = tables.iter().map(|(name, _)| *name).collect();
         let (plan, joins) = join::plan::extract(&plan, &table_names)?;
         streaming::check(&plan)?;
@@ -190,6 +211,16 @@ impl SqlTransform {
         match &self.transform {
             Transform::Stateless(plan) => std::sync::Arc::new(plan.schema().as_arrow().clone()),
             Transform::Windowed(windowed) => windowed.output_schema(),
+            Transform::IntervalJoin(join) => {
+                std::sync::Arc::new(join.post_join.schema().as_arrow().clone())
+            }
+        }
+    }
+
+    pub fn interval_join(&self) -> Option<&IntervalJoinPlan> {
+        match &self.transform {
+            Transform::IntervalJoin(join) => Some(join),
+            _ => None,
         }
     }
 
@@ -200,7 +231,7 @@ impl SqlTransform {
     pub fn windowed(&self) -> Option<&WindowedQuery> {
         match &self.transform {
             Transform::Windowed(windowed) => Some(windowed),
-            Transform::Stateless(_) => None,
+            _ => None,
         }
     }
 
@@ -219,7 +250,9 @@ impl SqlTransform {
     ) -> Result<Vec<RecordBatch>> {
         let Transform::Stateless(plan) = &self.transform else {
             return Err(StreamsError::Config(
-                "a windowed query keeps state across checkpoints; run it as a windowed job".into(),
+                "a windowed query or a join between streams keeps state across checkpoints; \
+                 run it as a job"
+                    .into(),
             ));
         };
         for (index, batch) in batches.into_iter().enumerate() {

@@ -50,7 +50,8 @@ fn refused_node(node: &LogicalPlan) -> Option<&'static str> {
         LogicalPlan::Join(_) => {
             "a join would only pair rows that arrive in the same checkpoint; declare the \
              looked-up topic as a table (--table NAME=TOPIC) to join each record with its \
-             value as of the record's time; joins between two streams are not supported yet"
+             value as of the record's time, or join two input topics within a time bound \
+             (ON a.k = b.k AND b.t BETWEEN a.t - INTERVAL … AND a.t + INTERVAL …)"
         }
         LogicalPlan::Sort(_) => {
             "ORDER BY over a stream never ends (a job emits rows in input order per partition; \

@@ -12,6 +12,7 @@
 
 mod config;
 mod consumer;
+mod interval_join;
 mod metrics;
 mod stateless;
 mod topics;
@@ -199,6 +200,13 @@ pub fn run_with_metrics(
     let (decoders, tables, transform) = prepare(config, &runtime, &samples, &table_samples)?;
     let mut internal_topic = None;
     let mut processor: Box<dyn Processor + '_> = match transform.windowed() {
+        None if transform.interval_join().is_some() => {
+            let partitions = topics::ensure(config, &runtime)?;
+            internal_topic = Some(config.repartition_topic());
+            Box::new(interval_join::IntervalJoin::new(
+                config, &decoders, &transform, &runtime, partitions,
+            )?)
+        }
         None => Box::new(stateless::Stateless {
             config,
             decoders: &decoders,

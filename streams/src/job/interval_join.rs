@@ -1,0 +1,413 @@
+//! An interval join's checkpoint (see `crate::join::interval`): each input's rows are evaluated
+//! by their side's plan, rows behind their partition's watermark go to the late topic, the
+//! others travel through the repartition topic keyed by the join key (so both sides of a key
+//! meet on one partition), followed by each input partition's largest event time; the owner of
+//! a repartition partition matches them in its state, drops what the watermark passed, and the
+//! joined rows go through the rest of the query to the output — all in the checkpoint's
+//! transaction, with the state's changes in the changelog.
+
+use std::collections::{BTreeMap, HashMap};
+
+use datafusion::arrow::array::{Array, ArrayRef, Int32Array, Int64Array};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use rdkafka::consumer::Consumer;
+use rdkafka::TopicPartitionList;
+use weir_client::CLUSTER_TIMEOUT;
+
+use crate::decode::RecordDecoder;
+use crate::encode::encode;
+use crate::error::{Result, StreamsError};
+use crate::job::consumer::JobConsumer;
+use crate::job::transaction::{Checkpoint, Destination, Outgoing};
+use crate::job::{decode_input, JobConfig, JobStats, Polled, Processor};
+use crate::join::interval::plan::{IntervalJoinPlan, SidePlan};
+use crate::join::interval::state::{
+    IntervalJoinConfig, IntervalJoinState, JoinChange, JoinChangeKey, JoinRecord, JoinRow, Joined,
+    RowId, Side,
+};
+use crate::record::InputRecord;
+use crate::sql::SqlTransform;
+use crate::topic_reader::{self, Limit};
+use crate::window::codec::{from_json, partition_of, to_json};
+use crate::window::datum::{to_array, Datum};
+
+pub(super) struct IntervalJoin<'a> {
+    config: &'a JobConfig,
+    decoders: &'a [RecordDecoder],
+    transform: &'a SqlTransform,
+    join: &'a IntervalJoinPlan,
+    runtime: &'a tokio::runtime::Runtime,
+    /// The repartition (and changelog) topic's partitions.
+    partitions: i32,
+    /// Per owned input partition (input, partition), the largest event time seen.
+    times: BTreeMap<(u8, i32), i64>,
+    state: IntervalJoinState,
+}
+
+impl<'a> IntervalJoin<'a> {
+    pub(super) fn new(
+        config: &'a JobConfig,
+        decoders: &'a [RecordDecoder],
+        transform: &'a SqlTransform,
+        runtime: &'a tokio::runtime::Runtime,
+        partitions: i32,
+    ) -> Result<Self> {
+        let join = transform.interval_join().expect("an interval join");
+        let reader = topic_reader::consumer(&config.client)?;
+        let mut input_partitions = Vec::new();
+        for input in &config.inputs {
+            input_partitions
+                .push(topic_reader::partitions(&reader, input, CLUSTER_TIMEOUT)?.len() as i32);
+        }
+        let state = IntervalJoinState::new(IntervalJoinConfig {
+            lower_ms: join.lower_ms,
+            upper_ms: join.upper_ms,
+            left_outer: join.left_outer,
+            input_partitions,
+            allowed_lateness_ms: config.allowed_lateness_ms,
+            max_state_entries: config.max_state_entries,
+        });
+        Ok(IntervalJoin {
+            config,
+            decoders,
+            transform,
+            join,
+            runtime,
+            partitions,
+            times: BTreeMap::new(),
+            state,
+        })
+    }
+
+    /// One input's rows as the join needs them, with their positions.
+    fn side_rows(
+        &self,
+        side: &SidePlan,
+        records: &[InputRecord],
+        checkpoint: &mut Checkpoint,
+        stats: &mut JobStats,
+    ) -> Result<Vec<RecordBatch>> {
+        let decoder = &self.decoders[side.input];
+        let batch = decode_input(self.config, decoder, records, checkpoint, stats)?;
+        let session = self.transform.session();
+        self.runtime.block_on(async {
+            session.set_input(side.input, batch).await;
+            let rows = session.run(&side.plan).await;
+            session.clear_inputs().await;
+            rows
+        })
+    }
+
+    /// Input rows → late records, rows for the repartition topic and event times.
+    fn repartition(
+        &mut self,
+        polled: &Polled,
+        checkpoint: &mut Checkpoint,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        for (side_name, side) in [
+            (Side::Left, &self.join.left),
+            (Side::Right, &self.join.right),
+        ] {
+            let records = &polled.inputs[side.input].1;
+            if records.is_empty() {
+                continue;
+            }
+            let batches = self.side_rows(side, records, checkpoint, stats)?;
+            let mut rows = Vec::new();
+            for batch in &batches {
+                rows.extend(join_rows(batch, side, side_name)?);
+            }
+            rows.sort_by_key(|(row, _)| row.id);
+            let position: HashMap<(i32, i64), usize> = records
+                .iter()
+                .enumerate()
+                .map(|(i, r)| ((r.partition, r.offset), i))
+                .collect();
+            for (row, time) in rows {
+                let source = (row.id.input, row.id.partition);
+                let record = &records[position[&(row.id.partition, row.id.offset)]];
+                let Some(time) = time else {
+                    stats.records_rejected += 1;
+                    tracing::warn!(job = %self.config.name, partition = row.id.partition, offset = row.id.offset, "record without an event time");
+                    checkpoint
+                        .records
+                        .push(outgoing(Destination::DeadLetter, record));
+                    continue;
+                };
+                let watermark = self
+                    .times
+                    .get(&source)
+                    .map(|max| max - self.config.allowed_lateness_ms);
+                if watermark.is_some_and(|w| time < w) {
+                    stats.records_late += 1;
+                    checkpoint.records.push(outgoing(Destination::Late, record));
+                } else {
+                    let key = to_json(&row.keys);
+                    checkpoint.records.push(Outgoing {
+                        destination: Destination::Repartition(partition_of(&key, self.partitions)),
+                        key: Some(key),
+                        value: Some(to_json(&JoinRecord::Row(JoinRow {
+                            time_ms: time,
+                            ..row
+                        }))),
+                    });
+                }
+                let max = self.times.entry(source).or_insert(time);
+                *max = (*max).max(time);
+            }
+            self.send_times(side.input, records, checkpoint);
+        }
+        Ok(())
+    }
+
+    /// Each input partition's event time, to every partition after the rows it covers, and
+    /// into the metadata of its committed offset.
+    fn send_times(&self, input: usize, records: &[InputRecord], checkpoint: &mut Checkpoint) {
+        let sources: std::collections::BTreeSet<i32> =
+            records.iter().map(|r| r.partition).collect();
+        for source in sources {
+            let Some(&max_time_ms) = self.times.get(&(input as u8, source)) else {
+                continue;
+            };
+            let time = to_json(&JoinRecord::Time {
+                input: input as u8,
+                partition: source,
+                max_time_ms,
+            });
+            for partition in 0..self.partitions {
+                checkpoint.records.push(Outgoing {
+                    destination: Destination::Repartition(partition),
+                    key: None,
+                    value: Some(time.clone()),
+                });
+            }
+            let topic = self.config.inputs[input].clone();
+            if let Some(offset) = checkpoint.offsets.get_mut(&(topic, source)) {
+                offset.1 = max_time_ms.to_string();
+            }
+        }
+    }
+
+    /// Repartition records → matches, expired rows → the rest of the query → output.
+    fn merge_and_emit(
+        &mut self,
+        internal: &[InputRecord],
+        checkpoint: &mut Checkpoint,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        let mut joined = Vec::new();
+        let mut touched = std::collections::BTreeSet::new();
+        for record in internal {
+            let value = record.value.as_deref().unwrap_or_default();
+            let merged: JoinRecord = from_json(value, "repartition")?;
+            joined.extend(self.state.merge(record.partition, merged)?);
+            touched.insert(record.partition);
+        }
+        for &partition in &touched {
+            joined.extend(self.state.expire(partition));
+        }
+        if !joined.is_empty() {
+            let batch = self.joined_batch(&joined)?;
+            let session = self.transform.session();
+            let output = self.runtime.block_on(async {
+                *self.join.joined.batches[0].write().await = vec![batch];
+                let output = session.run(&self.join.post_join).await;
+                self.join.joined.batches[0].write().await.clear();
+                output
+            })?;
+            for record in encode(&output, self.config.output_format)? {
+                stats.records_out += 1;
+                checkpoint.records.push(Outgoing {
+                    destination: Destination::Output,
+                    key: record.key,
+                    value: Some(record.value),
+                });
+            }
+        }
+        for partition in touched {
+            for (key, value) in self.state.take_changes(partition) {
+                checkpoint.records.push(Outgoing {
+                    destination: Destination::Changelog(partition),
+                    key: Some(to_json(&key)),
+                    value: value.as_ref().map(to_json),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The joined rows as the join's output holds them (left columns, then right ones).
+    fn joined_batch(&self, joined: &[Joined]) -> Result<RecordBatch> {
+        let schema = self.join.joined.schema();
+        let left_width = self.join.left.columns;
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+        for (index, field) in schema.fields().iter().enumerate() {
+            let values: Vec<Datum> = joined
+                .iter()
+                .map(|row| match index.checked_sub(left_width) {
+                    None => row.left[index].clone(),
+                    Some(right) => row
+                        .right
+                        .as_ref()
+                        .map_or(Datum::Null, |values| values[right].clone()),
+                })
+                .collect();
+            columns.push(to_array(&values, field.data_type())?);
+        }
+        Ok(RecordBatch::try_new(schema, columns)?)
+    }
+}
+
+fn outgoing(destination: Destination, record: &InputRecord) -> Outgoing {
+    Outgoing {
+        destination,
+        key: record.key.clone(),
+        value: record.value.clone(),
+    }
+}
+
+/// A side plan's rows `[keys…, time, _partition, _offset, columns…]` → join rows (their time
+/// filled in later) and their times (None: no event time).
+fn join_rows(
+    batch: &RecordBatch,
+    side: &SidePlan,
+    side_name: Side,
+) -> Result<Vec<(JoinRow, Option<i64>)>> {
+    let column = |index: usize| -> Result<&ArrayRef> {
+        batch.columns().get(index).ok_or_else(|| {
+            StreamsError::Config(format!("a join side's rows have no column {index}"))
+        })
+    };
+    let times = column(side.keys)?
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .ok_or_else(|| StreamsError::Config("a join side's time is not Int64".into()))?;
+    let partitions = column(side.keys + 1)?
+        .as_any()
+        .downcast_ref::<Int32Array>()
+        .ok_or_else(|| StreamsError::Config("a join side's _partition is not Int32".into()))?;
+    let offsets = column(side.keys + 2)?
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .ok_or_else(|| StreamsError::Config("a join side's _offset is not Int64".into()))?;
+    let first_value = side.keys + 3;
+    let mut rows = Vec::with_capacity(batch.num_rows());
+    for row in 0..batch.num_rows() {
+        let keys = (0..side.keys)
+            .map(|k| Datum::from_array(column(k)?.as_ref(), row))
+            .collect::<Result<Vec<_>>>()?;
+        let values = (first_value..first_value + side.columns)
+            .map(|c| Datum::from_array(column(c)?.as_ref(), row))
+            .collect::<Result<Vec<_>>>()?;
+        let time = times.is_valid(row).then(|| times.value(row));
+        rows.push((
+            JoinRow {
+                side: side_name,
+                id: RowId {
+                    input: side.input as u8,
+                    partition: partitions.value(row),
+                    offset: offsets.value(row),
+                },
+                keys,
+                time_ms: 0,
+                values,
+            },
+            time,
+        ));
+    }
+    Ok(rows)
+}
+
+impl Processor for IntervalJoin<'_> {
+    fn state_size(&self) -> (usize, usize) {
+        (self.state.entries(), 0)
+    }
+
+    /// Rebuilds the state of the partitions now owned: input partitions' event times from their
+    /// committed offsets' metadata, buffered rows from the changelog.
+    fn reload(&mut self, consumer: &JobConsumer) -> Result<()> {
+        let assignment = consumer
+            .assignment()
+            .map_err(StreamsError::kafka("reading the assignment"))?;
+        let mut inputs = TopicPartitionList::new();
+        let mut owned = Vec::new();
+        let repartition = self.config.repartition_topic();
+        for element in assignment.elements() {
+            if self.config.inputs.iter().any(|i| i == element.topic()) {
+                inputs.add_partition(element.topic(), element.partition());
+            } else if element.topic() == repartition {
+                owned.push(element.partition());
+            }
+        }
+        self.times.clear();
+        if inputs.count() > 0 {
+            let committed = consumer
+                .committed_offsets(inputs, CLUSTER_TIMEOUT)
+                .map_err(StreamsError::kafka("reading committed offsets"))?;
+            for element in committed.elements() {
+                let input = self.config.inputs.iter().position(|i| i == element.topic());
+                if let (Some(input), Ok(time)) = (input, element.metadata().parse::<i64>()) {
+                    self.times.insert((input as u8, element.partition()), time);
+                }
+            }
+        }
+        self.state.clear();
+        if !owned.is_empty() {
+            let reader = topic_reader::consumer(&self.config.client)?;
+            let records = topic_reader::read(
+                &reader,
+                &self.config.changelog_topic(),
+                &owned,
+                Limit::FailBeyond(usize::MAX),
+                CLUSTER_TIMEOUT * 4,
+            )?;
+            for record in &records {
+                let key: JoinChangeKey =
+                    from_json(record.key.as_deref().unwrap_or_default(), "changelog key")?;
+                let value: Option<JoinChange> = match &record.value {
+                    Some(value) => Some(from_json(value, "changelog")?),
+                    None => None,
+                };
+                self.state.restore(record.partition, key, value)?;
+            }
+            tracing::info!(job = %self.config.name, partitions = ?owned, changelog_records = records.len(), rows = self.state.entries(), "join state restored");
+        }
+        Ok(())
+    }
+
+    /// Announces the end of every owned input partition to every repartition partition.
+    fn end_of_input(&mut self, consumer: &JobConsumer, checkpoint: &mut Checkpoint) -> Result<()> {
+        let assignment = consumer
+            .assignment()
+            .map_err(StreamsError::kafka("reading the assignment"))?;
+        for element in assignment.elements() {
+            let Some(input) = self.config.inputs.iter().position(|i| i == element.topic()) else {
+                continue;
+            };
+            let end = to_json(&JoinRecord::EndOfInput {
+                input: input as u8,
+                partition: element.partition(),
+            });
+            for partition in 0..self.partitions {
+                checkpoint.records.push(Outgoing {
+                    destination: Destination::Repartition(partition),
+                    key: None,
+                    value: Some(end.clone()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn checkpoint(
+        &mut self,
+        polled: &Polled,
+        checkpoint: &mut Checkpoint,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        self.repartition(polled, checkpoint, stats)?;
+        self.merge_and_emit(&polled.internal, checkpoint, stats)
+    }
+}
