@@ -45,6 +45,31 @@ impl Datum {
         Self::from_scalar(ScalarValue::try_from_array(array, row)?)
     }
 
+    /// Whether values of `data_type` can be held (what [`Datum::from_scalar`] takes).
+    pub fn can_hold(data_type: &DataType) -> bool {
+        use DataType::*;
+        matches!(
+            data_type,
+            Null | Boolean
+                | Int8
+                | Int16
+                | Int32
+                | Int64
+                | UInt8
+                | UInt16
+                | UInt32
+                | UInt64
+                | Float32
+                | Float64
+                | Utf8
+                | LargeUtf8
+                | Utf8View
+                | Date32
+                | Date64
+                | Timestamp(_, _)
+        )
+    }
+
     pub fn from_scalar(scalar: ScalarValue) -> Result<Datum> {
         if scalar.is_null() {
             return Ok(Datum::Null);

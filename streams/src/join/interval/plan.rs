@@ -27,6 +27,7 @@ use datafusion::logical_expr::{
 use crate::decode::{OFFSET_COLUMN, PARTITION_COLUMN};
 use crate::error::{Result, StreamsError};
 use crate::sql::renamed_scan;
+use crate::window::datum::Datum;
 use crate::window::functions::{scalar_interval_ms, WINDOW_TIME_TYPE};
 
 /// One side of the join, evaluated on its input's rows each checkpoint.
@@ -100,6 +101,20 @@ pub fn extract(plan: &LogicalPlan, inputs: &[&str]) -> Result<Option<IntervalJoi
     let right = side_plan(&join.right, &right_keys, bounds.right_time.clone(), inputs)?;
     if left.input == right.input {
         return Err(refused("an interval join of a topic with itself"));
+    }
+    if let Some(field) = join
+        .schema
+        .fields()
+        .iter()
+        .find(|f| !Datum::can_hold(f.data_type()))
+    {
+        return Err(refused(&format!(
+            "a join between streams keeps its rows' columns, and column {} is of type {}, which \
+             it cannot hold yet (select the columns you need, with _partition and _offset, in a \
+             subquery)",
+            field.name(),
+            field.data_type()
+        )));
     }
     let (joined, scan) = renamed_scan(&join.schema, "__weir_interval_join")?;
     let replacement = match conjunction(bounds.rest) {

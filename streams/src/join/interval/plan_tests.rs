@@ -136,3 +136,21 @@ async fn joins_a_stream_cannot_run_are_refused_with_the_reason() {
         bounded.replace("SELECT *", "SELECT o.customer, count(*)") + " GROUP BY o.customer";
     assert!(refusal(&counted).await.contains("aggregate over a join"));
 }
+
+#[tokio::test]
+async fn columns_the_join_cannot_hold_are_refused_when_planned() {
+    let nested = r#"{"order_id": 1, "card": {"brand": "visa"}}"#;
+    let session = Session::new(&[
+        ("orders", decoder(ORDER).schema()),
+        ("payments", decoder(nested).schema()),
+    ])
+    .unwrap();
+    let query = "SELECT o.id FROM orders o JOIN payments p ON o.id = p.order_id \
+                 AND p._timestamp BETWEEN o._timestamp AND o._timestamp + INTERVAL '1' MINUTE";
+    let plan = session.plan(query).await.unwrap();
+    let error = match extract(&plan, &["orders", "payments"]) {
+        Ok(_) => panic!("a struct column accepted"),
+        Err(error) => error.to_string(),
+    };
+    assert!(error.contains("column card"), "{error}");
+}

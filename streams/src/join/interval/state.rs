@@ -215,7 +215,7 @@ impl IntervalJoinState {
         let (lower, upper) = (self.config.lower_ms, self.config.upper_ms);
         let left_outer = self.config.left_outer;
         let state = self.partitions.entry(partition).or_default();
-        let null_key = row.keys.iter().any(|k| *k == Datum::Null);
+        let null_key = row.keys.contains(&Datum::Null);
         let mut joined = Vec::new();
         let mut matched = false;
         if !null_key {

@@ -84,7 +84,7 @@ fn accepted(inputs: &BTreeMap<(u8, i32), Vec<JoinRow>>) -> Vec<JoinRow> {
     for rows in inputs.values() {
         let mut max: Option<i64> = None;
         for row in rows {
-            if !max.is_some_and(|m| row.time_ms < m - LATENESS_MS) {
+            if max.is_none_or(|m| row.time_ms >= m - LATENESS_MS) {
                 kept.push(row.clone());
             }
             max = Some(max.map_or(row.time_ms, |m| m.max(row.time_ms)));
@@ -143,7 +143,7 @@ fn run(rng: &mut Rng, inputs: &BTreeMap<(u8, i32), Vec<JoinRow>>, left_outer: bo
         let end = (start + 1 + rng.below(8) as usize).min(rows.len());
         for row in &rows[start..end] {
             let max = maxima.get(&source).copied();
-            if !max.is_some_and(|m| row.time_ms < m - LATENESS_MS) {
+            if max.is_none_or(|m| row.time_ms >= m - LATENESS_MS) {
                 let record = JoinRecord::Row(row.clone());
                 collect(state.merge(0, record).unwrap(), &mut output);
             }
