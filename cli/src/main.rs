@@ -14,6 +14,7 @@ mod consume;
 mod group;
 mod group_seek;
 mod job;
+mod nexmark;
 mod pipeline;
 mod produce;
 mod protocol_client;
@@ -59,6 +60,8 @@ enum Command {
     Pipeline(pipeline::PipelineArgs),
     /// Web-server logs: generate realistic access-log lines.
     Weblog(weblog::WeblogArgs),
+    /// The Nexmark benchmark: generate its persons, auctions and bids into topics.
+    Nexmark(nexmark::NexmarkArgs),
     /// Ad-hoc SQL over topics (each topic a table); a prompt when no query is given.
     Sql(sql::SqlArgs),
     /// Create, list and delete SCRAM users (KIP-554's APIs: Weir or any Kafka cluster).
@@ -107,6 +110,7 @@ fn main() -> std::process::ExitCode {
             Command::Job(args) => job::run(args).await,
             Command::Pipeline(args) => pipeline::run(args).await,
             Command::Weblog(args) => weblog::run(args),
+            Command::Nexmark(args) => nexmark::run(args).await,
             Command::Sql(args) => sql::run(args).await,
         }
     });
