@@ -11,18 +11,22 @@
 //! - [`decode`] — consumed records → an Arrow batch (JSON by a declared or inferred schema, or
 //!   raw strings; plus `_key`, `_partition`, `_offset`, `_timestamp`); bad records are rejected
 //!   with a reason, never dropped silently.
-//! - [`sql`] — the SQL transform: a DataFusion session planned once; stateless or windowed.
-//! - [`streaming`] — what a query may do over a stream: joins, ORDER BY, LIMIT, OVER (…) and
-//!   subqueries are refused at planning with the reason, never run per checkpoint.
-//! - [`window`] — windowed aggregations over event time (`tumble`, `hop`): local partial
-//!   aggregation, a repartition topic, window state with a changelog, watermarks and lateness.
+//! - [`sql`] — the SQL transform: a DataFusion session planned once; stateless, windowed, or an
+//!   interval join.
+//! - [`streaming`] — what a query may do over a stream: unbounded joins, ORDER BY, LIMIT,
+//!   OVER (…) and subqueries are refused at planning with the reason, never run per checkpoint.
+//! - [`window`] — aggregations: over event-time windows (`tumble`, `hop`, `session` — sessions
+//!   merge), or without one as an updating aggregate (upserts and tombstones keyed by the group);
+//!   local partial aggregation, a repartition topic, state with a changelog, watermarks, lateness.
 //! - [`topic_reader`] — reading partitions up to their end (ad-hoc queries, schema samples,
 //!   state restore).
+//! - [`topic_table`] — a topic as a table for ad-hoc queries, or its latest value per key.
 //! - [`encode`] — result rows → output records (`_key` column → record key; JSON or raw value).
-//! - [`join`] — joins over streams (being built): the versioned table a stream–table join
-//!   looks records up in, as of their event time.
+//! - [`join`] — joins over streams: with a declared table as of each record's event time (a
+//!   versioned table kept current), and between two inputs within a time bound (interval joins:
+//!   both sides repartitioned by key, buffered until the watermark passes their bound).
 //! - [`job`] — the exactly-once loop: read_committed consumer in a group, one transaction per
-//!   checkpoint holding the output (and a windowed job's repartition and changelog records) and
+//!   checkpoint holding the output (and a stateful job's repartition and changelog records) and
 //!   the consumed offsets (KIP-447), fencing of zombies, state reloaded after a rebalance.
 //!
 //! Data flow of one checkpoint: poll (bounded) → decode → transform → encode → begin
@@ -30,8 +34,8 @@
 //! rewound to the last committed offsets, so output and offsets move together or not at all.
 //!
 //! Invariants: offsets are committed only inside the transaction that holds the output derived
-//! from them; memory per checkpoint is bounded by `checkpoint.max.records`, window state by
-//! `max_state_entries`.
+//! from them; memory per checkpoint is bounded by `checkpoint.max.records`, window, join and
+//! table state by `max_state_entries`.
 
 pub mod adhoc;
 pub mod decode;
