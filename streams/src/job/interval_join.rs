@@ -11,8 +11,6 @@ use std::collections::{BTreeMap, HashMap};
 use datafusion::arrow::array::{Array, ArrayRef, Int32Array, Int64Array};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
-use rdkafka::consumer::Consumer;
-use rdkafka::TopicPartitionList;
 use weir_client::CLUSTER_TIMEOUT;
 
 use crate::decode::RecordDecoder;
@@ -20,7 +18,7 @@ use crate::encode::encode;
 use crate::error::{Result, StreamsError};
 use crate::job::consumer::JobConsumer;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
-use crate::job::{decode_input, JobConfig, JobStats, Polled, Processor};
+use crate::job::{decode_input, stateful, JobConfig, JobStats, Polled, Processor};
 use crate::join::interval::plan::{IntervalJoinPlan, SidePlan};
 use crate::join::interval::state::{
     IntervalJoinConfig, IntervalJoinState, JoinChange, JoinChangeKey, JoinRecord, JoinRow, Joined,
@@ -28,7 +26,7 @@ use crate::join::interval::state::{
 };
 use crate::record::InputRecord;
 use crate::sql::SqlTransform;
-use crate::topic_reader::{self, Limit};
+use crate::topic_reader;
 use crate::window::codec::{from_json, partition_of, to_json};
 use crate::window::datum::{to_array, Datum};
 
@@ -176,13 +174,7 @@ impl<'a> IntervalJoin<'a> {
                 partition: source,
                 max_time_ms,
             });
-            for partition in 0..self.partitions {
-                checkpoint.records.push(Outgoing {
-                    destination: Destination::Repartition(partition),
-                    key: None,
-                    value: Some(time.clone()),
-                });
-            }
+            stateful::to_every_partition(checkpoint, self.partitions, &time);
             let topic = self.config.inputs[input].clone();
             if let Some(offset) = checkpoint.offsets.get_mut(&(topic, source)) {
                 offset.1 = max_time_ms.to_string();
@@ -217,23 +209,11 @@ impl<'a> IntervalJoin<'a> {
                 self.join.joined.batches[0].write().await.clear();
                 output
             })?;
-            for record in encode(&output, self.config.output_format)? {
-                stats.records_out += 1;
-                checkpoint.records.push(Outgoing {
-                    destination: Destination::Output,
-                    key: record.key,
-                    value: Some(record.value),
-                });
-            }
+            let records = encode(&output, self.config.output_format)?;
+            stateful::write_output(checkpoint, stats, records);
         }
         for partition in touched {
-            for (key, value) in self.state.take_changes(partition) {
-                checkpoint.records.push(Outgoing {
-                    destination: Destination::Changelog(partition),
-                    key: Some(to_json(&key)),
-                    value: value.as_ref().map(to_json),
-                });
-            }
+            stateful::write_changes(checkpoint, partition, self.state.take_changes(partition));
         }
         Ok(())
     }
@@ -328,75 +308,32 @@ impl Processor for IntervalJoin<'_> {
     /// Rebuilds the state of the partitions now owned: input partitions' event times from their
     /// committed offsets' metadata, buffered rows from the changelog.
     fn reload(&mut self, consumer: &JobConsumer) -> Result<()> {
-        let assignment = consumer
-            .assignment()
-            .map_err(StreamsError::kafka("reading the assignment"))?;
-        let mut inputs = TopicPartitionList::new();
-        let mut owned = Vec::new();
-        let repartition = self.config.repartition_topic();
-        for element in assignment.elements() {
-            if self.config.inputs.iter().any(|i| i == element.topic()) {
-                inputs.add_partition(element.topic(), element.partition());
-            } else if element.topic() == repartition {
-                owned.push(element.partition());
-            }
-        }
-        self.times.clear();
-        if inputs.count() > 0 {
-            let committed = consumer
-                .committed_offsets(inputs, CLUSTER_TIMEOUT)
-                .map_err(StreamsError::kafka("reading committed offsets"))?;
-            for element in committed.elements() {
-                let input = self.config.inputs.iter().position(|i| i == element.topic());
-                if let (Some(input), Ok(time)) = (input, element.metadata().parse::<i64>()) {
-                    self.times.insert((input as u8, element.partition()), time);
-                }
-            }
-        }
+        let owned = stateful::owned(self.config, consumer)?;
+        self.times = stateful::committed_times(self.config, consumer, &owned.inputs)?
+            .into_iter()
+            .map(|((input, partition), time)| ((input as u8, partition), time))
+            .collect();
         self.state.clear();
-        if !owned.is_empty() {
-            let reader = topic_reader::consumer(&self.config.client)?;
-            let records = topic_reader::read(
-                &reader,
-                &self.config.changelog_topic(),
-                &owned,
-                Limit::FailBeyond(usize::MAX),
-                CLUSTER_TIMEOUT * 4,
-            )?;
-            for record in &records {
-                let key: JoinChangeKey =
-                    from_json(record.key.as_deref().unwrap_or_default(), "changelog key")?;
-                let value: Option<JoinChange> = match &record.value {
-                    Some(value) => Some(from_json(value, "changelog")?),
-                    None => None,
-                };
-                self.state.restore(record.partition, key, value)?;
+        let changes =
+            stateful::changelog::<JoinChangeKey, JoinChange>(self.config, &owned.repartition)?;
+        if !owned.repartition.is_empty() {
+            let records = changes.len();
+            for (partition, key, value) in changes {
+                self.state.restore(partition, key, value)?;
             }
-            tracing::info!(job = %self.config.name, partitions = ?owned, changelog_records = records.len(), rows = self.state.entries(), "join state restored");
+            tracing::info!(job = %self.config.name, partitions = ?owned.repartition, changelog_records = records, rows = self.state.entries(), "join state restored");
         }
         Ok(())
     }
 
     /// Announces the end of every owned input partition to every repartition partition.
     fn end_of_input(&mut self, consumer: &JobConsumer, checkpoint: &mut Checkpoint) -> Result<()> {
-        let assignment = consumer
-            .assignment()
-            .map_err(StreamsError::kafka("reading the assignment"))?;
-        for element in assignment.elements() {
-            let Some(input) = self.config.inputs.iter().position(|i| i == element.topic()) else {
-                continue;
-            };
+        for (input, partition) in stateful::owned(self.config, consumer)?.inputs {
             let end = to_json(&JoinRecord::EndOfInput {
                 input: input as u8,
-                partition: element.partition(),
+                partition,
             });
-            for partition in 0..self.partitions {
-                checkpoint.records.push(Outgoing {
-                    destination: Destination::Repartition(partition),
-                    key: None,
-                    value: Some(end.clone()),
-                });
-            }
+            stateful::to_every_partition(checkpoint, self.partitions, &end);
         }
         Ok(())
     }

@@ -14,6 +14,7 @@ mod config;
 mod consumer;
 mod interval_join;
 mod metrics;
+mod stateful;
 mod stateless;
 mod topics;
 mod transaction;

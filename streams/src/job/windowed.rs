@@ -4,19 +4,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use rdkafka::consumer::Consumer;
-use rdkafka::TopicPartitionList;
-use weir_client::CLUSTER_TIMEOUT;
-
 use crate::decode::RecordDecoder;
 use crate::encode::encode;
-use crate::error::{Result, StreamsError};
+use crate::error::Result;
 use crate::job::consumer::JobConsumer;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
-use crate::job::{decode_input, JobConfig, JobStats, Polled, Processor};
+use crate::job::{decode_input, stateful, JobConfig, JobStats, Polled, Processor};
 use crate::record::InputRecord;
 use crate::sql::SqlTransform;
-use crate::topic_reader::{self, Limit};
 use crate::window::codec::{
     from_json, partition_of, to_json, ChangelogKey, ChangelogValue, RepartitionRecord,
 };
@@ -36,8 +31,6 @@ pub(super) struct Windowed<'a> {
     /// Per owned input partition, the largest event time seen (committed with its offset).
     times: PartitionTimes,
     store: WindowStore,
-    repartition_topic: String,
-    changelog_topic: String,
 }
 
 impl<'a> Windowed<'a> {
@@ -64,8 +57,6 @@ impl<'a> Windowed<'a> {
                 input_partitions: partitions,
                 max_state_entries: config.max_state_entries,
             }),
-            repartition_topic: config.repartition_topic(),
-            changelog_topic: config.changelog_topic(),
         }
     }
 
@@ -145,13 +136,7 @@ impl<'a> Windowed<'a> {
                 source_partition: source,
                 max_time_ms,
             });
-            for partition in 0..self.partitions {
-                checkpoint.records.push(Outgoing {
-                    destination: Destination::Repartition(partition),
-                    key: None,
-                    value: Some(time.clone()),
-                });
-            }
+            stateful::to_every_partition(checkpoint, self.partitions, &time);
             if let Some(offset) = checkpoint
                 .offsets
                 .get_mut(&(self.config.input().to_string(), source))
@@ -200,23 +185,11 @@ impl<'a> Windowed<'a> {
                 });
             }
         } else {
-            for record in encode(&output, self.config.output_format)? {
-                stats.records_out += 1;
-                checkpoint.records.push(Outgoing {
-                    destination: Destination::Output,
-                    key: record.key,
-                    value: Some(record.value),
-                });
-            }
+            let records = encode(&output, self.config.output_format)?;
+            stateful::write_output(checkpoint, stats, records);
         }
         for partition in touched {
-            for (key, value) in self.store.take_changes(partition) {
-                checkpoint.records.push(Outgoing {
-                    destination: Destination::Changelog(partition),
-                    key: Some(to_json(&key)),
-                    value: value.as_ref().map(to_json),
-                });
-            }
+            stateful::write_changes(checkpoint, partition, self.store.take_changes(partition));
         }
         Ok(())
     }
@@ -230,72 +203,29 @@ impl Processor for Windowed<'_> {
     /// Rebuilds the state of the partitions now owned: input partitions' event times from their
     /// committed offsets' metadata, window state from the changelog.
     fn reload(&mut self, consumer: &JobConsumer) -> Result<()> {
-        let assignment = consumer
-            .assignment()
-            .map_err(StreamsError::kafka("reading the assignment"))?;
-        let mut inputs = TopicPartitionList::new();
-        let mut owned = Vec::new();
-        for element in assignment.elements() {
-            if element.topic() == self.config.input() {
-                inputs.add_partition(element.topic(), element.partition());
-            } else if element.topic() == self.repartition_topic {
-                owned.push(element.partition());
-            }
-        }
-        self.times.clear();
-        if inputs.count() > 0 {
-            let committed = consumer
-                .committed_offsets(inputs, CLUSTER_TIMEOUT)
-                .map_err(StreamsError::kafka("reading committed offsets"))?;
-            for element in committed.elements() {
-                if let Ok(time) = element.metadata().parse::<i64>() {
-                    self.times.insert(element.partition(), time);
-                }
-            }
-        }
+        let owned = stateful::owned(self.config, consumer)?;
+        self.times = stateful::committed_times(self.config, consumer, &owned.inputs)?
+            .into_iter()
+            .map(|((_, partition), time)| (partition, time))
+            .collect();
         self.store.clear();
-        if !owned.is_empty() {
-            let reader = topic_reader::consumer(&self.config.client)?;
-            let records = topic_reader::read(
-                &reader,
-                &self.changelog_topic,
-                &owned,
-                Limit::FailBeyond(usize::MAX),
-                CLUSTER_TIMEOUT * 4,
-            )?;
-            for record in &records {
-                let key: ChangelogKey =
-                    from_json(record.key.as_deref().unwrap_or_default(), "changelog key")?;
-                let value: Option<ChangelogValue> = match &record.value {
-                    Some(value) => Some(from_json(value, "changelog")?),
-                    None => None,
-                };
-                self.store.restore(record.partition, key, value)?;
+        let changes =
+            stateful::changelog::<ChangelogKey, ChangelogValue>(self.config, &owned.repartition)?;
+        if !owned.repartition.is_empty() {
+            let records = changes.len();
+            for (partition, key, value) in changes {
+                self.store.restore(partition, key, value)?;
             }
-            tracing::info!(job = %self.config.name, partitions = ?owned, changelog_records = records.len(), groups = self.store.entries(), open_windows = self.store.open_windows(), "window state restored");
+            tracing::info!(job = %self.config.name, partitions = ?owned.repartition, changelog_records = records, groups = self.store.entries(), open_windows = self.store.open_windows(), "window state restored");
         }
         Ok(())
     }
 
     /// Announces the end of every owned input partition to every repartition partition.
     fn end_of_input(&mut self, consumer: &JobConsumer, checkpoint: &mut Checkpoint) -> Result<()> {
-        let assignment = consumer
-            .assignment()
-            .map_err(StreamsError::kafka("reading the assignment"))?;
-        for element in assignment.elements() {
-            if element.topic() != self.config.input() {
-                continue;
-            }
-            let end = to_json(&RepartitionRecord::EndOfInput {
-                source_partition: element.partition(),
-            });
-            for partition in 0..self.partitions {
-                checkpoint.records.push(Outgoing {
-                    destination: Destination::Repartition(partition),
-                    key: None,
-                    value: Some(end.clone()),
-                });
-            }
+        for (_, source_partition) in stateful::owned(self.config, consumer)?.inputs {
+            let end = to_json(&RepartitionRecord::EndOfInput { source_partition });
+            stateful::to_every_partition(checkpoint, self.partitions, &end);
         }
         Ok(())
     }

@@ -111,6 +111,27 @@ impl Harness {
         self.merge_and_emit(repartition).await
     }
 
+    /// A store rebuilt from every changelog record written so far (through their encoding),
+    /// swapped in for the harness's own; its entries must match the original's.
+    fn restore_from_changelog(&mut self) {
+        let windowed = self.transform.windowed().unwrap();
+        let mut restored = WindowStore::new(WindowStoreConfig {
+            window: windowed.window,
+            aggregates: windowed.aggregates.clone(),
+            allowed_lateness_ms: self.lateness_ms,
+            input_partitions: PARTITIONS,
+            max_state_entries: 1000,
+        });
+        for (partition, key, value) in self.changelog.drain(..) {
+            let key = from_json(&to_json(&key), "key").unwrap();
+            let value = value.map(|v| from_json(&to_json(&v), "value").unwrap());
+            restored.restore(partition, key, value).unwrap();
+        }
+        assert_eq!(restored.entries(), self.store.entries());
+        assert_eq!(restored.open_windows(), self.store.open_windows());
+        self.store = restored;
+    }
+
     /// A bounded run's end: every source partition in `sources` announces its end.
     async fn end_of_input(&mut self, sources: &[i32]) -> Vec<serde_json::Value> {
         let mut repartition = Vec::new();
@@ -306,21 +327,7 @@ async fn state_restored_from_the_changelog_emits_the_same() {
             (0, 70_000, OK),
         ])
         .await;
-    let windowed = harness.transform.windowed().unwrap();
-    let mut restored = WindowStore::new(WindowStoreConfig {
-        window: windowed.window,
-        aggregates: windowed.aggregates.clone(),
-        allowed_lateness_ms: 0,
-        input_partitions: PARTITIONS,
-        max_state_entries: 1000,
-    });
-    for (partition, key, value) in harness.changelog.drain(..) {
-        let key = from_json(&to_json(&key), "key").unwrap();
-        let value = value.map(|v| from_json(&to_json(&v), "value").unwrap());
-        restored.restore(partition, key, value).unwrap();
-    }
-    assert_eq!(restored.entries(), harness.store.entries());
-    std::mem::swap(&mut harness.store, &mut restored);
+    harness.restore_from_changelog();
     let out = harness.checkpoint(&[(1, 80_000, OK)]).await;
     assert_eq!(
         out,

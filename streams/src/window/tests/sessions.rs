@@ -72,23 +72,7 @@ async fn assert_third_checkpoint_and_end(harness: &mut Harness) {
 async fn sessions_restored_from_the_changelog_emit_the_same() {
     let mut harness = Harness::new(QUERY, 0, A).await;
     first_two_checkpoints(&mut harness).await;
-    let windowed = harness.transform.windowed().unwrap();
-    let mut restored = WindowStore::new(WindowStoreConfig {
-        window: windowed.window,
-        aggregates: windowed.aggregates.clone(),
-        allowed_lateness_ms: 0,
-        input_partitions: PARTITIONS,
-        max_state_entries: 1000,
-    });
-    // Replays every change of both checkpoints in order, as the compacted topic would hold it.
-    for (partition, key, value) in harness.changelog.drain(..) {
-        let key = from_json(&to_json(&key), "key").unwrap();
-        let value = value.map(|v| from_json(&to_json(&v), "value").unwrap());
-        restored.restore(partition, key, value).unwrap();
-    }
-    assert_eq!(restored.entries(), harness.store.entries());
-    assert_eq!(restored.open_windows(), harness.store.open_windows());
-    std::mem::swap(&mut harness.store, &mut restored);
+    harness.restore_from_changelog();
     assert_third_checkpoint_and_end(&mut harness).await;
 }
 

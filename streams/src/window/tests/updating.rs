@@ -38,20 +38,7 @@ async fn changed_groups_are_upserts_and_a_group_having_drops_is_a_tombstone() {
     assert!(harness.updates.is_empty());
 
     // A store rebuilt from the changelog goes on from the same counts.
-    let windowed = harness.transform.windowed().unwrap();
-    let mut restored = WindowStore::new(WindowStoreConfig {
-        window: windowed.window,
-        aggregates: windowed.aggregates.clone(),
-        allowed_lateness_ms: 0,
-        input_partitions: PARTITIONS,
-        max_state_entries: 1000,
-    });
-    for (partition, key, value) in harness.changelog.drain(..) {
-        let key = from_json(&to_json(&key), "key").unwrap();
-        let value = value.map(|v| from_json(&to_json(&v), "value").unwrap());
-        restored.restore(partition, key, value).unwrap();
-    }
-    std::mem::swap(&mut harness.store, &mut restored);
+    harness.restore_from_changelog();
     harness.checkpoint(&[(1, 600, B), (0, 700, A)]).await;
     assert_eq!(
         std::mem::take(&mut harness.updates),
