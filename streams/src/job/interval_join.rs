@@ -118,20 +118,16 @@ impl<'a> IntervalJoin<'a> {
                 rows.extend(join_rows(batch, side, side_name)?);
             }
             rows.sort_by_key(|(row, _)| row.id);
-            let position: HashMap<(i32, i64), usize> = records
-                .iter()
-                .enumerate()
-                .map(|(i, r)| ((r.partition, r.offset), i))
-                .collect();
+            // Late and timeless rows are rare: their records are looked up only when there are
+            // some (not a map of every record of every checkpoint).
+            let mut set_aside = Vec::new();
             for (row, time) in rows {
                 let source = (row.id.input, row.id.partition);
-                let record = &records[position[&(row.id.partition, row.id.offset)]];
+                let at = (row.id.partition, row.id.offset);
                 let Some(time) = time else {
                     stats.records_rejected += 1;
-                    tracing::warn!(job = %self.config.name, partition = row.id.partition, offset = row.id.offset, "record without an event time");
-                    checkpoint
-                        .records
-                        .push(outgoing(Destination::DeadLetter, record));
+                    tracing::warn!(job = %self.config.name, partition = at.0, offset = at.1, "record without an event time");
+                    set_aside.push((Destination::DeadLetter, at));
                     continue;
                 };
                 let watermark = self
@@ -140,7 +136,7 @@ impl<'a> IntervalJoin<'a> {
                     .map(|max| max - self.config.allowed_lateness_ms);
                 if watermark.is_some_and(|w| time < w) {
                     stats.records_late += 1;
-                    checkpoint.records.push(outgoing(Destination::Late, record));
+                    set_aside.push((Destination::Late, at));
                 } else {
                     let key = to_json(&row.keys);
                     checkpoint.records.push(Outgoing {
@@ -154,6 +150,17 @@ impl<'a> IntervalJoin<'a> {
                 }
                 let max = self.times.entry(source).or_insert(time);
                 *max = (*max).max(time);
+            }
+            if !set_aside.is_empty() {
+                let position: HashMap<(i32, i64), &InputRecord> = records
+                    .iter()
+                    .map(|r| ((r.partition, r.offset), r))
+                    .collect();
+                for (destination, at) in set_aside {
+                    if let Some(record) = position.get(&at) {
+                        checkpoint.records.push(outgoing(destination, record));
+                    }
+                }
             }
             self.send_times(side.input, records, checkpoint);
         }
