@@ -100,8 +100,9 @@ fn replace(
         }
         (None, None) => {
             return Err(refuse(
-                "a join of two streams is not supported yet (declare one side as a table: \
-                 --table NAME=TOPIC)"
+                "a join of two streams in a query that also joins declared tables is not \
+                 supported yet: join the streams within a time bound in a job without tables, \
+                 or declare one side as a table (--table NAME=TOPIC)"
                     .into(),
             ))
         }

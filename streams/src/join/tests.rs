@@ -155,7 +155,7 @@ async fn joins_a_job_cannot_run_are_refused_with_the_reason() {
     ];
     let tables = [("customers", customers_decoder.schema())];
     for (query, reason) in [
-        ("SELECT o.order_id FROM orders o JOIN other x ON o.customer = x.customer", "two streams"),
+        ("SELECT o.order_id FROM orders o JOIN other x ON o.customer = x.customer", "also joins declared tables"),
         ("SELECT name FROM customers", "can only be joined"),
         ("SELECT o.order_id FROM orders o JOIN customers c ON o.customer = c.name", "_key"),
         (
