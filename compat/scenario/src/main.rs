@@ -195,12 +195,25 @@ impl Scenario {
             if step["error"] == 0
                 && !partitions.is_empty()
                 && partitions.iter().all(|p| p["error"] == 0)
+                && self.every_partition_led(topic, partitions.len()).await?
             {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
         Ok(())
+    }
+
+    /// Whether every partition answers ListOffsets: a broker can name a partition's leader in
+    /// its metadata a moment before that leader serves it (Kafka answers
+    /// NOT_LEADER_OR_FOLLOWER until then).
+    async fn every_partition_led(&mut self, topic: &str, count: usize) -> anyhow::Result<bool> {
+        for partition in 0..count as i32 {
+            if self.list_offset(topic, partition, -1).await?["error"] != 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     async fn metadata(&mut self, topic: &str, auto_create: bool) -> anyhow::Result<Value> {
