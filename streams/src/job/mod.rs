@@ -14,6 +14,7 @@ mod config;
 mod consumer;
 mod interval_join;
 mod metrics;
+mod prefetch;
 mod stateful;
 mod stateless;
 mod topics;
@@ -44,6 +45,7 @@ use crate::record::{InputRecord, ValueFormat};
 use crate::sql::SqlTransform;
 use crate::topic_reader::{self, Limit};
 use consumer::JobConsumer;
+use prefetch::{Prefetch, Prefetched};
 use transaction::{Checkpoint, CheckpointWriter, Destination, Outgoing};
 
 /// What a job did, for logs, metrics and tests.
@@ -225,74 +227,135 @@ pub fn run_with_metrics(
     };
     let consumer = consumer::create(config, internal_topic.as_deref())?;
     let mut writer = CheckpointWriter::create(config)?;
-    let mut stats = JobStats::default();
     tracing::info!(job = %config.name, instance = %config.instance_id, inputs = ?config.inputs, output = %config.output, windowed = internal_topic.is_some(), "job started");
-    while !stop.load(Ordering::SeqCst) {
-        let started = Instant::now();
-        let polled = fill(config, &consumer, internal_topic.as_deref(), stop);
-        let filled = Instant::now();
-        if consumer.context().take_rebalanced() {
-            stats.rebalances += 1;
-            metrics.rebalanced();
-            // Eager assignment: the partitions kept or gained start again from their committed
-            // offsets, so dropping the buffer and reloading state is all there is to do.
-            tracing::info!(job = %config.name, dropped = polled.len(), "rebalance: buffered records dropped");
-            processor.reload(&consumer)?;
-            if let Some(end) = end_of_input.filter(|end| end.requested() && end.sent()) {
-                // What was announced went out for the partitions owned then (possibly none, by a
-                // copy not yet assigned any), and the merging side rebuilds its state without
-                // which inputs ended: announce again for what this copy owns now.
-                tracing::info!(job = %config.name, "end of input to be announced again after the rebalance");
-                end.sent.store(false, Ordering::SeqCst);
-            }
-            let (entries, windows) = processor.state_size();
-            metrics.window_state(entries, windows);
-            continue;
-        }
-        let ending = end_of_input.filter(|end| end.requested() && !end.sent());
-        if polled.is_empty() && ending.is_none() {
-            continue;
-        }
-        let mut done = JobStats {
-            checkpoints: 1,
-            records_in: polled.input_len() as u64,
-            ..JobStats::default()
+    let stats = std::thread::scope(|scope| {
+        let prefetch = Prefetch::start(scope, config, &consumer, internal_topic.as_deref(), stop);
+        let mut job = Loop {
+            config,
+            stop,
+            end_of_input,
+            metrics,
+            consumer: &consumer,
+            writer: &mut writer,
+            processor: processor.as_mut(),
+            prefetch,
         };
-        let mut checkpoint = Checkpoint {
-            records: Vec::new(),
-            offsets: polled.next_offsets(),
-        };
-        if !polled.is_empty() {
-            processor.checkpoint(&polled, &mut checkpoint, &mut done)?;
-        }
-        if ending.is_some() {
-            processor.end_of_input(&consumer, &mut checkpoint)?;
-        }
-        let processed = Instant::now();
-        match writer.commit(&consumer, &checkpoint) {
-            Ok(()) => {
-                if let Some(end) = ending {
-                    tracing::info!(job = %config.name, "end of input announced");
-                    end.sent.store(true, Ordering::SeqCst);
-                }
-                stats.add(&done);
-                metrics.committed(&done, started.elapsed().as_secs_f64());
-                let (entries, windows) = processor.state_size();
-                metrics.window_state(entries, windows);
-                tracing::debug!(job = %config.name, input = polled.input_len(), internal = polled.internal.len(), produced = checkpoint.records.len(), poll_ms = (filled - started).as_millis() as u64, process_ms = (processed - filled).as_millis() as u64, commit_ms = processed.elapsed().as_millis() as u64, "checkpoint committed");
-            }
-            Err(error) if error.fenced().is_some() => return Err(error),
-            Err(error) => {
-                stats.checkpoints_aborted += 1;
-                metrics.aborted();
-                tracing::warn!(job = %config.name, %error, "checkpoint aborted; rewinding to the committed offsets");
-                consumer::rewind(&consumer)?;
-                processor.reload(&consumer)?;
-            }
-        }
-    }
+        job.run()
+    })?;
     tracing::info!(job = %config.name, ?stats, "job stopped");
     Ok(stats)
+}
+
+/// The checkpoint loop's parts.
+struct Loop<'a, 'p> {
+    config: &'a JobConfig,
+    stop: &'a AtomicBool,
+    end_of_input: Option<&'a EndOfInput>,
+    metrics: &'a JobMetrics,
+    consumer: &'a JobConsumer,
+    writer: &'a mut CheckpointWriter,
+    processor: &'a mut (dyn Processor + 'p),
+    prefetch: Prefetch,
+}
+
+impl Loop<'_, '_> {
+    /// Checkpoints until `stop` or a fatal error: while one is processed and committed, the
+    /// next one's records are polled (`prefetch` says what keeps that exactly-once).
+    fn run(&mut self) -> Result<JobStats> {
+        let config = self.config;
+        let mut stats = JobStats::default();
+        while !self.stop.load(Ordering::SeqCst) {
+            let started = Instant::now();
+            let Prefetched { polled, group } = self.prefetch.take()?;
+            let filled = Instant::now();
+            if self.consumer.context().take_rebalanced() {
+                self.rebalanced(&mut stats, polled.len())?;
+                continue;
+            }
+            let ending = self
+                .end_of_input
+                .filter(|end| end.requested() && !end.sent());
+            if polled.is_empty() && ending.is_none() {
+                continue;
+            }
+            let mut done = JobStats {
+                checkpoints: 1,
+                records_in: polled.input_len() as u64,
+                ..JobStats::default()
+            };
+            let mut checkpoint = Checkpoint {
+                records: Vec::new(),
+                offsets: polled.next_offsets(),
+            };
+            // The end of input is announced after the checkpoint's records, reading the
+            // assignment: the helper polls once that is done.
+            if ending.is_none() {
+                self.prefetch.request();
+            }
+            if !polled.is_empty() {
+                self.processor
+                    .checkpoint(&polled, &mut checkpoint, &mut done)?;
+            }
+            if ending.is_some() {
+                self.processor
+                    .end_of_input(self.consumer, &mut checkpoint)?;
+                self.prefetch.request();
+            }
+            let processed = Instant::now();
+            match self.writer.commit(group.as_ref(), &checkpoint) {
+                Ok(()) => {
+                    if let Some(end) = ending {
+                        tracing::info!(job = %config.name, "end of input announced");
+                        end.sent.store(true, Ordering::SeqCst);
+                    }
+                    stats.add(&done);
+                    self.metrics
+                        .committed(&done, started.elapsed().as_secs_f64());
+                    let (entries, windows) = self.processor.state_size();
+                    self.metrics.window_state(entries, windows);
+                    tracing::debug!(job = %config.name, input = polled.input_len(), internal = polled.internal.len(), produced = checkpoint.records.len(), poll_ms = (filled - started).as_millis() as u64, process_ms = (processed - filled).as_millis() as u64, commit_ms = processed.elapsed().as_millis() as u64, "checkpoint committed");
+                }
+                Err(error) if error.fenced().is_some() => return Err(error),
+                Err(error) => {
+                    stats.checkpoints_aborted += 1;
+                    self.metrics.aborted();
+                    tracing::warn!(job = %config.name, %error, "checkpoint aborted; rewinding to the committed offsets");
+                    self.prefetch.settle();
+                    // After a rebalance (seen by the next take) the assignment starts from the
+                    // committed offsets anyway, and a partition just assigned cannot be sought.
+                    if !self.consumer.context().rebalanced() {
+                        consumer::rewind(self.consumer)?;
+                    }
+                    self.processor.reload(self.consumer)?;
+                }
+            }
+        }
+        Ok(stats)
+    }
+
+    /// After a rebalance: what was polled is dropped (eager assignment: the partitions kept or
+    /// gained start again from their committed offsets) and the processor reloads the state of
+    /// what is owned now.
+    fn rebalanced(&mut self, stats: &mut JobStats, dropped: usize) -> Result<()> {
+        let config = self.config;
+        stats.rebalances += 1;
+        self.metrics.rebalanced();
+        tracing::info!(job = %config.name, dropped, "rebalance: buffered records dropped");
+        self.processor.reload(self.consumer)?;
+        if let Some(end) = self
+            .end_of_input
+            .filter(|end| end.requested() && end.sent())
+        {
+            // What was announced went out for the partitions owned then (possibly none, by a
+            // copy not yet assigned any), and the merging side rebuilds its state without
+            // which inputs ended: announce again for what this copy owns now.
+            tracing::info!(job = %config.name, "end of input to be announced again after the rebalance");
+            end.sent.store(false, Ordering::SeqCst);
+        }
+        let (entries, windows) = self.processor.state_size();
+        self.metrics.window_state(entries, windows);
+        Ok(())
+    }
 }
 
 /// The records a JSON schema is inferred from: the input topic's first records, so every

@@ -4,12 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use rdkafka::consumer::Consumer;
+use rdkafka::consumer::ConsumerGroupMetadata;
 use rdkafka::{Offset, TopicPartitionList};
 use weir_client::{CheckpointProducer, Outgoing as ProducedRecord};
 
 use crate::error::{Result, StreamsError};
-use crate::job::consumer::JobConsumer;
 use crate::job::JobConfig;
 
 /// Where a record of a checkpoint goes.
@@ -68,11 +67,16 @@ impl CheckpointWriter {
         })
     }
 
-    /// Writes one checkpoint atomically. On an error the transaction is aborted (the caller
-    /// rewinds); a fenced producer is [`StreamsError::fenced`] and is not aborted.
-    pub(super) fn commit(&mut self, consumer: &JobConsumer, checkpoint: &Checkpoint) -> Result<()> {
+    /// Writes one checkpoint atomically, its offsets under `group` (the consumer's group
+    /// metadata when its records were polled). On an error the transaction is aborted (the
+    /// caller rewinds); a fenced producer is [`StreamsError::fenced`] and is not aborted.
+    pub(super) fn commit(
+        &mut self,
+        group: Option<&ConsumerGroupMetadata>,
+        checkpoint: &Checkpoint,
+    ) -> Result<()> {
         self.producer.begin()?;
-        match self.fill(consumer, checkpoint) {
+        match self.fill(group, checkpoint) {
             Ok(()) => Ok(()),
             Err(error) => {
                 if error.fenced().is_none() {
@@ -83,7 +87,11 @@ impl CheckpointWriter {
         }
     }
 
-    fn fill(&mut self, consumer: &JobConsumer, checkpoint: &Checkpoint) -> Result<()> {
+    fn fill(
+        &mut self,
+        group: Option<&ConsumerGroupMetadata>,
+        checkpoint: &Checkpoint,
+    ) -> Result<()> {
         for record in &checkpoint.records {
             let (topic, partition) = match record.destination {
                 Destination::Output => (self.output.as_str(), None),
@@ -115,10 +123,9 @@ impl CheckpointWriter {
                     .set_metadata(metadata.as_str());
             }
         }
-        let group = consumer
-            .group_metadata()
+        let group = group
             .ok_or_else(|| StreamsError::Config("the consumer has no group metadata".into()))?;
-        self.producer.send_offsets(&positions, &group)?;
+        self.producer.send_offsets(&positions, group)?;
         self.producer.commit()?;
         Ok(())
     }
