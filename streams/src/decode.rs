@@ -5,11 +5,12 @@
 //! A record that cannot be decoded (not JSON, not an object, a field of the wrong type, a null
 //! value) is never silently lost and never stops the job: it is returned as rejected, with why.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow_json::reader::{infer_json_schema_from_iterator, ReaderBuilder};
 use datafusion::arrow::array::{
-    ArrayRef, Int32Array, Int64Array, StringArray, TimestampMillisecondArray,
+    new_null_array, ArrayRef, Int32Array, Int64Array, StringArray, TimestampMillisecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -48,6 +49,12 @@ pub struct RecordDecoder {
     format: ValueFormat,
     value_schema: SchemaRef,
     schema: SchemaRef,
+    /// The value columns parsed (all, unless [`RecordDecoder::read_only`] narrowed them); the
+    /// others are nulls.
+    parsed_schema: SchemaRef,
+    /// Whether `_key` and `_headers` are filled (or nulls).
+    key_read: bool,
+    headers_read: bool,
 }
 
 impl RecordDecoder {
@@ -69,12 +76,44 @@ impl RecordDecoder {
             .iter()
             .map(|f| f.as_ref().clone().with_nullable(true))
             .collect();
-        let fields = value_fields.iter().cloned().chain(metadata_fields());
+        let fields: Vec<Field> = value_fields
+            .iter()
+            .cloned()
+            .chain(metadata_fields())
+            .collect();
+        let value_schema = Arc::new(Schema::new(value_fields));
         Ok(RecordDecoder {
             format,
-            schema: Arc::new(Schema::new(fields.collect::<Vec<_>>())),
-            value_schema: Arc::new(Schema::new(value_fields)),
+            schema: Arc::new(Schema::new(fields)),
+            parsed_schema: Arc::clone(&value_schema),
+            value_schema,
+            key_read: true,
+            headers_read: true,
         })
+    }
+
+    /// Parses only the JSON fields named in `columns` (the columns a query reads), and fills
+    /// `_key` and `_headers` only when named: the other columns of the batch are nulls, and a
+    /// value is rejected only for a field that is read (as Flink's JSON format with projection
+    /// push-down). The batch's schema stays the whole table's.
+    pub fn read_only(&mut self, columns: &BTreeSet<String>) {
+        if self.format == ValueFormat::Json {
+            let parsed: Vec<Field> = self
+                .value_schema
+                .fields()
+                .iter()
+                .filter(|f| columns.contains(f.name()))
+                .map(|f| f.as_ref().clone())
+                .collect();
+            // arrow_json needs a field to make rows of: keep the first when none is read.
+            let parsed = match parsed.is_empty() {
+                true => vec![self.value_schema.field(0).clone()],
+                false => parsed,
+            };
+            self.parsed_schema = Arc::new(Schema::new(parsed));
+        }
+        self.key_read = columns.contains(KEY_COLUMN);
+        self.headers_read = columns.contains(HEADERS_COLUMN);
     }
 
     /// The schema of the JSON values in `sample` (numbers as Int64 or Float64 as they appear);
@@ -146,8 +185,23 @@ impl RecordDecoder {
         accepted: &[&InputRecord],
         rejected: Vec<Rejected>,
     ) -> Result<Decoded> {
-        let mut columns = values.columns().to_vec();
-        columns.extend(metadata_columns(accepted));
+        let rows = accepted.len();
+        let mut columns = Vec::with_capacity(self.schema.fields().len());
+        for field in self.value_schema.fields() {
+            columns.push(match values.column_by_name(field.name()) {
+                Some(column) => Arc::clone(column),
+                None => new_null_array(field.data_type(), rows),
+            });
+        }
+        let (key, partition, offset, timestamp, headers) = metadata_columns(accepted);
+        let null_text = || new_null_array(&DataType::Utf8, rows);
+        columns.push(if self.key_read { key() } else { null_text() });
+        columns.extend([partition, offset, timestamp]);
+        columns.push(if self.headers_read {
+            headers()
+        } else {
+            null_text()
+        });
         let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
         Ok(Decoded { batch, rejected })
     }
@@ -158,7 +212,7 @@ impl RecordDecoder {
     /// of the wrong type — and `decode` then takes the slow path that finds every such value
     /// and says why.
     fn decode_json_in_one_pass(&self, records: &[InputRecord]) -> Option<Decoded> {
-        let mut decoder = ReaderBuilder::new(Arc::clone(&self.value_schema))
+        let mut decoder = ReaderBuilder::new(Arc::clone(&self.parsed_schema))
             // One more than the records, so the last one's trailing whitespace is read too.
             .with_batch_size(records.len() + 1)
             .with_coerce_primitive(true)
@@ -182,7 +236,7 @@ impl RecordDecoder {
         }
         let values = match decoder.flush().ok()? {
             Some(values) => values,
-            None => RecordBatch::new_empty(Arc::clone(&self.value_schema)),
+            None => RecordBatch::new_empty(Arc::clone(&self.parsed_schema)),
         };
         if values.num_rows() != accepted.len() {
             return None;
@@ -234,7 +288,7 @@ impl RecordDecoder {
                 )?)
             }
             ValueFormat::Json => {
-                let mut decoder = ReaderBuilder::new(Arc::clone(&self.value_schema))
+                let mut decoder = ReaderBuilder::new(Arc::clone(&self.parsed_schema))
                     .with_batch_size(records.len().max(1))
                     .with_coerce_primitive(true)
                     .build_decoder()?;
@@ -244,7 +298,7 @@ impl RecordDecoder {
                 }
                 Ok(decoder
                     .flush()?
-                    .unwrap_or_else(|| RecordBatch::new_empty(Arc::clone(&self.value_schema))))
+                    .unwrap_or_else(|| RecordBatch::new_empty(Arc::clone(&self.parsed_schema))))
             }
         }
     }
@@ -305,27 +359,43 @@ fn metadata_fields() -> [Field; 5] {
     ]
 }
 
-fn metadata_columns(records: &[&InputRecord]) -> [ArrayRef; 5] {
-    let keys: StringArray = records
-        .iter()
-        .map(|r| r.key.as_deref().map(|k| String::from_utf8_lossy(k)))
-        .collect();
+/// The metadata columns of `records`: `_key` and `_headers` as functions, made only when read.
+fn metadata_columns<'a>(
+    records: &'a [&InputRecord],
+) -> (
+    impl FnOnce() -> ArrayRef + 'a,
+    ArrayRef,
+    ArrayRef,
+    ArrayRef,
+    impl FnOnce() -> ArrayRef + 'a,
+) {
+    let keys = move || -> ArrayRef {
+        Arc::new(
+            records
+                .iter()
+                .map(|r| r.key.as_deref().map(|k| String::from_utf8_lossy(k)))
+                .collect::<StringArray>(),
+        )
+    };
     let partitions: Int32Array = records.iter().map(|r| r.partition).collect();
     let offsets: Int64Array = records.iter().map(|r| r.offset).collect();
     let timestamps =
         TimestampMillisecondArray::from(records.iter().map(|r| r.timestamp_ms).collect::<Vec<_>>());
-    [
-        Arc::new(keys),
-        Arc::new(partitions),
-        Arc::new(offsets),
-        Arc::new(timestamps),
+    let headers = move || -> ArrayRef {
         Arc::new(
             records
                 .iter()
                 .map(|r| r.headers.as_deref())
                 .collect::<StringArray>(),
-        ),
-    ]
+        )
+    };
+    (
+        keys,
+        Arc::new(partitions),
+        Arc::new(offsets),
+        Arc::new(timestamps),
+        headers,
+    )
 }
 
 #[cfg(test)]
@@ -478,5 +548,50 @@ mod tests {
             .unwrap()
             .as_string::<i32>();
         assert_eq!(values.value(1), "GET /x 404");
+    }
+
+    #[test]
+    fn a_decoder_narrowed_to_the_columns_read_parses_those_alone() {
+        let schema = parse_schema("a:int,b:string").unwrap();
+        let records = vec![
+            record(0, r#"{"a": 1, "b": "x"}"#),
+            record(1, r#"{"a": 2, "b": {"not": "a string"}}"#),
+            record(2, r#"{"a": "three"}"#),
+        ];
+        let whole = RecordDecoder::new(ValueFormat::Json, Some(schema.clone())).unwrap();
+        let decoded = whole.decode(&records).unwrap();
+        let rejected: Vec<i64> = decoded.rejected.iter().map(|r| r.offset).collect();
+        assert_eq!(
+            rejected,
+            [1, 2],
+            "every field is checked when every field is read"
+        );
+
+        let mut narrow = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+        narrow.read_only(&["a".to_string(), OFFSET_COLUMN.to_string()].into());
+        let decoded = narrow.decode(&records).unwrap();
+        let rejected: Vec<i64> = decoded.rejected.iter().map(|r| r.offset).collect();
+        assert_eq!(
+            rejected,
+            [2],
+            "a field that is not read cannot reject a record"
+        );
+        let batch = decoded.batch;
+        assert_eq!(
+            batch.schema(),
+            whole.schema(),
+            "the table's schema is unchanged"
+        );
+        let a = batch.column(0).as_primitive::<Int64Type>();
+        assert_eq!(a.values().to_vec(), [1, 2]);
+        for unread in ["b", KEY_COLUMN, HEADERS_COLUMN] {
+            let column = batch.column_by_name(unread).unwrap();
+            assert_eq!(column.null_count(), 2, "{unread} is not read: nulls");
+        }
+        let offsets = batch.column_by_name(OFFSET_COLUMN).unwrap();
+        assert_eq!(
+            offsets.as_primitive::<Int64Type>().values().to_vec(),
+            [0, 1]
+        );
     }
 }

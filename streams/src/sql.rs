@@ -7,11 +7,13 @@
 //! of schema `web`); names that are not plain lowercase identifiers are quoted in SQL:
 //! `SELECT … FROM "web.logs"`.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::MemTable;
+use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{Column, DFSchemaRef, TableReference};
 use datafusion::datasource::provider_as_source;
 use datafusion::execution::context::SQLOptions;
@@ -115,6 +117,25 @@ pub(crate) fn renamed_scan(
     Ok((table, scan))
 }
 
+/// Per table, the columns `plan` reads from it once optimized (projections pushed into the
+/// scans): what the decoders need to parse.
+fn columns_read(
+    session: &Session,
+    plan: &LogicalPlan,
+) -> Result<BTreeMap<String, BTreeSet<String>>> {
+    let optimized = session.context.state().optimize(plan)?;
+    let mut read: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    optimized.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node {
+            let columns = read.entry(scan.table_name.table().to_string()).or_default();
+            let fields = scan.projected_schema.fields().iter();
+            columns.extend(fields.map(|f| f.name().clone()));
+        }
+        Ok(TreeNodeRecursion::Continue)
+    })?;
+    Ok(read)
+}
+
 /// What a job's query does with each checkpoint's rows.
 pub enum Transform {
     /// Each row on its own: projections, filters, scalar functions.
@@ -130,6 +151,8 @@ pub struct SqlTransform {
     transform: Transform,
     /// Stream–table joins, run before the (rewritten) query at each checkpoint.
     joins: Vec<TableJoin>,
+    /// Per table, the columns the query reads from it.
+    columns_read: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl SqlTransform {
@@ -155,6 +178,7 @@ impl SqlTransform {
             )));
         }
         session.check(&plan)?;
+        let columns_read = columns_read(&session, &plan)?;
         let input_names: Vec<&str> = inputs.iter().map(|(name, _)| *name).collect();
         if tables.is_empty() {
             if let Some(interval) = join::interval::plan::extract(&plan, &input_names)? {
@@ -170,6 +194,7 @@ impl SqlTransform {
                     session,
                     transform: Transform::IntervalJoin(Box::new(interval)),
                     joins: Vec::new(),
+                    columns_read,
                 });
             }
         }
@@ -198,7 +223,13 @@ impl SqlTransform {
             session,
             transform,
             joins,
+            columns_read,
         })
+    }
+
+    /// The columns the query reads from `table` (`None`: a table it does not scan).
+    pub fn columns_read(&self, table: &str) -> Option<&BTreeSet<String>> {
+        self.columns_read.get(table)
     }
 
     /// Whether the query joins declared tables (then [`SqlTransform::apply_with_tables`]).
@@ -471,5 +502,34 @@ mod tests {
                 panic!("{query}: {error}");
             }
         }
+    }
+
+    #[tokio::test]
+    async fn the_columns_a_query_reads_are_known_per_table() {
+        let records = input(&[r#"{"bidder": 1, "price": 2, "url": "u", "extra": "e"}"#]);
+        let schema = RecordDecoder::infer(&records).unwrap();
+        let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+        let tables = [("bids", decoder.schema())];
+        let read = |query: &'static str| {
+            let tables = tables.clone();
+            async move {
+                let transform = SqlTransform::new(&tables, query).await.unwrap();
+                let columns = transform.columns_read("bids").unwrap();
+                columns.iter().cloned().collect::<Vec<_>>()
+            }
+        };
+        assert_eq!(
+            read("SELECT bidder FROM bids WHERE price > 1").await,
+            ["bidder", "price"]
+        );
+        assert_eq!(
+            read(
+                "SELECT bidder, count(*) AS n FROM bids \
+                  GROUP BY bidder, tumble(_timestamp, INTERVAL '10' SECOND)"
+            )
+            .await,
+            ["_timestamp", "bidder"]
+        );
+        assert_eq!(read("SELECT * FROM bids").await.len(), 9);
     }
 }

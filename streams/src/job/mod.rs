@@ -461,6 +461,12 @@ fn prepare(
         .collect();
     let transform =
         runtime.block_on(SqlTransform::with_tables(&inputs, &declared, &config.query))?;
+    // Each input's values are parsed only as far as the query reads them.
+    for (decoder, table) in decoders.iter_mut().zip(config.table_names()) {
+        if let Some(columns) = transform.columns_read(table) {
+            decoder.read_only(columns);
+        }
+    }
     if !tables.is_empty() && !transform.joins_tables() {
         return Err(StreamsError::Config(
             "tables are declared but the query joins none of them".into(),
