@@ -70,6 +70,11 @@ enum Command {
     Acl(acl::AclArgs),
 }
 
+/// mimalloc rather than glibc's malloc: a job's per-record allocations (records, JSON tapes,
+/// Arrow arrays, repartition rows) and frees are a large part of its time (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // Servers keep SIGPIPE ignored: a client that closes its connection while a response is
