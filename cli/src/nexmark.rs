@@ -22,7 +22,8 @@ pub(crate) struct NexmarkArgs {
 
 #[derive(Subcommand)]
 enum NexmarkCommand {
-    /// Produce events to <prefix>person, <prefix>auction and <prefix>bid (created if missing).
+    /// Produce events to <prefix>person, <prefix>auction and <prefix>bid (created if missing,
+    /// without time-based retention: the events' times are in November 2023).
     Generate(GenerateArgs),
 }
 
@@ -96,9 +97,14 @@ async fn create_topics(args: &GenerateArgs, kinds: &[String]) -> anyhow::Result<
         .client_config()?
         .create()
         .context("cannot create an admin client")?;
+    // The events' times are fixed (from November 2023, so runs compare): time-based retention
+    // would delete them at the broker's next retention pass.
     let topics: Vec<NewTopic> = kinds
         .iter()
-        .map(|name| NewTopic::new(name, args.partitions, TopicReplication::Fixed(-1)))
+        .map(|name| {
+            NewTopic::new(name, args.partitions, TopicReplication::Fixed(-1))
+                .set("retention.ms", "-1")
+        })
         .collect();
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
     for result in admin.create_topics(&topics, &options).await? {
