@@ -9,6 +9,8 @@
 //! name share the input's partitions through the consumer group.
 //!
 //! The loop is blocking (run it on its own thread); DataFusion runs on a small runtime of its own.
+//! While it processes and commits one checkpoint, a helper thread polls the next one's records
+//! (`prefetch`: what keeps that exactly-once).
 
 mod config;
 mod consumer;
