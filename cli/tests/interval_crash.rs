@@ -17,6 +17,8 @@ mod broker;
 mod committed;
 #[path = "crash/jobs.rs"]
 mod jobs;
+#[path = "crash/produce.rs"]
+mod produce;
 #[path = "crash/rng.rs"]
 mod rng;
 
@@ -26,8 +28,7 @@ use std::time::Duration;
 
 use broker::BrokerProcess;
 use jobs::JobPair;
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, Producer};
 use rng::Rng;
 
 const ORDER_PARTITIONS: i32 = 3;
@@ -144,12 +145,8 @@ fn oracle(rows: &[Row]) -> (Vec<(&'static str, i64)>, Output) {
     (late, output)
 }
 
-fn produce(bootstrap: &str, rows: &[Row]) {
-    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("enable.idempotence", "true")
-        .create()
-        .unwrap();
+fn produce_rows(bootstrap: &str, rows: &[Row]) {
+    let producer = produce::idempotent_producer(bootstrap);
     for (i, row) in rows.iter().enumerate() {
         let record = BaseRecord::<(), _>::to(row.topic)
             .partition(row.partition)
@@ -192,7 +189,7 @@ fn an_interval_join_killed_9_again_and_again_joins_each_pair_once() {
     let logs = tempfile::tempdir().unwrap();
     let producing = {
         let bootstrap = bootstrap.clone();
-        thread::spawn(move || produce(&bootstrap, &rows))
+        thread::spawn(move || produce_rows(&bootstrap, &rows))
     };
     let lateness = LATENESS_MS.to_string();
     let mut jobs = JobPair::start(

@@ -11,6 +11,8 @@ mod broker;
 mod committed;
 #[path = "crash/jobs.rs"]
 mod jobs;
+#[path = "crash/produce.rs"]
+mod produce;
 #[path = "crash/rng.rs"]
 mod rng;
 
@@ -20,8 +22,7 @@ use std::time::Duration;
 
 use broker::BrokerProcess;
 use jobs::JobPair;
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, Producer};
 use rng::Rng;
 
 const RECORDS: usize = 20_000;
@@ -38,11 +39,7 @@ fn expected(i: usize) -> bool {
 }
 
 fn produce_input(bootstrap: &str) {
-    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("enable.idempotence", "true")
-        .create()
-        .unwrap();
+    let producer = produce::idempotent_producer(bootstrap);
     for i in 0..RECORDS {
         let key = i.to_string();
         let value = input_value(i);

@@ -16,6 +16,8 @@ mod broker;
 mod committed;
 #[path = "crash/jobs.rs"]
 mod jobs;
+#[path = "crash/produce.rs"]
+mod produce;
 #[path = "crash/rng.rs"]
 mod rng;
 #[path = "crash/windowed.rs"]

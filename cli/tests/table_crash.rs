@@ -17,6 +17,8 @@ mod broker;
 mod committed;
 #[path = "crash/jobs.rs"]
 mod jobs;
+#[path = "crash/produce.rs"]
+mod produce;
 #[path = "crash/rng.rs"]
 mod rng;
 
@@ -26,7 +28,6 @@ use std::time::Duration;
 
 use broker::BrokerProcess;
 use jobs::JobPair;
-use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rng::Rng;
 
@@ -130,14 +131,6 @@ fn oracle(rounds: &[Round]) -> BTreeMap<i64, Option<i64>> {
     expected
 }
 
-fn producer(bootstrap: &str) -> ThreadedProducer<DefaultProducerContext> {
-    ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("enable.idempotence", "true")
-        .create()
-        .unwrap()
-}
-
 fn produce_updates(producer: &ThreadedProducer<DefaultProducerContext>, updates: &[Update]) {
     for update in updates {
         let partition = (update.customer[1..].parse::<i32>().unwrap()) % CUSTOMER_PARTITIONS;
@@ -198,12 +191,12 @@ fn a_table_join_killed_9_again_and_again_joins_each_order_once_with_its_version(
     broker.create_topic("enriched", 2);
     let logs = tempfile::tempdir().unwrap();
     // The table has values before the job starts (its columns are inferred from them).
-    let first = producer(&bootstrap);
+    let first = produce::idempotent_producer(&bootstrap);
     produce_updates(&first, &rounds[0].updates);
     let producing = {
         let bootstrap = bootstrap.clone();
         thread::spawn(move || {
-            let producer = producer(&bootstrap);
+            let producer = produce::idempotent_producer(&bootstrap);
             for (i, round) in rounds.iter().enumerate() {
                 if i > 0 {
                     produce_updates(&producer, &round.updates);

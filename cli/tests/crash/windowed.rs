@@ -9,12 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::thread;
 use std::time::Duration;
 
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, Producer};
 
 use crate::broker::BrokerProcess;
 use crate::committed;
 use crate::jobs::JobPair;
+use crate::produce;
 use crate::rng::Rng;
 
 pub(crate) const PARTITIONS: i32 = 4;
@@ -67,7 +67,7 @@ pub(crate) fn run_killing(rng: &mut Rng, events: Vec<Event>, job_arguments: &[&s
     let logs = tempfile::tempdir().unwrap();
     let producing = {
         let bootstrap = bootstrap.clone();
-        thread::spawn(move || produce(&bootstrap, &events))
+        thread::spawn(move || produce_events(&bootstrap, &events))
     };
     let mut arguments = vec![
         "--input",
@@ -175,12 +175,8 @@ pub(crate) fn run_and_check(
     );
 }
 
-fn produce(bootstrap: &str, events: &[Event]) {
-    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("enable.idempotence", "true")
-        .create()
-        .unwrap();
+fn produce_events(bootstrap: &str, events: &[Event]) {
+    let producer = produce::idempotent_producer(bootstrap);
     for (i, event) in events.iter().enumerate() {
         let value = format!(
             r#"{{"id": {}, "user": "{}", "amount": {}, "fingerprint": {}}}"#,
