@@ -65,8 +65,14 @@ impl Session {
 
     /// Fails as running `plan` would on a type error (at start-up rather than at a checkpoint).
     pub fn check(&self, plan: &LogicalPlan) -> Result<()> {
-        self.context.state().optimize(plan)?;
+        self.optimize(plan)?;
         Ok(())
+    }
+
+    /// `plan` optimized as running it would (projections pushed into the scans), or the type
+    /// error running it would meet.
+    pub fn optimize(&self, plan: &LogicalPlan) -> Result<LogicalPlan> {
+        Ok(self.context.state().optimize(plan)?)
     }
 
     /// Input table `index` holds `batch` (and nothing else) from now on.
@@ -117,13 +123,9 @@ pub(crate) fn renamed_scan(
     Ok((table, scan))
 }
 
-/// Per table, the columns `plan` reads from it once optimized (projections pushed into the
+/// Per table, the columns the `optimized` plan reads from it (projections pushed into the
 /// scans): what the decoders need to parse.
-fn columns_read(
-    session: &Session,
-    plan: &LogicalPlan,
-) -> Result<BTreeMap<String, BTreeSet<String>>> {
-    let optimized = session.context.state().optimize(plan)?;
+fn columns_read(optimized: &LogicalPlan) -> Result<BTreeMap<String, BTreeSet<String>>> {
     let mut read: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     optimized.apply_with_subqueries(|node| {
         if let LogicalPlan::TableScan(scan) = node {
@@ -177,8 +179,7 @@ impl SqlTransform {
                 "the query selects no columns: {query}"
             )));
         }
-        session.check(&plan)?;
-        let columns_read = columns_read(&session, &plan)?;
+        let columns_read = columns_read(&session.optimize(&plan)?)?;
         let input_names: Vec<&str> = inputs.iter().map(|(name, _)| *name).collect();
         if tables.is_empty() {
             if let Some(interval) = join::interval::plan::extract(&plan, &input_names)? {
