@@ -74,6 +74,11 @@ mod connectors {
             Vec::new()
         }
         fn open(&self, target: &SinkTarget<'_>) -> Result<Box<dyn Sink>, ConnectorError>;
+        /// Whether the sink can apply an updating aggregate's changes — upserts and deletions
+        /// by key ([`Sink::apply`]) — rather than only append rows.
+        fn applies_changes(&self) -> bool {
+            false
+        }
         /// Whether the destination answers within `timeout`.
         async fn reach(&self, _timeout: Duration) -> Result<(), Unreachable> {
             Ok(())

@@ -12,7 +12,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use tokio::net::{TcpListener, TcpStream};
 use weir_connectors::postgres::{PostgresSink, PostgresSinkConfig};
-use weir_connectors::sink::{Sink, SinkOffsets};
+use weir_connectors::sink::{Changes, Sink, SinkOffsets};
 use weir_connectors::ConnectorError;
 
 fn url() -> String {
@@ -232,6 +232,132 @@ async fn an_existing_table_is_checked() {
         error
             .to_string()
             .contains("does not exist (and create_table is false)"),
+        "{error}"
+    );
+}
+
+/// `(key, hits)` changes: `None` deletes the key.
+fn changes(rows: &[(&str, Option<i64>)]) -> Changes {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("path", DataType::Utf8, true),
+        Field::new("hits", DataType::Int64, true),
+    ]));
+    let paths = StringArray::from_iter(rows.iter().map(|(key, hits)| hits.map(|_| *key)));
+    let hits = Int64Array::from_iter(rows.iter().map(|(_, hits)| *hits));
+    Changes {
+        keys: rows.iter().map(|(key, _)| key.to_string()).collect(),
+        rows: RecordBatch::try_new(schema, vec![Arc::new(paths), Arc::new(hits)]).unwrap(),
+        deleted: rows.iter().map(|(_, hits)| hits.is_none()).collect(),
+    }
+}
+
+async fn view(table: &str) -> Vec<(String, String, i64)> {
+    client()
+        .await
+        .query(
+            &format!("SELECT _key, path, hits FROM {table} ORDER BY _key"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect()
+}
+
+/// An updating aggregate's changes: upserted by key and deleted by tombstone, the latest
+/// change of each key winning, committed with the offsets; a reopened sink resumes.
+#[tokio::test]
+async fn changes_upsert_and_delete_rows_by_key() {
+    let table = unique("view");
+    let config = PostgresSinkConfig::new(&url(), &table);
+    let mut sink = PostgresSink::new(config.clone(), &table, "view").unwrap();
+    sink.expect_changes().unwrap();
+    let schema = changes(&[]).rows.schema();
+    assert_eq!(sink.open(schema.clone()).await.unwrap(), SinkOffsets::new());
+    sink.apply(&changes(&[
+        ("/a", Some(1)),
+        ("/b", Some(1)),
+        ("/a", Some(2)),
+    ]))
+    .await
+    .unwrap();
+    sink.apply(&changes(&[("/c", Some(5)), ("/b", None)]))
+        .await
+        .unwrap();
+    assert_eq!(view(&table).await, vec![], "changes wait for the commit");
+    sink.commit(&offsets(&[(0, 5)])).await.unwrap();
+    let row = |key: &str, hits| (key.to_string(), key.to_string(), hits);
+    assert_eq!(view(&table).await, vec![row("/a", 2), row("/c", 5)]);
+    // Deleted then back, updated, deleted: across one commit and into the next.
+    sink.apply(&changes(&[("/b", Some(7)), ("/a", Some(3)), ("/c", None)]))
+        .await
+        .unwrap();
+    sink.commit(&offsets(&[(0, 8)])).await.unwrap();
+    assert_eq!(view(&table).await, vec![row("/a", 3), row("/b", 7)]);
+    let mut reopened = PostgresSink::new(config, &table, "view").unwrap();
+    reopened.expect_changes().unwrap();
+    assert_eq!(
+        reopened.open(schema.clone()).await.unwrap(),
+        offsets(&[(0, 8)])
+    );
+    reopened
+        .apply(&changes(&[("/a", None), ("/d", Some(1))]))
+        .await
+        .unwrap();
+    reopened.commit(&offsets(&[(0, 10)])).await.unwrap();
+    assert_eq!(view(&table).await, vec![row("/b", 7), row("/d", 1)]);
+    let key_type: String = client()
+        .await
+        .query_one(
+            "SELECT format_type(a.atttypid, a.atttypmod) FROM pg_index i JOIN pg_attribute a \
+             ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
+             WHERE i.indrelid = to_regclass($1) AND i.indisprimary",
+            &[&table],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(key_type, "text", "the created table's primary key is _key");
+}
+
+/// An existing table must be keyed by the key column; rows with a column of the key's name
+/// need another name; appending sinks refuse changes.
+#[tokio::test]
+async fn changes_need_a_table_keyed_by_the_key_column() {
+    let table = unique("unkeyed");
+    client()
+        .await
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (_key text, path text, hits bigint)"
+        ))
+        .await
+        .unwrap();
+    let schema = changes(&[]).rows.schema();
+    let mut sink = PostgresSink::new(PostgresSinkConfig::new(&url(), &table), &table, "t").unwrap();
+    sink.expect_changes().unwrap();
+    let error = sink.open(schema.clone()).await.unwrap_err().to_string();
+    assert!(
+        error.contains("no primary key or unique index on _key alone"),
+        "{error}"
+    );
+    client()
+        .await
+        .batch_execute(&format!("CREATE UNIQUE INDEX ON {table} (_key)"))
+        .await
+        .unwrap();
+    sink.open(schema.clone()).await.unwrap();
+    sink.apply(&changes(&[("/x", Some(4))])).await.unwrap();
+    sink.commit(&offsets(&[(0, 1)])).await.unwrap();
+    assert_eq!(view(&table).await, vec![("/x".into(), "/x".into(), 4)]);
+
+    let mut config = PostgresSinkConfig::new(&url(), &unique("clash"));
+    config.key_column = "path".into();
+    let mut sink = PostgresSink::new(config, "s", "t").unwrap();
+    sink.expect_changes().unwrap();
+    let error = sink.open(schema).await.unwrap_err().to_string();
+    assert!(
+        error.contains("the rows have a column path already"),
         "{error}"
     );
 }

@@ -39,7 +39,18 @@ struct TopicSpec {
     compacted: bool,
 }
 
-fn topics_of(config: &PipelineConfig, as_job: bool) -> Vec<TopicSpec> {
+/// How a pipeline's transform runs, for the topics it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransformRun {
+    /// No transform, or a stateless one the sinks run.
+    InSinks,
+    /// A job of its own writing rows to the job output topic.
+    Job,
+    /// A job emitting an updating aggregate's upserts: the job output topic is compacted.
+    ChangesJob,
+}
+
+fn topics_of(config: &PipelineConfig, run: TransformRun) -> Vec<TopicSpec> {
     let replication_factor = config.topic.replication_factor.unwrap_or(-1);
     let spec = |name: String, partitions: i32, compacted: bool| TopicSpec {
         name,
@@ -52,11 +63,11 @@ fn topics_of(config: &PipelineConfig, as_job: bool) -> Vec<TopicSpec> {
         spec(config.dead_letter_topic(), 1, false),
         spec(config.positions_topic(), 1, true),
     ];
-    if as_job {
+    if run != TransformRun::InSinks {
         topics.push(spec(
             config.job_output_topic(),
             config.topic_partitions(),
-            false,
+            run == TransformRun::ChangesJob,
         ));
         topics.push(spec(config.late_topic(), 1, false));
     }
@@ -71,14 +82,14 @@ fn topics_of(config: &PipelineConfig, as_job: bool) -> Vec<TopicSpec> {
 pub async fn ensure_topics(
     config: &PipelineConfig,
     client: &ClientSettings,
-    as_job: bool,
+    run: TransformRun,
 ) -> Result<()> {
     let name = &config.name;
     let admin: AdminClient<DefaultClientContext> = client
         .config(&[])
         .create()
         .map_err(PipelineError::kafka(name, "creating the admin client"))?;
-    let specs = topics_of(config, as_job);
+    let specs = topics_of(config, run);
     let topics: Vec<NewTopic> = specs
         .iter()
         .map(|spec| {

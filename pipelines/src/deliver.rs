@@ -1,7 +1,9 @@
 //! A sink stage: the pipeline's topic read (read_committed) from the offsets the sink holds,
 //! decoded into Arrow batches and run through the stateless SQL transform (on `parallelism`
 //! row workers, see [`crate::rows`]), written to the sink,
-//! and committed — rows and offsets together, in the sink — whenever the sink asks to. A crash
+//! and committed — rows and offsets together, in the sink — whenever the sink asks to. An
+//! updating aggregate's output reaches the sink as changes (upserts and deletions by key)
+//! instead of rows to append. A crash
 //! anywhere resumes from what the sink committed: nothing lost, nothing twice.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,7 +11,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::datatypes::SchemaRef;
-use arrow::record_batch::RecordBatch;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::{Offset, TopicPartitionList};
@@ -23,7 +24,7 @@ use crate::config::{PipelineConfig, SinkConfig};
 use crate::error::{PipelineError, Result};
 use crate::membership::Membership;
 use crate::metrics::PipelineMetrics;
-use crate::rows::{RowWorkers, SinkInput};
+use crate::rows::{RowWorkers, Rows, SinkInput};
 
 /// The most records decoded and transformed at once.
 const MAX_BATCH_RECORDS: usize = 20_000;
@@ -73,6 +74,13 @@ fn add(total: &mut SinkStats, more: SinkStats) {
     total.files_published += more.files_published;
 }
 
+/// What the sink reads: the topic, its rows' columns, and whether they come as changes.
+struct Input<'a> {
+    topic: &'a str,
+    schema: &'a SchemaRef,
+    changes: bool,
+}
+
 /// What was not committed yet.
 #[derive(Default)]
 struct Uncommitted {
@@ -110,6 +118,7 @@ impl DeliverStage {
         let name = self.config.name.clone();
         let SinkInput { topic, workers } = SinkInput::new(&self.config).await?;
         let output_schema = workers.output_schema();
+        let changes = workers.changes();
         let sink = make_sink(&name, &self.config.sinks[self.sink_index], &topic)?;
         let shares = sink.shares_partitions();
         let membership_topic = if shares {
@@ -145,7 +154,12 @@ impl DeliverStage {
                     Some(sink) => sink,
                     None => make_sink(&name, &self.config.sinks[self.sink_index], &topic)?,
                 };
-                work = Some(self.start(sink, &topic, partitions, &output_schema).await?);
+                let input = Input {
+                    topic: &topic,
+                    schema: &output_schema,
+                    changes,
+                };
+                work = Some(self.start(sink, &input, partitions).await?);
             }
             let Some(current) = work.as_mut() else {
                 // The group has not answered yet.
@@ -170,10 +184,17 @@ impl DeliverStage {
                 let rows = self
                     .rows(&workers, records, &mut current.uncommitted)
                     .await?;
-                for batch in &rows {
+                for batch in &rows.batches {
                     current
                         .sink
                         .write(batch)
+                        .await
+                        .map_err(PipelineError::connector(&name))?;
+                }
+                for changes in &rows.changes {
+                    current
+                        .sink
+                        .apply(changes)
                         .await
                         .map_err(PipelineError::connector(&name))?;
                 }
@@ -199,11 +220,10 @@ impl DeliverStage {
     async fn start(
         &self,
         mut sink: Box<dyn Sink>,
-        topic: &str,
+        input: &Input<'_>,
         partitions: Option<Vec<i32>>,
-        schema: &SchemaRef,
     ) -> Result<Work> {
-        let name = &self.config.name;
+        let (name, topic) = (&self.config.name, input.topic);
         if partitions.as_ref().is_some_and(Vec::is_empty) {
             // Owning nothing, the sink stays closed: opening a one-writer sink recovers its
             // store (a Parquet sink discards staged files) or fences its transactional id (a
@@ -211,8 +231,12 @@ impl DeliverStage {
             tracing::info!(pipeline = %name, sink = %self.label(), "sink stage owns no partitions; standing by");
             return Ok(Work::new(sink, None, SinkOffsets::new()));
         }
+        if input.changes {
+            sink.expect_changes()
+                .map_err(PipelineError::connector(name))?;
+        }
         let committed = sink
-            .open(schema.clone())
+            .open(input.schema.clone())
             .await
             .map_err(PipelineError::connector(name))?;
         let (consumer, read) = tokio::task::block_in_place(|| {
@@ -336,7 +360,7 @@ impl DeliverStage {
         workers: &RowWorkers,
         records: Vec<InputRecord>,
         uncommitted: &mut Uncommitted,
-    ) -> Result<Vec<RecordBatch>> {
+    ) -> Result<Rows> {
         let records_in = records.len() as u64;
         let rows = workers.rows(records).await?;
         for (partition, offset, reason) in &rows.rejected {
@@ -345,7 +369,7 @@ impl DeliverStage {
         uncommitted.records_in += records_in;
         uncommitted.rejected += rows.rejected.len() as u64;
         uncommitted.rows_out += rows.rows_out;
-        Ok(rows.batches)
+        Ok(rows)
     }
 
     /// The offsets to commit: past every record handed out, and past the transaction markers

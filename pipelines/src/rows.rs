@@ -4,16 +4,20 @@
 //! shares). A batch is split by partition, so each partition's rows keep their order, and the
 //! workers' results are taken in worker order.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
+use arrow::array::{new_null_array, Array};
+use arrow::compute::interleave;
 use arrow::record_batch::RecordBatch;
+use weir_connectors::sink::Changes;
 use weir_streams::decode::RecordDecoder;
 use weir_streams::record::{InputRecord, ValueFormat};
 use weir_streams::sql::SqlTransform;
 
 use crate::config::PipelineConfig;
 use crate::error::{PipelineError, Result};
-use crate::schema::{planned_transform, runs_as_job, topic_decoder};
+use crate::schema::{emits_changes, planned_transform, runs_as_job, topic_decoder};
 
 /// The most workers one sink stage runs (also what `parallelism` is checked against).
 pub const MAX_WORKERS: usize = 64;
@@ -32,6 +36,8 @@ struct Worker {
     transform: Option<SqlTransform>,
     /// The decoded batch's value columns (the rest are record metadata such as `_offset`).
     value_columns: usize,
+    /// The records are an updating aggregate's: keyed rows and tombstones, made [`Changes`].
+    changes: bool,
 }
 
 pub struct RowWorkers {
@@ -43,6 +49,8 @@ pub struct RowWorkers {
 #[derive(Default)]
 pub struct Rows {
     pub batches: Vec<RecordBatch>,
+    /// An updating aggregate's changes (instead of batches).
+    pub changes: Vec<Changes>,
     pub rows_out: u64,
     /// (partition, offset, reason) of records left out because they do not decode.
     pub rejected: Vec<(i32, i64, String)>,
@@ -63,7 +71,9 @@ impl SinkInput {
                     let schema = job.output_schema().as_ref().clone();
                     let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema))
                         .map_err(PipelineError::streams(&config.name))?;
-                    Worker::new(&config.name, decoder, None)
+                    let mut worker = Worker::new(&config.name, decoder, None);
+                    worker.changes = emits_changes(&job);
+                    worker
                 }
                 stateless => Worker::new(&config.name, decoder, stateless),
             };
@@ -87,6 +97,7 @@ impl Worker {
             decoder,
             transform,
             value_columns,
+            changes: false,
         }
     }
 
@@ -97,6 +108,9 @@ impl Worker {
             .decoder
             .decode(records)
             .map_err(PipelineError::streams(pipeline))?;
+        if self.changes {
+            return self.changes(records, decoded);
+        }
         let rejected = decoded
             .rejected
             .iter()
@@ -117,7 +131,73 @@ impl Worker {
         let rows_out = batches.iter().map(|b| b.num_rows() as u64).sum();
         Ok(Rows {
             batches,
+            changes: Vec::new(),
             rows_out,
+            rejected,
+        })
+    }
+
+    /// An updating aggregate's records as changes, in their order: a row replaces its key's
+    /// row, a tombstone deletes the key. A record without a key, or whose value does not
+    /// decode, is left out.
+    fn changes(
+        &self,
+        records: &[InputRecord],
+        decoded: weir_streams::decode::Decoded,
+    ) -> Result<Rows> {
+        let stage = |e: arrow::error::ArrowError| PipelineError::Stage {
+            pipeline: self.pipeline.clone(),
+            message: format!("an updating aggregate's rows: {e}"),
+        };
+        let values = decoded
+            .batch
+            .project(&(0..self.value_columns).collect::<Vec<_>>())
+            .map_err(stage)?;
+        let unread: HashSet<usize> = decoded.rejected.iter().map(|r| r.index).collect();
+        let mut rejected = Vec::new();
+        let (mut keys, mut deleted, mut picks) = (Vec::new(), Vec::new(), Vec::new());
+        let mut next_row = 0;
+        for (index, record) in records.iter().enumerate() {
+            let decoded_row = !unread.contains(&index);
+            if decoded_row {
+                next_row += 1;
+            }
+            let Some(key) = &record.key else {
+                let reason = "an updating aggregate's record has no key".to_string();
+                rejected.push((record.partition, record.offset, reason));
+                continue;
+            };
+            let key = String::from_utf8_lossy(key).into_owned();
+            match (&record.value, decoded_row) {
+                (None, _) => picks.push((1, 0)),
+                (Some(_), true) => picks.push((0, next_row - 1)),
+                (Some(_), false) => continue,
+            }
+            deleted.push(record.value.is_none());
+            keys.push(key);
+        }
+        rejected.extend(
+            decoded
+                .rejected
+                .iter()
+                .filter(|r| records[r.index].value.is_some())
+                .map(|r| (r.partition, r.offset, r.reason.to_string())),
+        );
+        let mut columns = Vec::with_capacity(values.num_columns());
+        for column in values.columns() {
+            let deleted_row = new_null_array(column.data_type(), 1);
+            columns.push(interleave(&[column.as_ref(), deleted_row.as_ref()], &picks).map_err(stage)?);
+        }
+        let rows = RecordBatch::try_new(values.schema(), columns).map_err(stage)?;
+        let changes = Changes {
+            keys,
+            rows,
+            deleted,
+        };
+        Ok(Rows {
+            batches: Vec::new(),
+            rows_out: changes.len() as u64,
+            changes: vec![changes],
             rejected,
         })
     }
@@ -125,6 +205,11 @@ impl Worker {
 
 impl RowWorkers {
     /// The rows sinks receive, as Arrow's schema of the first worker's output.
+    /// Whether the rows are an updating aggregate's changes.
+    pub fn changes(&self) -> bool {
+        self.workers[0].changes
+    }
+
     pub fn output_schema(&self) -> arrow::datatypes::SchemaRef {
         let worker = &self.workers[0];
         match &worker.transform {
@@ -159,6 +244,7 @@ impl RowWorkers {
             })?;
             let done = done?;
             rows.batches.extend(done.batches);
+            rows.changes.extend(done.changes);
             rows.rows_out += done.rows_out;
             rows.rejected.extend(done.rejected);
         }

@@ -10,14 +10,14 @@ use std::sync::Arc;
 use futures::stream::{FuturesUnordered, StreamExt};
 use weir_connectors::sink::SinkStats;
 
-use crate::cluster::{ensure_topics, start_embedded};
+use crate::cluster::{ensure_topics, start_embedded, TransformRun};
 use crate::deliver::DeliverStage;
 use crate::error::{PipelineError, Result};
 use crate::http_ingest::serve;
 use crate::ingest::IngestStage;
 use crate::load::LoadedPipeline;
 use crate::metrics::PipelineMetrics;
-use crate::schema::{planned_transform, runs_as_job, topic_decoder};
+use crate::schema::{emits_changes, planned_transform, runs_as_job, topic_decoder};
 use crate::windows;
 
 #[derive(Debug, Clone)]
@@ -72,10 +72,13 @@ pub async fn run(
             .unwrap_or_default();
         let client = config.client(&bootstrap);
         let decoder = topic_decoder(&config)?;
-        let as_job = planned_transform(&config, &decoder)
-            .await?
-            .is_some_and(|t| runs_as_job(&t));
-        ensure_topics(&config, &client, as_job).await?;
+        let transform_run = match planned_transform(&config, &decoder).await? {
+            Some(transform) if emits_changes(&transform) => TransformRun::ChangesJob,
+            Some(transform) if runs_as_job(&transform) => TransformRun::Job,
+            _ => TransformRun::InSinks,
+        };
+        let as_job = transform_run != TransformRun::InSinks;
+        ensure_topics(&config, &client, transform_run).await?;
         let source_done = Arc::new(AtomicBool::new(false));
         // What the sinks wait for in a bounded run: the source, or the transform's job after it.
         let upstream_done = if as_job {

@@ -84,18 +84,26 @@ pub async fn planned_transform(
     )
     .await
     .map_err(streams())?;
-    if planned
-        .windowed()
-        .is_some_and(|query| query.window == Windows::Updating)
-    {
-        return Err(PipelineError::Stage {
-            pipeline: config.name.clone(),
-            message: "a GROUP BY without a window (an updating aggregate) emits upserts and \
-                      tombstones, which the pipeline's sinks cannot apply yet: group by a window \
-                      (tumble, hop, session), or run it with `weir job run` into a compacted \
-                      topic"
-                .into(),
-        });
+    if emits_changes(&planned) {
+        let appending: Vec<String> = config
+            .sinks
+            .iter()
+            .enumerate()
+            .filter(|(_, sink)| !sink.connector().applies_changes())
+            .map(|(index, sink)| format!("sinks[{index}] ({})", sink.kind()))
+            .collect();
+        if !appending.is_empty() {
+            return Err(PipelineError::Stage {
+                pipeline: config.name.clone(),
+                message: format!(
+                    "a GROUP BY without a window (an updating aggregate) emits upserts and \
+                     deletions by group, which {} cannot apply (its files are append-only): \
+                     write it to a postgres sink (a table keyed by the group), a kafka sink (a \
+                     compacted topic) or stdout, or group by a window (tumble, hop, session)",
+                    appending.join(" and ")
+                ),
+            });
+        }
     }
     if transform.joins_tables() && !planned.joins_tables() {
         return Err(PipelineError::Stage {
@@ -104,6 +112,14 @@ pub async fn planned_transform(
         });
     }
     Ok(Some(planned))
+}
+
+/// An updating aggregate: its job emits upserts and tombstones keyed by group (to a compacted
+/// topic), which the sinks apply as changes.
+pub fn emits_changes(transform: &SqlTransform) -> bool {
+    transform
+        .windowed()
+        .is_some_and(|query| query.window == Windows::Updating)
 }
 
 /// A transform that runs as a job of its own, writing to the pipeline's job output topic for

@@ -3,7 +3,9 @@
 //! with its state in a changelog — to `weir-<pipeline>-windows`, which the sinks then read.
 //! Records later than `allowed_lateness_ms` go to `<topic>-late`. A transform joining declared
 //! tables runs the same way, as job `<pipeline>-joined` writing to `weir-<pipeline>-joined`,
-//! keeping its tables current as it reads. A bounded run
+//! keeping its tables current as it reads. An updating aggregate (`GROUP BY` without a window)
+//! runs as the windowed job too, its output topic compacted: upserts and tombstones keyed by
+//! group, which the sinks apply as changes (`weir_connectors::sink::Changes`). A bounded run
 //! (`--until-caught-up`) ends the job's input once everything was consumed: the windows still
 //! open are closed and emitted before the job stops.
 

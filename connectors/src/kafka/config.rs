@@ -153,6 +153,10 @@ impl crate::registry::SourceConnector for KafkaSourceConfig {
 #[cfg(feature = "runtime")]
 #[async_trait::async_trait]
 impl crate::registry::SinkConnector for KafkaSinkConfig {
+    fn applies_changes(&self) -> bool {
+        true
+    }
+
     fn problems(&self) -> Vec<String> {
         KafkaSinkConfig::problems(self)
     }

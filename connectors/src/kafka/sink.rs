@@ -18,7 +18,7 @@ use weir_client::{CheckpointProducer, ClientError, ClientSettings, Outgoing, CLU
 
 use super::config::KafkaSinkConfig;
 use crate::error::ConnectorError;
-use crate::sink::{Sink, SinkOffsets, SinkStats};
+use crate::sink::{Changes, Sink, SinkOffsets, SinkStats};
 
 /// How long the far cluster may take to end a transaction the sink left open.
 const TRANSACTION_TIMEOUT_MS: u64 = 60_000;
@@ -32,6 +32,9 @@ pub struct KafkaSink {
     client: ClientSettings,
     producer: Option<CheckpointProducer>,
     key_index: Option<usize>,
+    /// Rows are an updating aggregate's changes: keyed records and tombstones, to a compacted
+    /// topic.
+    changes: bool,
     pending_rows: u64,
     committed: SinkOffsets,
     stats: SinkStats,
@@ -67,6 +70,7 @@ impl KafkaSink {
             input_topic: input_topic.into(),
             producer: None,
             key_index: None,
+            changes: false,
             pending_rows: 0,
             committed: SinkOffsets::new(),
             stats: SinkStats::default(),
@@ -85,12 +89,17 @@ impl KafkaSink {
             .create()
             .map_err(failure("creating the admin client"))?;
         let offsets_topic = self.offsets_topic();
+        let output = NewTopic::new(
+            &self.config.topic,
+            self.config.partitions,
+            TopicReplication::Fixed(-1),
+        );
         let topics = [
-            NewTopic::new(
-                &self.config.topic,
-                self.config.partitions,
-                TopicReplication::Fixed(-1),
-            ),
+            if self.changes {
+                output.set("cleanup.policy", "compact")
+            } else {
+                output
+            },
             NewTopic::new(&offsets_topic, 1, TopicReplication::Fixed(-1))
                 .set("cleanup.policy", "compact"),
         ];
@@ -240,18 +249,43 @@ impl Sink for KafkaSink {
         Ok(self.committed.clone())
     }
 
+    fn expect_changes(&mut self) -> Result<(), ConnectorError> {
+        if self.config.key_column.is_some() {
+            return Err(ConnectorError::Config(
+                "key_column: an updating aggregate's records are keyed by their group; \
+                 leave key_column out"
+                    .into(),
+            ));
+        }
+        self.changes = true;
+        Ok(())
+    }
+
+    /// Each change as a record keyed by its group: its row, or a tombstone.
+    async fn apply(&mut self, changes: &Changes) -> Result<(), ConnectorError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        self.producer()?.begin().map_err(far_cluster)?;
+        let encoded = json_lines(&changes.rows)?;
+        let lines = encoded.split(|b| *b == b'\n').filter(|l| !l.is_empty());
+        let topic = self.config.topic.clone();
+        for ((key, deleted), value) in changes.keys.iter().zip(&changes.deleted).zip(lines) {
+            let value = (!deleted).then_some(value);
+            self.producer()?
+                .send(&Outgoing::new(&topic, Some(key.as_bytes()), value))
+                .map_err(far_cluster)?;
+        }
+        self.pending_rows += changes.len() as u64;
+        Ok(())
+    }
+
     async fn write(&mut self, batch: &RecordBatch) -> Result<(), ConnectorError> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
         self.producer()?.begin().map_err(far_cluster)?;
-        let mut encoded = Vec::new();
-        let mut writer = LineDelimitedWriter::new(&mut encoded);
-        writer
-            .write(batch)
-            .and_then(|_| writer.finish())
-            .map_err(|e| ConnectorError::Sink(format!("encoding rows: {e}")))?;
-        drop(writer);
+        let encoded = json_lines(batch)?;
         let keys = match self.key_index {
             Some(index) => Some(
                 ArrayFormatter::try_new(batch.column(index).as_ref(), &FormatOptions::default())
@@ -301,4 +335,16 @@ impl Sink for KafkaSink {
     fn stats(&self) -> SinkStats {
         self.stats
     }
+}
+
+/// `batch` as JSON lines, one per row (a row of nulls is `{}`).
+fn json_lines(batch: &RecordBatch) -> Result<Vec<u8>, ConnectorError> {
+    let mut encoded = Vec::new();
+    let mut writer = LineDelimitedWriter::new(&mut encoded);
+    writer
+        .write(batch)
+        .and_then(|_| writer.finish())
+        .map_err(|e| ConnectorError::Sink(format!("encoding rows: {e}")))?;
+    drop(writer);
+    Ok(encoded)
 }

@@ -30,6 +30,15 @@ pub struct PostgresSinkConfig {
     pub retry_backoff_max_ms: u64,
     #[serde(default = "default_connect_timeout_ms")]
     pub connect_timeout_ms: u64,
+    /// An updating aggregate's rows: the column holding each row's key (the group's key as
+    /// text), the table's primary key — a created table gets it, an existing one must have a
+    /// unique index on it.
+    #[serde(default = "default_key_column")]
+    pub key_column: String,
+}
+
+fn default_key_column() -> String {
+    "_key".into()
 }
 
 fn default_true() -> bool {
@@ -63,12 +72,16 @@ impl PostgresSinkConfig {
             retry_backoff_ms: default_retry_backoff_ms(),
             retry_backoff_max_ms: default_retry_backoff_max_ms(),
             connect_timeout_ms: default_connect_timeout_ms(),
+            key_column: default_key_column(),
         }
     }
 
     #[cfg(feature = "runtime")]
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
+        if self.key_column.trim().is_empty() {
+            problems.push("key_column: must name a column".into());
+        }
         match super::tls::split_tls_options(&self.url) {
             Err(problem) => problems.push(format!("url: {problem}")),
             Ok((rest, tls)) => {
@@ -121,6 +134,10 @@ impl PostgresSinkConfig {
 #[cfg(feature = "runtime")]
 #[async_trait::async_trait]
 impl crate::registry::SinkConnector for PostgresSinkConfig {
+    fn applies_changes(&self) -> bool {
+        true
+    }
+
     fn problems(&self) -> Vec<String> {
         PostgresSinkConfig::problems(self)
     }

@@ -63,8 +63,12 @@ pub(super) fn fits(data_type: &DataType, table_type: &Type) -> bool {
     }
 }
 
-/// `CREATE TABLE IF NOT EXISTS` for `schema`'s columns.
-pub(super) fn create_table_sql(table: &str, schema: &Schema) -> Result<String, String> {
+/// `CREATE TABLE IF NOT EXISTS` for `schema`'s columns, `primary_key` (one of them) its key.
+pub(super) fn create_table_sql(
+    table: &str,
+    schema: &Schema,
+    primary_key: Option<&str>,
+) -> Result<String, String> {
     let mut columns = Vec::new();
     for field in schema.fields() {
         let Some(sql_type) = create_type(field.data_type()) else {
@@ -74,7 +78,12 @@ pub(super) fn create_table_sql(table: &str, schema: &Schema) -> Result<String, S
                 field.data_type()
             ));
         };
-        columns.push(format!("{} {sql_type}", quote_ident(field.name())));
+        let key = if primary_key == Some(field.name().as_str()) {
+            " PRIMARY KEY"
+        } else {
+            ""
+        };
+        columns.push(format!("{} {sql_type}{key}", quote_ident(field.name())));
     }
     Ok(format!(
         "CREATE TABLE IF NOT EXISTS {} ({})",

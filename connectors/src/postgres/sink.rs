@@ -1,9 +1,14 @@
 //! The PostgreSQL sink: batches buffered until a commit, then one database transaction that
 //! checks and moves the offsets in `weir_offsets` and copies the rows.
+//!
+//! An updating aggregate's changes ([`Sink::apply`]) are upserts instead: the table's primary
+//! key is `key_column`, each commit copies the latest row of every changed key into a temporary
+//! table and merges it (`INSERT … ON CONFLICT … DO UPDATE`), and deletes the keys whose last
+//! change was a tombstone — in the same transaction as the offsets.
 
 use std::time::Duration;
 
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use futures::pin_mut;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
@@ -15,7 +20,10 @@ use super::cell::ColumnValues;
 use super::config::PostgresSinkConfig;
 use super::schema::{self, quote_ident, quote_table};
 use crate::error::ConnectorError;
-use crate::sink::{Sink, SinkOffsets, SinkStats};
+use crate::sink::{Changes, Sink, SinkOffsets, SinkStats};
+
+/// The temporary table a commit copies the changed rows into before merging them.
+const CHANGES_TABLE: &str = "pg_temp.weir_changes";
 
 /// Why a database step failed: worth retrying (the database went away, a serialization
 /// conflict) or not (a schema mismatch, a constraint, another writer moved the offsets).
@@ -32,6 +40,17 @@ impl From<tokio_postgres::Error> for Failure {
     }
 }
 
+/// The statements that apply changes (made at open, once the columns are known).
+#[derive(Default, Clone)]
+struct Upserts {
+    /// Creates the temporary table (dropped at commit) with the table's key and row columns.
+    create_changes_table: String,
+    /// Merges the temporary table's rows into the table.
+    merge: String,
+    /// Deletes the keys of `$1` (text[]).
+    delete: String,
+}
+
 pub struct PostgresSink {
     config: PostgresSinkConfig,
     /// Names this sink's rows in `weir_offsets` (pipeline and sink).
@@ -43,6 +62,9 @@ pub struct PostgresSink {
     column_types: Vec<Type>,
     copy_sql: String,
     pending: Vec<RecordBatch>,
+    /// Rows are an updating aggregate's changes, upserted by `key_column`.
+    upserting: Option<Upserts>,
+    pending_changes: Vec<Changes>,
     pending_rows: usize,
     committed: SinkOffsets,
     stats: SinkStats,
@@ -68,6 +90,8 @@ impl PostgresSink {
             column_types: Vec::new(),
             copy_sql: String::new(),
             pending: Vec::new(),
+            upserting: None,
+            pending_changes: Vec::new(),
             pending_rows: 0,
             committed: SinkOffsets::new(),
             stats: SinkStats::default(),
@@ -110,8 +134,22 @@ impl PostgresSink {
         Ok(())
     }
 
+    /// The table's columns: the rows', after the key when applying changes.
+    fn table_schema(&self, schema: &SchemaRef) -> SchemaRef {
+        if self.upserting.is_none() {
+            return schema.clone();
+        }
+        let mut fields = vec![Field::new(&self.config.key_column, DataType::Utf8, false)];
+        fields.extend(schema.fields().iter().map(|f| f.as_ref().clone()));
+        std::sync::Arc::new(Schema::new(fields))
+    }
+
     async fn try_open(&mut self, schema: &SchemaRef) -> Result<(Vec<Type>, SinkOffsets), Failure> {
         let table = quote_table(&self.config.table).map_err(Failure::Fatal)?;
+        let key_column = self
+            .upserting
+            .as_ref()
+            .map(|_| self.config.key_column.clone());
         let create_table = self.config.create_table;
         let table_name = self.config.table.clone();
         let (sink_id, topic) = (self.sink_id.clone(), self.topic.clone());
@@ -129,11 +167,15 @@ impl PostgresSink {
                     "table {table_name} does not exist (and create_table is false)"
                 )));
             }
-            let create = schema::create_table_sql(&table_name, schema).map_err(Failure::Fatal)?;
+            let create = schema::create_table_sql(&table_name, schema, key_column.as_deref())
+                .map_err(Failure::Fatal)?;
             client
                 .batch_execute(&schema::serialized_ddl(&create))
                 .await?;
             tracing::info!(table = %table_name, "table created");
+        }
+        if let Some(key_column) = &key_column {
+            check_unique_key(client, &table, &table_name, key_column).await?;
         }
         let types = column_types(client, &table, &table_name, schema).await?;
         let offsets = stored_offsets(client, &sink_id, &topic, None).await?;
@@ -151,6 +193,14 @@ impl PostgresSink {
         let copy_sql = self.copy_sql.clone();
         let types = self.column_types.clone();
         let pending = std::mem::take(&mut self.pending);
+        let upserting = self.upserting.clone();
+        let latest = match (&upserting, self.pending_changes.is_empty()) {
+            (Some(_), false) => Some(
+                Changes::latest(&self.pending_changes, &self.config.key_column)
+                    .map_err(|e| Failure::Fatal(e.to_string()))?,
+            ),
+            _ => None,
+        };
         let result = async {
             let client = self.client().await?;
             let transaction = client.transaction().await?;
@@ -174,7 +224,25 @@ impl PostgresSink {
                      since this writer read them: another copy of the pipeline owns these partitions now"
                 )));
             }
-            copy_rows(&transaction, &copy_sql, &types, &pending).await?;
+            match (&upserting, &latest) {
+                (Some(upserts), Some(latest)) => {
+                    if !latest.deleted_keys.is_empty() {
+                        transaction
+                            .execute(&upserts.delete, &[&latest.deleted_keys])
+                            .await?;
+                    }
+                    if latest.upserts.num_rows() > 0 {
+                        transaction
+                            .batch_execute(&upserts.create_changes_table)
+                            .await?;
+                        let rows = std::slice::from_ref(&latest.upserts);
+                        copy_rows(&transaction, &copy_sql, &types, rows).await?;
+                        transaction.batch_execute(&upserts.merge).await?;
+                    }
+                }
+                (Some(_), None) => {}
+                (None, _) => copy_rows(&transaction, &copy_sql, &types, &pending).await?,
+            }
             let offsets: Vec<i64> = target.values().copied().collect();
             transaction
                 .execute(
@@ -192,6 +260,33 @@ impl PostgresSink {
         self.pending = pending;
         result
     }
+}
+
+/// An existing table must have a unique index on exactly the key column for upserts to merge.
+async fn check_unique_key(
+    client: &Client,
+    table: &str,
+    table_name: &str,
+    key_column: &str,
+) -> Result<(), Failure> {
+    let unique: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a \
+               ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] \
+             WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indnkeyatts = 1 \
+               AND i.indpred IS NULL AND a.attname = $2)",
+            &[&table, &key_column],
+        )
+        .await?
+        .get(0);
+    if unique {
+        return Ok(());
+    }
+    Err(Failure::Fatal(format!(
+        "table {table_name} has no primary key or unique index on {key_column} alone: an \
+         updating aggregate's rows are upserted by their key (add `PRIMARY KEY ({key_column})`, \
+         or set the sink's key_column)"
+    )))
 }
 
 async fn column_types(
@@ -306,6 +401,34 @@ async fn copy_rows(
     Ok(())
 }
 
+/// The statements applying changes to `table`; `columns` are quoted, the key first.
+fn upsert_statements(table: &str, key: &str, values: &[String]) -> Upserts {
+    let listed = std::iter::once(key.to_string())
+        .chain(values.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let on_conflict = if values.is_empty() {
+        "DO NOTHING".to_string()
+    } else {
+        let set: Vec<String> = values
+            .iter()
+            .map(|c| format!("{c} = EXCLUDED.{c}"))
+            .collect();
+        format!("DO UPDATE SET {}", set.join(", "))
+    };
+    Upserts {
+        create_changes_table: format!(
+            "CREATE TEMPORARY TABLE weir_changes ON COMMIT DROP AS \
+             SELECT {listed} FROM {table} WITH NO DATA"
+        ),
+        merge: format!(
+            "INSERT INTO {table} ({listed}) SELECT {listed} FROM {CHANGES_TABLE} \
+             ON CONFLICT ({key}) {on_conflict}"
+        ),
+        delete: format!("DELETE FROM {table} WHERE {key} = ANY($1::text[])"),
+    }
+}
+
 /// Worth retrying: the connection failed or broke, the server is shutting down or full, or a
 /// serialization conflict.
 fn is_transient(error: &tokio_postgres::Error) -> bool {
@@ -351,6 +474,13 @@ fn describe(error: &tokio_postgres::Error) -> String {
 impl Sink for PostgresSink {
     async fn open(&mut self, schema: SchemaRef) -> Result<SinkOffsets, ConnectorError> {
         let mut backoff = Duration::from_millis(self.config.retry_backoff_ms);
+        if self.upserting.is_some() && schema.index_of(&self.config.key_column).is_ok() {
+            return Err(ConnectorError::Config(format!(
+                "key_column: the rows have a column {} already; name the key column differently",
+                self.config.key_column
+            )));
+        }
+        let schema = self.table_schema(&schema);
         let (types, offsets) = loop {
             match self.try_open(&schema).await {
                 Ok(opened) => break opened,
@@ -366,8 +496,18 @@ impl Sink for PostgresSink {
             .iter()
             .map(|f| quote_ident(f.name()))
             .collect();
+        let copy_into = match &mut self.upserting {
+            None => table.clone(),
+            Some(upserts) => {
+                let (key, values) = columns
+                    .split_first()
+                    .ok_or_else(|| ConnectorError::Sink("no key column".into()))?;
+                *upserts = upsert_statements(&table, key, values);
+                CHANGES_TABLE.to_string()
+            }
+        };
         self.copy_sql = format!(
-            "COPY {table} ({}) FROM STDIN (FORMAT binary)",
+            "COPY {copy_into} ({}) FROM STDIN (FORMAT binary)",
             columns.join(", ")
         );
         self.column_types = types;
@@ -384,13 +524,32 @@ impl Sink for PostgresSink {
         Ok(())
     }
 
+    fn expect_changes(&mut self) -> Result<(), ConnectorError> {
+        self.upserting = Some(Upserts::default());
+        Ok(())
+    }
+
+    async fn apply(&mut self, changes: &Changes) -> Result<(), ConnectorError> {
+        if self.upserting.is_none() {
+            return Err(ConnectorError::Sink(
+                "changes given to a sink opened for appending".into(),
+            ));
+        }
+        if !changes.is_empty() {
+            self.pending_rows += changes.len();
+            self.pending_changes.push(changes.clone());
+        }
+        Ok(())
+    }
+
     fn should_commit(&self, since_commit: Duration) -> bool {
         self.pending_rows >= self.config.batch_rows
             || since_commit >= Duration::from_millis(self.config.commit_interval_ms)
     }
 
     async fn commit(&mut self, offsets: &SinkOffsets) -> Result<(), ConnectorError> {
-        if self.pending.is_empty() && *offsets == self.committed {
+        let nothing_pending = self.pending.is_empty() && self.pending_changes.is_empty();
+        if nothing_pending && *offsets == self.committed {
             return Ok(());
         }
         let mut backoff = Duration::from_millis(self.config.retry_backoff_ms);
@@ -408,6 +567,7 @@ impl Sink for PostgresSink {
             self.stats.rows_committed += self.pending_rows as u64;
         }
         self.pending.clear();
+        self.pending_changes.clear();
         self.pending_rows = 0;
         self.committed = offsets.clone();
         Ok(())

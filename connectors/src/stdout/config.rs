@@ -8,6 +8,10 @@ pub struct StdoutSinkConfig {}
 
 #[cfg(feature = "runtime")]
 impl crate::registry::SinkConnector for StdoutSinkConfig {
+    fn applies_changes(&self) -> bool {
+        true
+    }
+
     fn open(
         &self,
         _target: &crate::registry::SinkTarget<'_>,

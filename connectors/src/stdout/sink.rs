@@ -8,7 +8,7 @@ use arrow::json::LineDelimitedWriter;
 use arrow::record_batch::RecordBatch;
 
 use crate::error::ConnectorError;
-use crate::sink::{Sink, SinkOffsets, SinkStats};
+use crate::sink::{Changes, Sink, SinkOffsets, SinkStats};
 
 use super::StdoutSinkConfig;
 
@@ -41,6 +41,40 @@ impl Sink for StdoutSink {
         lock.flush()
             .map_err(ConnectorError::io("writing", "stdout"))?;
         self.pending_rows += batch.num_rows() as u64;
+        Ok(())
+    }
+
+    fn expect_changes(&mut self) -> Result<(), ConnectorError> {
+        Ok(())
+    }
+
+    /// Each change as a line: `{"_key": …, "row": {…}}`, or `{"_key": …, "deleted": true}`.
+    async fn apply(&mut self, changes: &Changes) -> Result<(), ConnectorError> {
+        let mut rows = Vec::new();
+        let mut writer = LineDelimitedWriter::new(&mut rows);
+        writer
+            .write(&changes.rows)
+            .and_then(|_| writer.finish())
+            .map_err(|e| ConnectorError::Sink(format!("printing rows: {e}")))?;
+        drop(writer);
+        let lines = rows.split(|b| *b == b'\n').filter(|l| !l.is_empty());
+        let mut out = Vec::new();
+        for ((key, deleted), row) in changes.keys.iter().zip(&changes.deleted).zip(lines) {
+            let key = serde_json::to_string(key).unwrap_or_default();
+            if *deleted {
+                out.extend_from_slice(format!("{{\"_key\":{key},\"deleted\":true}}\n").as_bytes());
+            } else {
+                out.extend_from_slice(format!("{{\"_key\":{key},\"row\":").as_bytes());
+                out.extend_from_slice(row);
+                out.extend_from_slice(b"}\n");
+            }
+        }
+        let stdout = std::io::stdout();
+        let mut lock = stdout.lock();
+        lock.write_all(&out)
+            .and_then(|_| lock.flush())
+            .map_err(ConnectorError::io("writing", "stdout"))?;
+        self.pending_rows += changes.len() as u64;
         Ok(())
     }
 

@@ -369,12 +369,22 @@ async fn declared_tables_are_planned_with_the_query_offline() {
 }
 
 #[tokio::test]
-async fn an_updating_aggregate_is_refused_in_a_pipeline_with_the_reason() {
+async fn an_updating_aggregate_needs_sinks_that_apply_upserts() {
     let text = GOOD.replace(
         "SELECT status, path FROM requests WHERE status >= 500",
         "SELECT path, count(*) AS hits FROM requests GROUP BY path",
     );
+    // Parquet files are append-only: refused, naming the sink and the ones that can.
     let found = problems(&text).await;
     assert!(found.contains("transform.sql"), "{found}");
     assert!(found.contains("updating aggregate"), "{found}");
+    assert!(found.contains("sinks[0] (parquet)"), "{found}");
+    assert!(found.contains("postgres sink"), "{found}");
+    // A table keyed by the group, a compacted topic, or stdout apply them.
+    let postgres = "  - kind: postgres\n    url: postgres://weir@127.0.0.1/weir\n    table: hits\n";
+    let kafka = "  - kind: kafka\n    bootstrap: 127.0.0.1:9092\n    topic: hits\n";
+    for sinks in [postgres, kafka, "  - kind: stdout\n"] {
+        let text = text.replace("  - kind: parquet\n    path: /tmp/warehouse\n", sinks);
+        assert_eq!(problems(&text).await, "", "{sinks}");
+    }
 }
