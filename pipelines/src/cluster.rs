@@ -71,6 +71,9 @@ fn topics_of(config: &PipelineConfig, run: TransformRun) -> Vec<TopicSpec> {
         ));
         topics.push(spec(config.late_topic(), 1, false));
     }
+    for stream in config.transform.iter().flat_map(|t| &t.streams) {
+        topics.push(spec(stream.topic.clone(), config.topic_partitions(), false));
+    }
     // A table is read whole by every copy of the job: one partition is enough.
     for table in config.transform.iter().flat_map(|t| &t.tables) {
         topics.push(spec(table.topic.clone(), 1, true));

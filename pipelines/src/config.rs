@@ -106,24 +106,29 @@ pub struct TransformConfig {
     /// versions a table may hold).
     #[serde(default = "default_max_state_entries")]
     pub max_state_entries: usize,
-    /// Tables the query joins the topic with: the latest value per key of a (compacted) topic,
-    /// as of each record's event time (`JOIN name t ON … = t._key`).
+    /// Tables the query joins the topic with: the latest value per key of a topic (a record
+    /// without a value deletes its key; created compacted when missing), as of each record's
+    /// event time (`JOIN name t ON … = t._key`).
     #[serde(default)]
     pub tables: Vec<TableConfig>,
+    /// Other streams the query joins the topic with within a time bound (an interval join:
+    /// `JOIN name p ON … AND p.time BETWEEN r.time - INTERVAL … AND r.time`); their topics are
+    /// created when missing with the pipeline topic's partitions.
+    #[serde(default)]
+    pub streams: Vec<TableConfig>,
     /// Tables: how far back (ms) from the newest update of a table versions are kept, so records
     /// up to that much older are joined with the value current at their time.
     #[serde(default = "default_table_history_ms")]
     pub table_history_ms: i64,
 }
 
-/// A table the transform joins with.
+/// A table or a stream the transform joins with.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TableConfig {
     /// Its name in the query.
     pub name: String,
-    /// The topic of its records: keyed, JSON values, a record without a value deletes its key.
-    /// Created compacted when missing.
+    /// The topic of its records (JSON values; a table's are keyed).
     pub topic: String,
     /// Its values' columns (`name:type,…`, as the pipeline's `schema`).
     pub schema: String,
@@ -133,6 +138,16 @@ impl TransformConfig {
     /// The transform runs as a job of its own (windows, or tables to keep current).
     pub fn joins_tables(&self) -> bool {
         !self.tables.is_empty()
+    }
+
+    /// The transform joins other streams (an interval join, run as a job of its own).
+    pub fn joins_streams(&self) -> bool {
+        !self.streams.is_empty()
+    }
+
+    /// Tables or streams: the job is `<pipeline>-joined`.
+    pub fn joins(&self) -> bool {
+        self.joins_tables() || self.joins_streams()
     }
 }
 
@@ -187,7 +202,7 @@ impl PipelineConfig {
     /// (the raw topic otherwise).
     pub fn job_output_topic(&self) -> String {
         match &self.transform {
-            Some(transform) if transform.joins_tables() => format!("weir-{}-joined", self.name),
+            Some(transform) if transform.joins() => format!("weir-{}-joined", self.name),
             _ => format!("weir-{}-windows", self.name),
         }
     }

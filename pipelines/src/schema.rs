@@ -7,7 +7,7 @@ use weir_streams::record::ValueFormat;
 use weir_streams::sql::SqlTransform;
 use weir_streams::window::spec::Windows;
 
-use crate::config::PipelineConfig;
+use crate::config::{PipelineConfig, TableConfig};
 use crate::error::{PipelineError, Result};
 
 pub fn source_format(config: &PipelineConfig) -> LogFormat {
@@ -44,16 +44,29 @@ pub fn topic_decoder(config: &PipelineConfig) -> Result<RecordDecoder> {
 
 /// Each declared table's name and JSON value schema (`transform.tables`).
 pub fn table_schemas(config: &PipelineConfig) -> Result<Vec<(String, Schema)>> {
-    let Some(transform) = &config.transform else {
-        return Ok(Vec::new());
-    };
+    let tables = config.transform.iter().flat_map(|t| &t.tables);
+    declared_schemas(config, "table", tables, |table| &table.name)
+}
+
+/// Each declared stream's topic and JSON value schema (`transform.streams`).
+pub fn stream_schemas(config: &PipelineConfig) -> Result<Vec<(String, Schema)>> {
+    let streams = config.transform.iter().flat_map(|t| &t.streams);
+    declared_schemas(config, "stream", streams, |stream| &stream.topic)
+}
+
+fn declared_schemas<'a>(
+    config: &PipelineConfig,
+    what: &str,
+    declared: impl Iterator<Item = &'a TableConfig>,
+    key: impl Fn(&TableConfig) -> &String,
+) -> Result<Vec<(String, Schema)>> {
     let mut schemas = Vec::new();
-    for table in &transform.tables {
+    for table in declared {
         let schema = parse_schema(&table.schema).map_err(|e| PipelineError::Stage {
             pipeline: config.name.clone(),
-            message: format!("table {}: {e}", table.name),
+            message: format!("{what} {}: {e}", table.name),
         })?;
-        schemas.push((table.name.clone(), schema));
+        schemas.push((key(table).clone(), schema));
     }
     Ok(schemas)
 }
@@ -77,13 +90,25 @@ pub async fn planned_transform(
         .iter()
         .map(|(name, schema)| (name.as_str(), schema.clone()))
         .collect();
-    let planned = SqlTransform::with_tables(
-        &[(transform.table.as_str(), decoder.schema())],
-        &declared,
-        &transform.sql,
-    )
-    .await
-    .map_err(streams())?;
+    let mut streams_decoded = Vec::new();
+    for ((_, schema), stream) in stream_schemas(config)?.into_iter().zip(&transform.streams) {
+        let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).map_err(streams())?;
+        streams_decoded.push((stream.name.as_str(), decoder.schema()));
+    }
+    if transform.joins_streams() && !source_format(config).is_json() {
+        return Err(PipelineError::Stage {
+            pipeline: config.name.clone(),
+            message: "streams are joined with a topic of parsed lines (an access log format or \
+                      json), not raw lines"
+                .into(),
+        });
+    }
+    let inputs: Vec<(&str, SchemaRef)> = std::iter::once((transform.table.as_str(), decoder.schema()))
+        .chain(streams_decoded)
+        .collect();
+    let planned = SqlTransform::with_tables(&inputs, &declared, &transform.sql)
+        .await
+        .map_err(streams())?;
     if emits_changes(&planned) {
         let appending: Vec<String> = config
             .sinks
@@ -105,6 +130,14 @@ pub async fn planned_transform(
             });
         }
     }
+    if transform.joins_streams() && planned.interval_join().is_none() {
+        return Err(PipelineError::Stage {
+            pipeline: config.name.clone(),
+            message: "streams are declared but the query does not join them with the topic \
+                      within a time bound"
+                .into(),
+        });
+    }
     if transform.joins_tables() && !planned.joins_tables() {
         return Err(PipelineError::Stage {
             pipeline: config.name.clone(),
@@ -125,5 +158,5 @@ pub fn emits_changes(transform: &SqlTransform) -> bool {
 /// A transform that runs as a job of its own, writing to the pipeline's job output topic for
 /// the sinks: windows (state), or tables (kept current while the topic is read).
 pub fn runs_as_job(transform: &SqlTransform) -> bool {
-    transform.windowed().is_some() || transform.joins_tables()
+    transform.windowed().is_some() || transform.joins_tables() || transform.interval_join().is_some()
 }

@@ -23,7 +23,7 @@ use weir_streams::topic_reader::{self, Limit, Range};
 
 use crate::config::PipelineConfig;
 use crate::error::{PipelineError, Result};
-use crate::schema::{source_format, table_schemas};
+use crate::schema::{source_format, stream_schemas, table_schemas};
 
 /// The job of a pipeline's windowed transform, or of one joining tables.
 pub fn job_config(
@@ -49,6 +49,16 @@ pub fn job_config(
     job.table_schemas = table_schemas(config)?.into_iter().collect();
     job.table_history_ms = transform.table_history_ms;
     job.table = Some(transform.table.clone());
+    if transform.joins_streams() {
+        // The pipeline's topic and the streams are the job's inputs, named as in the query.
+        job.inputs
+            .extend(transform.streams.iter().map(|s| s.topic.clone()));
+        job.input_names = std::iter::once(transform.table.clone())
+            .chain(transform.streams.iter().map(|s| s.name.clone()))
+            .collect();
+        job.table = None;
+        job.input_schemas = stream_schemas(config)?.into_iter().collect();
+    }
     job.input_format = if source_format(config).is_json() {
         ValueFormat::Json
     } else {
@@ -68,7 +78,7 @@ pub fn job_config(
 /// `<pipeline>-joined` for one joining tables.
 fn job_name(config: &PipelineConfig) -> String {
     match &config.transform {
-        Some(transform) if transform.joins_tables() => format!("{}-joined", config.name),
+        Some(transform) if transform.joins() => format!("{}-joined", config.name),
         _ => format!("{}-windows", config.name),
     }
 }
@@ -191,10 +201,11 @@ impl CommitWatch {
         Ok(CommitWatch { group, reader })
     }
 
-    /// No committed record of the job's input, nor of a windowed job's repartition topic (the
-    /// partial aggregates it still has to merge), lies at or after the job's committed offsets.
+    /// No committed record of the job's inputs, nor of its repartition topic (a windowed job's
+    /// partial aggregates, an interval join's rows it still has to join), lies at or after the
+    /// job's committed offsets.
     fn committed_to_end(&self, job: &JobConfig) -> Result<bool> {
-        let mut topics = vec![job.input().to_string()];
+        let mut topics = job.inputs.clone();
         // A job joining tables has no repartition topic (windows cannot join tables yet).
         if job.tables.is_empty() {
             topics.push(job.repartition_topic());

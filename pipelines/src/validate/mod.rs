@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::load::{load_checked, LoadedPipeline};
 use crate::error::PipelineError;
-use crate::schema::{planned_transform, table_schemas, topic_decoder};
+use crate::schema::{planned_transform, stream_schemas, table_schemas, topic_decoder};
 
 const REACH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -148,7 +148,8 @@ fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
     problems
 }
 
-/// Declared tables: names given once, topics that can be topics and are not the pipeline's own.
+/// Declared tables and streams: names given once, topics that can be topics, are not the
+/// pipeline's own, and are declared once.
 fn table_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
     let config = &pipeline.config;
     let Some(transform) = &config.transform else {
@@ -157,20 +158,23 @@ fn table_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
     let mut problems = Vec::new();
     let own = [config.topic_name(), config.dead_letter_topic(), config.job_output_topic()];
     let mut names = HashSet::new();
-    for (index, table) in transform.tables.iter().enumerate() {
-        let field = format!("transform.tables[{index}]");
+    let mut topics = HashSet::new();
+    let declared = (transform.tables.iter().enumerate().map(|(i, t)| ("table", "tables", i, t)))
+        .chain(transform.streams.iter().enumerate().map(|(i, s)| ("stream", "streams", i, s)));
+    for (what, list, index, table) in declared {
+        let field = format!("transform.{list}[{index}]");
         if table.name.is_empty() || !names.insert(table.name.as_str()) || table.name == transform.table {
             problems.push(pipeline.diagnostic(
                 &format!("{field}.name"),
-                format!("table name '{}' is empty or already taken", table.name),
+                format!("{what} name '{}' is empty or already taken", table.name),
                 Some(format!("the topic is table `{}` in the query", transform.table)),
             ));
         }
-        if !is_topic_name(&table.topic) || own.contains(&table.topic) {
+        if !is_topic_name(&table.topic) || own.contains(&table.topic) || !topics.insert(&table.topic) {
             problems.push(pipeline.diagnostic(
                 &format!("{field}.topic"),
-                format!("'{}' cannot be a table's topic", table.topic),
-                Some("a valid topic name other than the pipeline's own topics".into()),
+                format!("'{}' cannot be a {what}'s topic", table.topic),
+                Some("a valid topic name other than the pipeline's own topics, named once".into()),
             ));
         }
     }
@@ -208,6 +212,26 @@ async fn sql_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
                 "transform.tables",
                 without_pipeline(error),
                 Some("e.g. `schema: \"name:string,tier:string\"`".into()),
+            )]
+        }
+    }
+    match stream_schemas(&pipeline.config) {
+        Ok(streams) => {
+            for ((_, schema), stream) in streams.iter().zip(&transform.streams) {
+                let columns: Vec<&str> =
+                    schema.fields().iter().map(|f| f.name().as_str()).collect();
+                hint.push_str(&format!(
+                    "; stream `{}` has _key, _timestamp and {}",
+                    stream.name,
+                    columns.join(", ")
+                ));
+            }
+        }
+        Err(error) => {
+            return vec![pipeline.diagnostic(
+                "transform.streams",
+                without_pipeline(error),
+                Some("e.g. `schema: \"order:string,amount:double,time:timestamp\"`".into()),
             )]
         }
     }

@@ -388,3 +388,43 @@ async fn an_updating_aggregate_needs_sinks_that_apply_upserts() {
         assert_eq!(problems(&text).await, "", "{sinks}");
     }
 }
+
+const WITH_STREAM: &str = "  sql: >
+    SELECT r.path, d.version FROM requests r JOIN deploys d ON r.path = d.path
+     AND d.at BETWEEN r.timestamp - INTERVAL '1' MINUTE AND r.timestamp
+  streams:
+    - { name: deploys, topic: deploys, schema: \"path:string,at:timestamp,version:string\" }
+";
+
+#[tokio::test]
+async fn declared_streams_are_planned_with_the_query_offline() {
+    let good = GOOD.replace(
+        "  sql: SELECT status, path FROM requests WHERE status >= 500\n",
+        WITH_STREAM,
+    );
+    assert_eq!(problems(&good).await, "");
+    // A column the stream does not have: the hint lists the stream's columns.
+    let found = problems(&good.replace("d.version FROM", "d.release FROM")).await;
+    assert!(found.contains("transform.sql"), "{found}");
+    assert!(
+        found.contains("stream `deploys` has _key, _timestamp and path, at, version"),
+        "{found}"
+    );
+    // Joined without a time bound: not an interval join.
+    let unbounded = good.replace(
+        "\n     AND d.at BETWEEN r.timestamp - INTERVAL '1' MINUTE AND r.timestamp",
+        "",
+    );
+    let found = problems(&unbounded).await;
+    assert!(found.contains("transform.sql"), "{found}");
+    // A name or topic taken twice, a schema that does not parse.
+    let found = problems(&good.replace("name: deploys", "name: requests")).await;
+    assert!(found.contains("transform.streams[0].name"), "{found}");
+    let found = problems(&good.replace("topic: deploys", "topic: weblogs-raw")).await;
+    assert!(found.contains("transform.streams[0].topic"), "{found}");
+    let found = problems(&good.replace("version:string", "version:text")).await;
+    assert!(found.contains("transform.streams: stream deploys:"), "{found}");
+    // Raw lines have no columns to join on.
+    let found = problems(&good.replace("format: nginx_combined", "format: raw")).await;
+    assert!(found.contains("not raw lines"), "{found}");
+}

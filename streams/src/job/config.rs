@@ -24,6 +24,11 @@ pub struct JobConfig {
     pub output: String,
     pub query: String,
     pub table: Option<String>,
+    /// The query's table of each input, in the order of `inputs` (empty: each is named after
+    /// its topic, or `table`).
+    pub input_names: Vec<String>,
+    /// The JSON values' schema of an input, by topic (else `schema`, or inferred).
+    pub input_schemas: BTreeMap<String, Schema>,
     /// Declared tables (SQL name, topic): the latest value per key as of each record's event
     /// time, joined with `JOIN … ON stream_expression = name._key` (`crate::join`).
     pub tables: Vec<(String, String)>,
@@ -66,6 +71,8 @@ impl JobConfig {
             output: output.into(),
             query: query.into(),
             table: None,
+            input_names: Vec::new(),
+            input_schemas: BTreeMap::new(),
             tables: Vec::new(),
             table_history_ms: 3_600_000,
             table_schemas: BTreeMap::new(),
@@ -90,6 +97,9 @@ impl JobConfig {
 
     /// The query's table of each input, in the order of `inputs`.
     pub fn table_names(&self) -> Vec<&str> {
+        if !self.input_names.is_empty() {
+            return self.input_names.iter().map(String::as_str).collect();
+        }
         match (&self.table, self.inputs.len()) {
             (Some(table), 1) => vec![table.as_str()],
             _ => self.inputs.iter().map(String::as_str).collect(),
@@ -125,6 +135,16 @@ impl JobConfig {
             Some("an input topic is named twice".to_string())
         } else if self.table.is_some() && self.inputs.len() > 1 {
             Some("a table name can be given for a single input only".to_string())
+        } else if !self.input_names.is_empty() && self.input_names.len() != self.inputs.len() {
+            Some("each input needs its name in the query".to_string())
+        } else if let Some(topic) = self
+            .input_schemas
+            .keys()
+            .find(|topic| !self.inputs.contains(topic))
+        {
+            Some(format!(
+                "a schema is given for {topic}, which is not an input"
+            ))
         } else if let Some((name, topic)) = self.tables.iter().find(|(name, topic)| {
             name.is_empty()
                 || topic.is_empty()

@@ -368,7 +368,10 @@ fn schema_sample(
     input: &str,
     stop: &AtomicBool,
 ) -> Result<Option<Vec<InputRecord>>> {
-    if config.schema.is_some() || config.input_format == ValueFormat::Raw {
+    if config.schema.is_some()
+        || config.input_schemas.contains_key(input)
+        || config.input_format == ValueFormat::Raw
+    {
         return Ok(Some(Vec::new()));
     }
     first_records(config, input, stop)
@@ -427,8 +430,9 @@ fn prepare(
     table_samples: &[Vec<InputRecord>],
 ) -> Result<(Vec<RecordDecoder>, Vec<TableState>, SqlTransform)> {
     let mut decoders = Vec::new();
-    for sample in samples {
-        let schema = match (&config.schema, config.input_format) {
+    for (input, sample) in config.inputs.iter().zip(samples) {
+        let declared = config.input_schemas.get(input).or(config.schema.as_ref());
+        let schema = match (declared, config.input_format) {
             (_, ValueFormat::Raw) => None,
             (Some(schema), _) => Some(schema.clone()),
             (None, _) => Some(RecordDecoder::infer(sample)?),
