@@ -24,10 +24,25 @@ pub(crate) struct TestCluster {
     pub(crate) brokers: BTreeMap<i32, Broker>,
 }
 
-/// A port free now, for a listener bound just after.
+/// A port free now, for a listener bound just after: below Linux's ephemeral range (32768 and
+/// up), so that a listener bound to port 0 meanwhile — another node's metrics listener, a
+/// client's socket — cannot be given it (a probed port in that range was once handed to a
+/// metrics listener, and a Raft peer then spoke to HTTP). Each process starts elsewhere in the
+/// range, and a port that does not bind is passed over.
 pub(crate) fn free_port() -> u16 {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    probe.local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const COUNT: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(97) % COUNT;
+    for _ in 0..COUNT {
+        let step = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (FIRST + (start + step) % COUNT) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port between {FIRST} and {}", FIRST + COUNT)
 }
 
 impl TestCluster {
