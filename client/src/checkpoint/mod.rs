@@ -32,6 +32,8 @@ pub struct Outgoing<'a> {
     /// `None`: a tombstone.
     pub value: Option<&'a [u8]>,
     pub headers: &'a [(&'a str, &'a [u8])],
+    /// The record's timestamp (ms since the epoch); `None`: the producer's clock.
+    pub timestamp_ms: Option<i64>,
 }
 
 impl<'a> Outgoing<'a> {
@@ -43,6 +45,7 @@ impl<'a> Outgoing<'a> {
             key,
             value,
             headers: &[],
+            timestamp_ms: None,
         }
     }
 
@@ -56,6 +59,9 @@ impl<'a> Outgoing<'a> {
         }
         if let Some(value) = self.value {
             record = record.payload(value);
+        }
+        if let Some(timestamp_ms) = self.timestamp_ms {
+            record = record.timestamp(timestamp_ms);
         }
         if !self.headers.is_empty() {
             let headers = self

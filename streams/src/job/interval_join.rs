@@ -146,6 +146,7 @@ impl<'a> IntervalJoin<'a> {
                             time_ms: time,
                             ..row
                         }))),
+                        timestamp_ms: None,
                     });
                 }
                 let max = self.times.entry(source).or_insert(time);
@@ -252,6 +253,7 @@ fn outgoing(destination: Destination, record: &InputRecord) -> Outgoing {
         destination,
         key: record.key.clone(),
         value: record.value.clone(),
+        timestamp_ms: None,
     }
 }
 

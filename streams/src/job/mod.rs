@@ -497,6 +497,7 @@ fn decode_input(
             destination: Destination::DeadLetter,
             key: record.key.clone(),
             value: record.value.clone(),
+            timestamp_ms: None,
         });
     }
     stats.records_rejected += decoded.rejected.len() as u64;

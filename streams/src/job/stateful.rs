@@ -106,6 +106,7 @@ pub(super) fn to_every_partition(checkpoint: &mut Checkpoint, partitions: i32, r
             destination: Destination::Repartition(partition),
             key: None,
             value: Some(record.to_vec()),
+            timestamp_ms: None,
         });
     }
 }
@@ -121,6 +122,7 @@ pub(super) fn write_changes<K: Serialize, V: Serialize>(
             destination: Destination::Changelog(partition),
             key: Some(to_json(&key)),
             value: value.as_ref().map(to_json),
+            timestamp_ms: None,
         });
     }
 }
@@ -131,12 +133,24 @@ pub(super) fn write_output(
     stats: &mut JobStats,
     records: Vec<OutputRecord>,
 ) {
+    write_timed_output(checkpoint, stats, records, None);
+}
+
+/// The output records, each with its event time when `times` gives them (one per record).
+pub(super) fn write_timed_output(
+    checkpoint: &mut Checkpoint,
+    stats: &mut JobStats,
+    records: Vec<OutputRecord>,
+    times: Option<Vec<i64>>,
+) {
+    let mut times = times.into_iter().flatten();
     for record in records {
         stats.records_out += 1;
         checkpoint.records.push(Outgoing {
             destination: Destination::Output,
             key: record.key,
             value: Some(record.value),
+            timestamp_ms: times.next(),
         });
     }
 }

@@ -76,6 +76,7 @@ impl Processor for Stateless<'_> {
                 destination: Destination::Output,
                 key: record.key,
                 value: Some(record.value),
+                timestamp_ms: None,
             });
         }
         stats.records_out += output.iter().map(|b| b.num_rows() as u64).sum::<u64>();

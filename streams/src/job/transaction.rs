@@ -28,6 +28,9 @@ pub(super) struct Outgoing {
     pub key: Option<Vec<u8>>,
     /// `None`: a tombstone.
     pub value: Option<Vec<u8>>,
+    /// The record's event time (a window's result: its window's last millisecond); `None`: the
+    /// producer's clock.
+    pub timestamp_ms: Option<i64>,
 }
 
 /// What a checkpoint commits: its records, and per consumed partition the next offset and the
@@ -108,6 +111,7 @@ impl CheckpointWriter {
             };
             self.producer.send(&ProducedRecord {
                 partition,
+                timestamp_ms: record.timestamp_ms,
                 ..ProducedRecord::new(topic, record.key.as_deref(), record.value.as_deref())
             })?;
         }

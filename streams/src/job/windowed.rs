@@ -101,6 +101,7 @@ impl<'a> Windowed<'a> {
                     destination,
                     key: record.key.clone(),
                     value: record.value.clone(),
+                    timestamp_ms: None,
                 });
             }
         }
@@ -124,6 +125,7 @@ impl<'a> Windowed<'a> {
                 destination: Destination::Repartition(partition_of(&key, self.partitions)),
                 key: Some(key),
                 value: Some(to_json(&RepartitionRecord::partial(group))),
+                timestamp_ms: None,
             });
         }
         // Each input partition's event time goes to every partition after the partials it covers.
@@ -172,21 +174,30 @@ impl<'a> Windowed<'a> {
             rows.extend(self.store.emit(partition));
         }
         stats.windows_emitted += rows.len() as u64;
-        let output = self
-            .runtime
-            .block_on(self.query.post_aggregate(self.transform.session(), &rows))?;
+        let session = self.transform.session();
         if self.query.window == Windows::Updating {
+            let output = self
+                .runtime
+                .block_on(self.query.post_aggregate(session, &rows))?;
             for (key, value) in updates(&rows, &output, self.config.output_format)? {
                 stats.records_out += 1;
                 checkpoint.records.push(Outgoing {
                     destination: Destination::Output,
                     key: Some(key),
                     value,
+                    timestamp_ms: None,
                 });
             }
         } else {
-            let records = encode(&output, self.config.output_format)?;
-            stateful::write_output(checkpoint, stats, records);
+            // Each result record is stamped with its window's last millisecond (event time), so
+            // a job reading the output can window it again.
+            let output = self
+                .runtime
+                .block_on(self.query.timed_output(session, &rows))?;
+            for (batch, times) in output {
+                let records = encode(&[batch], self.config.output_format)?;
+                stateful::write_timed_output(checkpoint, stats, records, times);
+            }
         }
         for partition in touched {
             stateful::write_changes(checkpoint, partition, self.store.take_changes(partition));

@@ -9,9 +9,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, TimestampMillisecondArray};
+use datafusion::arrow::array::{ArrayRef, AsArray, TimestampMillisecondArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{MemTable, TableProvider};
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
@@ -50,11 +50,18 @@ pub struct WindowedQuery {
     aggregate_schema: SchemaRef,
     /// Where the window is among the group expressions (none for an updating aggregate).
     window_position: Option<usize>,
+    /// The result rows carry their group's number ([`updates::GROUP_NUMBER_COLUMN`]): always
+    /// for an updating aggregate, and for windows whose query above the aggregate keeps one
+    /// row per group (so each result row's window end is known: its record time).
+    pub numbered: bool,
 }
 
 /// One emitted group: its window, key values and aggregate values.
 pub struct WindowRow {
     pub window_start_ms: i64,
+    /// Where the window ends (exclusive; a session: its last row plus the gap); `i64::MAX` for
+    /// an updating aggregate's group.
+    pub window_end_ms: i64,
     pub keys: Vec<Datum>,
     pub values: Vec<Datum>,
 }
@@ -62,7 +69,14 @@ pub struct WindowRow {
 impl WindowedQuery {
     /// The columns of the query's result (what the part above the aggregate makes of it).
     pub fn output_schema(&self) -> SchemaRef {
-        Arc::new(self.post_aggregate.schema().as_arrow().clone())
+        let schema = self.post_aggregate.schema().as_arrow().clone();
+        let fields = schema
+            .fields()
+            .iter()
+            .filter(|f| f.name() != updates::GROUP_NUMBER_COLUMN)
+            .cloned()
+            .collect::<Vec<_>>();
+        Arc::new(datafusion::arrow::datatypes::Schema::new(fields))
     }
 
     /// Takes `plan` apart; `None` when it has no aggregate (a stateless query).
@@ -98,9 +112,12 @@ impl WindowedQuery {
         let (kinds, arguments) = aggregate_arguments(&aggregate)?;
         let pre_aggregate = pre_aggregate_plan(&aggregate, time, &keys, arguments)?;
         let aggregate_schema = Arc::new(aggregate.schema.as_arrow().clone());
-        let (windows, post_aggregate) = match window {
-            Windows::Updating => updates::post_aggregate_plan(plan, &aggregate.schema)?,
-            _ => post_aggregate_plan(plan, &aggregate.schema)?,
+        let (numbered, (windows, post_aggregate)) = match window {
+            Windows::Updating => (true, updates::post_aggregate_plan(plan, &aggregate.schema)?),
+            _ => match updates::post_aggregate_plan(plan, &aggregate.schema) {
+                Ok(numbered) => (true, numbered),
+                Err(_) => (false, post_aggregate_plan(plan, &aggregate.schema)?),
+            },
         };
         session.check(&pre_aggregate)?;
         Ok(Some(WindowedQuery {
@@ -112,6 +129,7 @@ impl WindowedQuery {
             windows,
             aggregate_schema,
             window_position,
+            numbered,
         }))
     }
 
@@ -120,8 +138,61 @@ impl WindowedQuery {
         session.run(&self.pre_aggregate).await
     }
 
-    /// The query's result rows for emitted windows.
+    /// The query's result rows for emitted windows (an updating aggregate's with their group
+    /// numbers, which [`updates::updates`] reads).
     pub async fn post_aggregate(
+        &self,
+        session: &Session,
+        rows: &[WindowRow],
+    ) -> Result<Vec<RecordBatch>> {
+        let output = self.run_post_aggregate(session, rows).await?;
+        if self.window == Windows::Updating {
+            return Ok(output);
+        }
+        Ok(output
+            .into_iter()
+            .map(|batch| without_numbers(batch).0)
+            .collect())
+    }
+
+    /// The query's result rows for emitted windows, each batch with its rows' event times: the
+    /// last millisecond of their window (as Flink stamps window results), or `None` when the
+    /// query above the aggregate does not keep track of its groups.
+    pub async fn timed_output(
+        &self,
+        session: &Session,
+        rows: &[WindowRow],
+    ) -> Result<Vec<(RecordBatch, Option<Vec<i64>>)>> {
+        let output = self.run_post_aggregate(session, rows).await?;
+        let mut timed = Vec::with_capacity(output.len());
+        for batch in output {
+            let (batch, numbers) = without_numbers(batch);
+            let times = match numbers {
+                Some(numbers) => Some(
+                    numbers
+                        .iter()
+                        .map(|n| {
+                            usize::try_from(n.unwrap_or(-1))
+                                .ok()
+                                .and_then(|n| rows.get(n))
+                                .map(|row| row.window_end_ms.saturating_sub(1))
+                                .ok_or_else(|| {
+                                    StreamsError::Config(format!(
+                                        "a window's result row names group {n:?} of {}",
+                                        rows.len()
+                                    ))
+                                })
+                        })
+                        .collect::<Result<Vec<i64>>>()?,
+                ),
+                None => None,
+            };
+            timed.push((batch, times));
+        }
+        Ok(timed)
+    }
+
+    async fn run_post_aggregate(
         &self,
         session: &Session,
         rows: &[WindowRow],
@@ -162,12 +233,24 @@ impl WindowedQuery {
             };
             columns.push(column);
         }
-        if self.window == Windows::Updating {
+        if self.numbered {
             columns.push(updates::group_numbers(rows.len()));
         }
         let schema = self.windows.schema();
         Ok(RecordBatch::try_new(schema, columns)?)
     }
+}
+
+/// `batch` without its group numbers, and the numbers (when it has them).
+fn without_numbers(mut batch: RecordBatch) -> (RecordBatch, Option<Vec<Option<i64>>>) {
+    let Ok(index) = batch.schema().index_of(updates::GROUP_NUMBER_COLUMN) else {
+        return (batch, None);
+    };
+    let column = batch.remove_column(index);
+    let numbers = cast(&column, &DataType::Int64)
+        .ok()
+        .map(|numbers| numbers.as_primitive::<Int64Type>().iter().collect());
+    (batch, numbers)
 }
 
 fn unsupported(what: &str) -> StreamsError {

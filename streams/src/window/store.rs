@@ -320,6 +320,7 @@ impl WindowStore {
                 state.removed.push((window_start_ms, keys.clone()));
                 rows.push(WindowRow {
                     window_start_ms,
+                    window_end_ms: window.end(window_start_ms),
                     keys,
                     values: accumulators.iter().map(Accumulator::evaluate).collect(),
                 });
@@ -339,6 +340,7 @@ impl WindowStore {
             .iter()
             .map(|(window_start_ms, keys)| WindowRow {
                 window_start_ms: *window_start_ms,
+                window_end_ms: i64::MAX,
                 keys: keys.clone(),
                 values: state.windows[window_start_ms][keys]
                     .iter()
@@ -354,12 +356,14 @@ impl WindowStore {
             .get_mut(&partition)
             .expect("has a watermark");
         let mut rows = Vec::new();
+        let gap_ms = state.sessions.gap_ms();
         for (window_start_ms, keys, session) in state.sessions.take_ended(watermark) {
             self.entries -= size(&session.accumulators);
             state.changed.remove(&(window_start_ms, keys.clone()));
             state.removed.push((window_start_ms, keys.clone()));
             rows.push(WindowRow {
                 window_start_ms,
+                window_end_ms: session_end(session.last_ms, gap_ms),
                 keys,
                 values: session
                     .accumulators
