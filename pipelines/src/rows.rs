@@ -204,12 +204,12 @@ impl Worker {
 }
 
 impl RowWorkers {
-    /// The rows sinks receive, as Arrow's schema of the first worker's output.
     /// Whether the rows are an updating aggregate's changes.
     pub fn changes(&self) -> bool {
         self.workers[0].changes
     }
 
+    /// The rows sinks receive, as Arrow's schema of the first worker's output.
     pub fn output_schema(&self) -> arrow::datatypes::SchemaRef {
         let worker = &self.workers[0];
         match &worker.transform {
