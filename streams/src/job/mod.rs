@@ -27,6 +27,8 @@ mod windowed;
 mod exactly_once_tests;
 #[cfg(test)]
 mod table_join_tests;
+#[cfg(test)]
+mod window_order_tests;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -133,24 +133,26 @@ pub(super) fn write_output(
     stats: &mut JobStats,
     records: Vec<OutputRecord>,
 ) {
-    write_timed_output(checkpoint, stats, records, None);
+    write_timed_output(
+        checkpoint,
+        stats,
+        records.into_iter().map(|record| (record, None)).collect(),
+    );
 }
 
-/// The output records, each with its event time when `times` gives them (one per record).
+/// The output records, each with its event time when it has one.
 pub(super) fn write_timed_output(
     checkpoint: &mut Checkpoint,
     stats: &mut JobStats,
-    records: Vec<OutputRecord>,
-    times: Option<Vec<i64>>,
+    records: Vec<(OutputRecord, Option<i64>)>,
 ) {
-    let mut times = times.into_iter().flatten();
-    for record in records {
+    for (record, timestamp_ms) in records {
         stats.records_out += 1;
         checkpoint.records.push(Outgoing {
             destination: Destination::Output,
             key: record.key,
             value: Some(record.value),
-            timestamp_ms: times.next(),
+            timestamp_ms,
         });
     }
 }

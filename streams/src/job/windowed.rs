@@ -190,14 +190,24 @@ impl<'a> Windowed<'a> {
             }
         } else {
             // Each result record is stamped with its window's last millisecond (event time), so
-            // a job reading the output can window it again.
+            // a job reading the output can window it again; the checkpoint's results go out in
+            // that order, every state partition's together, so a reader's watermark does not
+            // pass a window before all of its results have arrived.
             let output = self
                 .runtime
                 .block_on(self.query.timed_output(session, &rows))?;
+            let mut timed = Vec::new();
             for (batch, times) in output {
                 let records = encode(&[batch], self.config.output_format)?;
-                stateful::write_timed_output(checkpoint, stats, records, times);
+                match times {
+                    Some(times) => {
+                        timed.extend(records.into_iter().zip(times.into_iter().map(Some)))
+                    }
+                    None => timed.extend(records.into_iter().map(|record| (record, None))),
+                }
             }
+            timed.sort_by_key(|(_, time)| *time);
+            stateful::write_timed_output(checkpoint, stats, timed);
         }
         for partition in touched {
             stateful::write_changes(checkpoint, partition, self.store.take_changes(partition));
