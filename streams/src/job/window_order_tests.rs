@@ -25,8 +25,8 @@ const USERS: i64 = 12;
 const WINDOWS: i64 = 6;
 const WINDOW_MS: i64 = 1_000;
 
-/// Every user clicks once per window, keyed by user (so over all three partitions), and a
-/// last click closes every window but its own.
+/// Every user clicks once in each of `WINDOWS` + 1 windows, keyed by user (so over all three
+/// partitions); the last window's clicks close the `WINDOWS` before it.
 fn produce_clicks(bootstrap: &str) {
     let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
