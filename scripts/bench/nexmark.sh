@@ -5,15 +5,16 @@
 # generated into three 3-partition topics of a local Weir broker first; then, RUNS times, each
 # query runs once on each engine (which goes first alternates run by run), exactly once, from
 # the start of its input, reading the same topics of the same broker on the same cores:
-# - Weir: `weir job run` (checkpoints every second or 50,000 records), timed from its start until
-#   its committed offsets cover its input (q12: and its repartition topic stopped moving), so it
-#   includes start-up and the group join;
+# - Weir: `weir job run` (checkpoints every second or 50,000 records; q5, q7, q8: a chain of jobs
+#   running at once), timed from the start until every job's committed offsets cover its inputs
+#   and stopped moving (repartition topics included), so it includes start-up and the group join;
 # - Flink 2.x: scripts/bench/flink/NexmarkFlink.java on a local MiniCluster (parallelism 2, a
 #   checkpoint every second to files, Kafka SQL connector, read_committed, exactly-once sink), its input
 #   bounded at the latest offsets so the job ends when done; timed from the INSERT's submission
 #   until the job finished (MiniCluster start, planning and the final checkpoint included; the
 #   JVM's start, the DDL and the shutdown left out).
-# Each run prints the input records per second, the engine's peak RSS and its output record
+# Each run prints the input records per second (q8: persons and auctions; q3: auctions; the
+# others: bids), the engine's peak RSS (a chain: its jobs' sum) and its output record
 # count (read back committed); the end prints each engine's mean rate per query and Weir/Flink.
 # The queries are cli/tests/nexmark.rs's (checked there against an oracle).
 # Usage: [EVENTS=n] [RUNS=n] [QUERIES="q0 q1"] [ENGINES="weir flink"] scripts/bench/nexmark.sh [weir]
@@ -23,7 +24,7 @@ cache=${WEIR_CACHE:-$HOME/.cache/weir}
 weir=${1:-${CARGO_TARGET_DIR:-$cache/target}/release/weir}
 events=${EVENTS:-1000000}
 runs=${RUNS:-2}
-queries=${QUERIES:-q0 q1 q2 q3 q12}
+queries=${QUERIES:-q0 q1 q2 q3 q5 q7 q8 q12}
 engines=${ENGINES:-weir flink}
 work=$(mktemp -d)
 trap 'pkill -f "weir broker --listen 127.0.0.1:39094" || true; rm -rf "$work"' EXIT
@@ -57,51 +58,89 @@ count_of() {
 declare -A inputs
 inputs[nexmark-bid]=$(count_of nexmark-bid)
 inputs[nexmark-auction]=$(count_of nexmark-auction)
+inputs[nexmark-person]=$(count_of nexmark-person)
 
-query_of() {
+# A query's Weir jobs, one per line: NAME|INPUTS|EXTRA ARGUMENTS|SQL. The last job (no name)
+# writes the query's output topic; `@x` is the topic of the same run's job x (q5, q7 and q8 are
+# chains of jobs reading the one before's results by record time, see README "Nexmark").
+chain_of() {
+  local ten="INTERVAL '10' SECOND"
   case $1 in
-    q0) echo 'SELECT auction, bidder, price, "dateTime", extra FROM "nexmark-bid"' ;;
-    q1) echo 'SELECT auction, bidder, 0.908 * price AS price, "dateTime", extra FROM "nexmark-bid"' ;;
-    q2) echo 'SELECT auction, price FROM "nexmark-bid" WHERE auction % 123 = 0' ;;
-    q3) echo "SELECT p.name, p.city, p.state, a.id FROM \"nexmark-auction\" a JOIN person p
-              ON a.seller = p._key
-              WHERE a.category = 10 AND (p.state = 'OR' OR p.state = 'ID' OR p.state = 'CA')" ;;
-    q12) echo 'SELECT bidder, count(*) AS bid_count,
-                 CAST(tumble("dateTime", INTERVAL '"'"'10'"'"' SECOND) AS BIGINT) AS starttime
-               FROM "nexmark-bid" GROUP BY bidder, tumble("dateTime", INTERVAL '"'"'10'"'"' SECOND)' ;;
+    q0) echo '||| SELECT auction, bidder, price, "dateTime", extra FROM "nexmark-bid"' ;;
+    q1) echo '||| SELECT auction, bidder, 0.908 * price AS price, "dateTime", extra FROM "nexmark-bid"' ;;
+    q2) echo '||| SELECT auction, price FROM "nexmark-bid" WHERE auction % 123 = 0' ;;
+    q3) echo "|nexmark-auction|--table person=nexmark-person| SELECT p.name, p.city, p.state, a.id
+          FROM \"nexmark-auction\" a JOIN person p ON a.seller = p._key
+          WHERE a.category = 10 AND (p.state = 'OR' OR p.state = 'ID' OR p.state = 'CA')" | tr '\n' ' '; echo ;;
+    q5)
+      local hop="hop(\"dateTime\", INTERVAL '2' SECOND, $ten)"
+      echo "counts|nexmark-bid|| SELECT auction, count(*) AS num, CAST($hop AS BIGINT) AS starttime FROM \"nexmark-bid\" GROUP BY auction, $hop"
+      echo "max|@counts|| SELECT max(num) AS maxn, starttime FROM \"@counts\" GROUP BY starttime, tumble(_timestamp, INTERVAL '2' SECOND)"
+      echo "|@counts,@max|| SELECT c.auction, c.num FROM \"@counts\" c JOIN \"@max\" m ON c.starttime = m.starttime AND m._timestamp BETWEEN c._timestamp AND c._timestamp WHERE c.num >= m.maxn" ;;
+    q7)
+      local tumble="tumble(\"dateTime\", $ten)"
+      echo "max|nexmark-bid|| SELECT max(price) AS maxprice, CAST($tumble AS BIGINT) AS starttime FROM \"nexmark-bid\" GROUP BY $tumble"
+      echo "|nexmark-bid,@max|| SELECT b.auction, b.price, b.bidder, b.\"dateTime\", b.extra FROM \"nexmark-bid\" b JOIN \"@max\" m ON b.price = m.maxprice AND to_timestamp_millis(b.\"dateTime\") BETWEEN m._timestamp - INTERVAL '9999' MILLISECOND AND m._timestamp + INTERVAL '1' MILLISECOND" ;;
+    q8)
+      local tumble="tumble(\"dateTime\", $ten)"
+      echo "persons|nexmark-person|| SELECT id, name, CAST($tumble AS BIGINT) AS starttime FROM \"nexmark-person\" GROUP BY id, name, $tumble"
+      echo "sellers|nexmark-auction|| SELECT seller, CAST($tumble AS BIGINT) AS starttime FROM \"nexmark-auction\" GROUP BY seller, $tumble"
+      echo "|@persons,@sellers|| SELECT p.id, p.name, p.starttime FROM \"@persons\" p JOIN \"@sellers\" a ON p.id = a.seller AND p.starttime = a.starttime AND a._timestamp BETWEEN p._timestamp AND p._timestamp" ;;
+    q12) echo "||| SELECT bidder, count(*) AS bid_count, CAST(tumble(\"dateTime\", $ten) AS BIGINT) AS starttime
+          FROM \"nexmark-bid\" GROUP BY bidder, tumble(\"dateTime\", $ten)" | tr '\n' ' '; echo ;;
   esac
 }
-input_of() { if [ "$1" = q3 ]; then echo nexmark-auction; else echo nexmark-bid; fi; }
+# The input records a query's rate is counted in.
+records_of() {
+  case $1 in
+    q3) echo "${inputs[nexmark-auction]}" ;;
+    q8) echo $((inputs[nexmark-person] + inputs[nexmark-auction])) ;;
+    *) echo "${inputs[nexmark-bid]}" ;;
+  esac
+}
 
-# Runs query $1 as a Weir job writing to topic $2; prints "SECONDS PEAK_RSS_KB".
+# Runs query $1 as Weir jobs writing to topic $2; prints "SECONDS PEAK_RSS_KB" (the jobs' sum).
+# Timed from the start until every job's committed offsets cover its inputs, up to the last
+# time any of them moved (repartition topics included; nothing moved for 3 s after).
 run_weir() {
-  local q=$1 out=$2 input extra=()
-  input=$(input_of "$q")
-  [ "$q" = q3 ] && extra=(--table person=nexmark-person)
-  local start end= last_internal= job progress committed input_end internal now rss
+  local q=$1 out=$2 name inputs extra sql job_out start end= last= now caught signature
+  local names=() job_inputs=() pids=() arguments input progress committed input_end all rss=0
   start=$(date +%s.%N)
-  "$weir" job run --name "$out" --input "$input" --output "$out" "${extra[@]}" \
-    --query "$(query_of "$q")" --checkpoint-interval-ms 1000 --checkpoint-max-records "${CHECKPOINT_MAX_RECORDS:-50000}" \
-    > "$work/$out.log" 2>&1 &
-  job=$!
+  while IFS='|' read -r name inputs extra sql; do
+    job_out=$out
+    if [ -n "$name" ]; then job_out=$out-$name; "$weir" topic create "$job_out" -p 3 > /dev/null; fi
+    inputs=${inputs:-nexmark-bid}
+    inputs=${inputs//@/$out-}
+    arguments=()
+    IFS=',' read -ra input <<< "$inputs"
+    for i in "${input[@]}"; do arguments+=(--input "$i"); done
+    # shellcheck disable=SC2086 # the extra arguments are words
+    "$weir" job run --name "$job_out" "${arguments[@]}" --output "$job_out" $extra \
+      --query "${sql//@/$out-}" --checkpoint-interval-ms 1000 \
+      --checkpoint-max-records "${CHECKPOINT_MAX_RECORDS:-50000}" > "$work/$job_out.log" 2>&1 &
+    pids+=($!); names+=("$job_out"); job_inputs+=("$inputs")
+  done < <(chain_of "$q")
   while :; do
-    # Columns of `weir group describe`: topic partition committed end lag.
-    progress=$("$weir" group describe "$out" 2>/dev/null \
-      | awk -v input="$input" '$1==input{c+=$3; e+=$4} $1 ~ /repartition$/{r+=$3} END{print c+0, e+0, r+0}' || true)
-    read -r committed input_end internal <<< "${progress:-0 0 0}"
+    caught=1 signature=
+    for k in "${!names[@]}"; do
+      # Columns of `weir group describe`: topic partition committed end lag.
+      progress=$("$weir" group describe "${names[$k]}" 2>/dev/null \
+        | awk -v inputs=",${job_inputs[$k]}," 'index(inputs, "," $1 ",") {c+=$3; e+=$4} {a+=$3} END{print c+0, e+0, a+0}' || true)
+      read -r committed input_end all <<< "${progress:-0 0 0}"
+      if [ "${input_end:-0}" -eq 0 ] || [ "$committed" -lt "$input_end" ]; then caught=0; fi
+      signature+="$all "
+    done
     now=$(date +%s.%N)
-    if [ "${input_end:-0}" -gt 0 ] && [ "$committed" -ge "$input_end" ]; then
-      if [ "$q" != q12 ]; then end=$now; break; fi
-      if [ "$internal" != "$last_internal" ]; then
-        last_internal=$internal; end=$now
-      elif python3 -c "import sys; sys.exit(0 if $now - $end > 3 else 1)"; then
-        break
-      fi
+    if [ "$signature" != "$last" ]; then last=$signature; end=$now; fi
+    if [ "$caught" = 1 ] && python3 -c "import sys; sys.exit(0 if $now - $end > 3 else 1)"; then
+      break
     fi
     sleep 0.2
   done
-  rss=$(awk '/VmHWM/{print $2}' "/proc/$job/status")
-  kill -TERM "$job"; wait "$job" || true
+  for pid in "${pids[@]}"; do
+    rss=$((rss + $(awk '/VmHWM/{print $2}' "/proc/$pid/status")))
+    kill -TERM "$pid"; wait "$pid" || true
+  done
   python3 -c "print('%.3f' % ($end - $start))" | tr '\n' ' '
   echo "$rss"
 }
@@ -125,7 +164,7 @@ for run in $(seq 1 "$runs"); do
       out=$q-$engine-$run
       "$weir" topic create "$out" -p 3 > /dev/null
       read -r seconds rss <<< "$("run_$engine" "$q" "$out")"
-      records=${inputs[$(input_of "$q")]}
+      records=$(records_of "$q")
       python3 -c "print('%s %s run %d: %d input records in %.2f s = %.0f records/s, peak RSS %d MB, %s output records' % ('$q', '$engine', $run, $records, $seconds, $records / $seconds, $rss / 1024, '$(count_of "$out")'))" \
         | tee -a "$work/results"
     done
