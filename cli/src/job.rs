@@ -35,11 +35,14 @@ struct RunArgs {
     #[arg(long, default_value = "0")]
     instance: String,
     /// An input topic (repeat for several: each is a table of the query).
-    #[arg(long, required = true)]
+    #[arg(long, required_unless_present = "table")]
     input: Vec<String>,
     /// A table the query joins its input with, NAME=TOPIC (repeat for several): the latest
     /// value per record key as of each input record's timestamp (tombstones delete), e.g.
     /// --table customers=customers and "… FROM orders o JOIN customers c ON o.customer = c._key".
+    /// One table and no --input: the query aggregates the table's changes, e.g. "SELECT
+    /// category, avg(price) FROM auctions GROUP BY category" (each update retracts the key's
+    /// previous row; a tombstone deletes it).
     #[arg(long, value_parser = parse_table)]
     table: Vec<(String, String)>,
     /// Tables: how far back (ms) from the newest update of a table versions are kept, so input
@@ -112,7 +115,7 @@ pub(crate) async fn run(args: JobArgs) -> anyhow::Result<()> {
     let mut config = JobConfig::new(
         &run.name,
         &args.connect.bootstrap,
-        &run.input[0],
+        run.input.first().map_or("", String::as_str),
         &run.output,
         &run.query,
     );

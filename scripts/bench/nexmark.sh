@@ -104,7 +104,7 @@ records_of() {
 # time any of them moved (repartition topics included; nothing moved for 3 s after).
 run_weir() {
   local q=$1 out=$2 name inputs extra sql job_out start end= last= now caught signature
-  local names=() job_inputs=() pids=() arguments input progress committed input_end all rss=0
+  local names=() job_inputs=() pids=() arguments input progress topics behind all rss=0
   start=$(date +%s.%N)
   while IFS='|' read -r name inputs extra sql; do
     job_out=$out
@@ -123,11 +123,15 @@ run_weir() {
   while :; do
     caught=1 signature=
     for k in "${!names[@]}"; do
-      # Columns of `weir group describe`: topic partition committed end lag.
+      # Columns of `weir group describe`: topic partition committed end lag. An input
+      # partition is covered when at most its last offset is left: a transactional topic
+      # ends with a commit marker the consumer never passes.
       progress=$("$weir" group describe "${names[$k]}" 2>/dev/null \
-        | awk -v inputs=",${job_inputs[$k]}," 'index(inputs, "," $1 ",") {c+=$3; e+=$4} {a+=$3} END{print c+0, e+0, a+0}' || true)
-      read -r committed input_end all <<< "${progress:-0 0 0}"
-      if [ "${input_end:-0}" -eq 0 ] || [ "$committed" -lt "$input_end" ]; then caught=0; fi
+        | awk -v inputs=",${job_inputs[$k]}," 'index(inputs, "," $1 ",") {if (!($1 in seen)) topics++; seen[$1]=1; if ($4 - $3 > 1) behind++} {a+=$3} END{print topics+0, behind+0, a+0}' || true)
+      read -r topics behind all <<< "${progress:-0 0 0}"
+      IFS=',' read -ra input <<< "${job_inputs[$k]}"
+      # (An empty partition has no committed offset: each input needs one, none behind.)
+      if [ "$topics" -lt ${#input[@]} ] || [ "$behind" -gt 0 ]; then caught=0; fi
       signature+="$all "
     done
     now=$(date +%s.%N)

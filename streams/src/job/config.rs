@@ -58,6 +58,9 @@ pub struct JobConfig {
     pub late_topic: Option<String>,
     /// Windowed queries: the most groups (and distinct values) the open windows may hold.
     pub max_state_entries: usize,
+    /// The only input is a declared table's topic, whose changes the query aggregates
+    /// (`crate::window::changes`); set by [`JobConfig::resolved`].
+    pub table_as_input: bool,
 }
 
 impl JobConfig {
@@ -87,7 +90,25 @@ impl JobConfig {
             allowed_lateness_ms: 0,
             late_topic: None,
             max_state_entries: 1_000_000,
+            table_as_input: false,
         }
+    }
+
+    /// The job as it runs: one declared table and no input stream make the table's topic the
+    /// input, whose changes the query aggregates (`SELECT … FROM table GROUP BY …`).
+    pub fn resolved(&self) -> JobConfig {
+        let mut resolved = self.clone();
+        if self.inputs.is_empty() && self.tables.len() == 1 {
+            let (name, topic) = resolved.tables.remove(0);
+            if let Some(schema) = resolved.table_schemas.remove(&name) {
+                resolved.input_schemas.insert(topic.clone(), schema);
+            }
+            resolved.inputs = vec![topic];
+            resolved.input_names = vec![name];
+            resolved.table = None;
+            resolved.table_as_input = true;
+        }
+        resolved
     }
 
     /// The input that windowed jobs read (their only one).
@@ -128,7 +149,11 @@ impl JobConfig {
             || self.inputs.iter().any(String::is_empty)
             || self.output.is_empty()
         {
-            Some("a job needs an input and an output topic".to_string())
+            Some(
+                "a job needs an input and an output topic (or, to aggregate a table's changes, \
+                 one declared table and no input)"
+                    .to_string(),
+            )
         } else if self.inputs.contains(&self.output) {
             Some(format!("{} is both an input and the output", self.output))
         } else if (1..self.inputs.len()).any(|i| self.inputs[..i].contains(&self.inputs[i])) {

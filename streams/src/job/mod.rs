@@ -26,6 +26,8 @@ mod windowed;
 #[cfg(test)]
 mod exactly_once_tests;
 #[cfg(test)]
+mod table_aggregate_tests;
+#[cfg(test)]
 mod table_join_tests;
 #[cfg(test)]
 mod window_order_tests;
@@ -48,6 +50,7 @@ use crate::join::table::TableState;
 use crate::record::{InputRecord, ValueFormat};
 use crate::sql::SqlTransform;
 use crate::topic_reader::{self, Limit};
+use crate::window::spec::Windows;
 use consumer::JobConsumer;
 use prefetch::{Prefetch, Prefetched};
 use transaction::{Checkpoint, CheckpointWriter, Destination, Outgoing};
@@ -185,6 +188,8 @@ pub fn run_with_metrics(
     end_of_input: Option<&EndOfInput>,
     metrics: &JobMetrics,
 ) -> Result<JobStats> {
+    let resolved = config.resolved();
+    let config = &resolved;
     config.validate()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -205,6 +210,19 @@ pub fn run_with_metrics(
         }
     }
     let (decoders, tables, transform) = prepare(config, &runtime, &samples, &table_samples)?;
+    if config.table_as_input
+        && transform
+            .windowed()
+            .is_none_or(|q| q.window != Windows::Updating)
+    {
+        return Err(StreamsError::Config(format!(
+            "this query cannot run over a stream: table {} read on its own can only be \
+             aggregated with GROUP BY and no window (an updating aggregate over its changes); \
+             to look rows up in it, join it to a stream: JOIN … ON stream_expression = {}._key",
+            config.table_names()[0],
+            config.table_names()[0]
+        )));
+    }
     let mut internal_topic = None;
     let mut processor: Box<dyn Processor + '_> = match transform.windowed() {
         None if transform.interval_join().is_some() => {
@@ -491,6 +509,17 @@ fn decode_input(
     checkpoint: &mut Checkpoint,
     stats: &mut JobStats,
 ) -> Result<RecordBatch> {
+    Ok(decode_input_rejecting(config, decoder, input, checkpoint, stats)?.0)
+}
+
+/// [`decode_input`], also answering the (partition, offset) of the records that did not decode.
+fn decode_input_rejecting(
+    config: &JobConfig,
+    decoder: &RecordDecoder,
+    input: &[InputRecord],
+    checkpoint: &mut Checkpoint,
+    stats: &mut JobStats,
+) -> Result<(RecordBatch, Vec<(i32, i64)>)> {
     let decoded = decoder.decode(input)?;
     for rejected in &decoded.rejected {
         tracing::warn!(job = %config.name, partition = rejected.partition, offset = rejected.offset, reason = %rejected.reason, "record rejected");
@@ -503,7 +532,12 @@ fn decode_input(
         });
     }
     stats.records_rejected += decoded.rejected.len() as u64;
-    Ok(decoded.batch)
+    let rejected = decoded
+        .rejected
+        .iter()
+        .map(|r| (r.partition, r.offset))
+        .collect();
+    Ok((decoded.batch, rejected))
 }
 
 /// Polls until the checkpoint is due: its interval has passed or it holds the most records a

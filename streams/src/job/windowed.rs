@@ -1,6 +1,8 @@
 //! A windowed job's checkpoint: the input rows are pre-aggregated into partial groups for the
 //! repartition topic, the repartition records are merged into window state, and windows the
-//! watermark has passed are emitted (see `crate::window` for the whole design).
+//! watermark has passed are emitted (see `crate::window` for the whole design). A job over a
+//! table's changes pre-aggregates each record as the replacement of its key's row
+//! (`crate::window::changes`).
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -9,17 +11,20 @@ use crate::encode::encode;
 use crate::error::Result;
 use crate::job::consumer::JobConsumer;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
-use crate::job::{decode_input, stateful, JobConfig, JobStats, Polled, Processor};
+use crate::job::{
+    decode_input, decode_input_rejecting, stateful, JobConfig, JobStats, Polled, Processor,
+};
 use crate::record::InputRecord;
 use crate::sql::SqlTransform;
+use crate::window::changes::{self, pre_aggregate_changes, TableRows};
 use crate::window::codec::{
     from_json, partition_of, to_json, ChangelogKey, ChangelogValue, RepartitionRecord,
 };
-use crate::window::pre_aggregate::{pre_aggregate, PartitionTimes};
+use crate::window::pre_aggregate::{pre_aggregate, PartialGroup, PartitionTimes};
 use crate::window::query::WindowedQuery;
 use crate::window::spec::Windows;
 use crate::window::store::{Merged, WindowStore, WindowStoreConfig};
-use crate::window::updates::updates;
+use crate::window::updates::{record_key, updates};
 
 pub(super) struct Windowed<'a> {
     config: &'a JobConfig,
@@ -31,6 +36,8 @@ pub(super) struct Windowed<'a> {
     /// Per owned input partition, the largest event time seen (committed with its offset).
     times: PartitionTimes,
     store: WindowStore,
+    /// Over a table's changes: each key's current row, for the owned input partitions.
+    table_rows: TableRows,
 }
 
 impl<'a> Windowed<'a> {
@@ -50,9 +57,14 @@ impl<'a> Windowed<'a> {
             runtime,
             partitions,
             times: PartitionTimes::new(),
+            table_rows: TableRows::default(),
             store: WindowStore::new(WindowStoreConfig {
                 window: query.window,
-                aggregates: query.aggregates.clone(),
+                aggregates: match config.table_as_input {
+                    true => changes::aggregates(query),
+                    false => query.aggregates.clone(),
+                },
+                over_table_changes: config.table_as_input,
                 allowed_lateness_ms: config.allowed_lateness_ms,
                 input_partitions: partitions,
                 max_state_entries: config.max_state_entries,
@@ -113,7 +125,71 @@ impl<'a> Windowed<'a> {
         }
         stats.records_late += result.late.len() as u64;
         stats.records_rejected += result.without_time.len() as u64;
-        for group in result.groups {
+        self.send_partials(result.groups, checkpoint);
+        self.send_times(input, checkpoint);
+        Ok(())
+    }
+
+    /// A table's records → partials replacing each key's row (records that do not decode,
+    /// or have no key, are dead letters and change nothing).
+    fn pre_aggregate_table_changes(
+        &mut self,
+        input: &[InputRecord],
+        checkpoint: &mut Checkpoint,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        let (keyed, unkeyed): (Vec<&InputRecord>, Vec<&InputRecord>) =
+            input.iter().partition(|r| r.key.is_some());
+        for record in &unkeyed {
+            tracing::warn!(job = %self.config.name, partition = record.partition, offset = record.offset, "table record without a key");
+            checkpoint.records.push(Outgoing {
+                destination: Destination::DeadLetter,
+                key: None,
+                value: record.value.clone(),
+                timestamp_ms: None,
+            });
+        }
+        stats.records_rejected += unkeyed.len() as u64;
+        let values: Vec<InputRecord> = keyed
+            .iter()
+            .filter(|r| r.value.is_some())
+            .map(|r| (*r).clone())
+            .collect();
+        let (batch, undecodable) =
+            decode_input_rejecting(self.config, &self.decoders[0], &values, checkpoint, stats)?;
+        let undecodable: BTreeSet<(i32, i64)> = undecodable.into_iter().collect();
+        let session = self.transform.session();
+        let rows = self.runtime.block_on(async {
+            session.set_input(0, batch).await;
+            let rows = self.query.pre_aggregate(session).await;
+            session.clear_inputs().await;
+            rows
+        })?;
+        let changed: Vec<InputRecord> = keyed
+            .into_iter()
+            .filter(|r| !undecodable.contains(&(r.partition, r.offset)))
+            .cloned()
+            .collect();
+        let groups = pre_aggregate_changes(self.query, &rows, &changed, &mut self.table_rows)?;
+        let held = self.table_rows.entries() + self.store.entries();
+        if held > self.config.max_state_entries {
+            return Err(crate::error::StreamsError::Config(format!(
+                "the table's rows and the groups hold {held} entries, more than \
+                 max_state_entries ({}): raise it",
+                self.config.max_state_entries
+            )));
+        }
+        for (partition, changes) in self.table_rows.take_changes() {
+            stateful::write_changes(checkpoint, partition, changes);
+        }
+        self.send_partials(groups, checkpoint);
+        self.send_times(input, checkpoint);
+        Ok(())
+    }
+
+    /// Partial groups to their repartition partitions.
+    fn send_partials(&self, groups: Vec<PartialGroup>, checkpoint: &mut Checkpoint) {
+        for group in groups {
             // A key's sessions merge with each other: they all go to one partition.
             let key = match self.query.window {
                 Windows::Fixed(_) | Windows::Updating => {
@@ -128,7 +204,10 @@ impl<'a> Windowed<'a> {
                 timestamp_ms: None,
             });
         }
-        // Each input partition's event time goes to every partition after the partials it covers.
+    }
+
+    /// Each input partition's event time goes to every partition after the partials it covers.
+    fn send_times(&self, input: &[InputRecord], checkpoint: &mut Checkpoint) {
         let sources: BTreeSet<i32> = input.iter().map(|r| r.partition).collect();
         for source in sources {
             let Some(&max_time_ms) = self.times.get(&source) else {
@@ -146,7 +225,6 @@ impl<'a> Windowed<'a> {
                 offset.1 = max_time_ms.to_string();
             }
         }
-        Ok(())
     }
 
     /// Repartition records → window state; windows past the watermark → output rows.
@@ -179,7 +257,12 @@ impl<'a> Windowed<'a> {
             let output = self
                 .runtime
                 .block_on(self.query.post_aggregate(session, &rows))?;
-            for (key, value) in updates(&rows, &output, self.config.output_format)? {
+            let deleted = touched
+                .iter()
+                .flat_map(|partition| self.store.take_deleted(*partition))
+                .map(|keys| (record_key(&keys), None));
+            let upserts = updates(&rows, &output, self.config.output_format)?;
+            for (key, value) in upserts.into_iter().chain(deleted) {
                 stats.records_out += 1;
                 checkpoint.records.push(Outgoing {
                     destination: Destination::Output,
@@ -218,7 +301,10 @@ impl<'a> Windowed<'a> {
 
 impl Processor for Windowed<'_> {
     fn state_size(&self) -> (usize, usize) {
-        (self.store.entries(), self.store.open_windows())
+        (
+            self.store.entries() + self.table_rows.entries(),
+            self.store.open_windows(),
+        )
     }
 
     /// Rebuilds the state of the partitions now owned: input partitions' event times from their
@@ -230,14 +316,47 @@ impl Processor for Windowed<'_> {
             .map(|((_, partition), time)| (partition, time))
             .collect();
         self.store.clear();
-        let changes =
-            stateful::changelog::<ChangelogKey, ChangelogValue>(self.config, &owned.repartition)?;
-        if !owned.repartition.is_empty() {
-            let records = changes.len();
-            for (partition, key, value) in changes {
-                self.store.restore(partition, key, value)?;
+        self.table_rows.clear();
+        // A table's rows are in the changelog partition numbered like their input partition.
+        let inputs: BTreeSet<i32> = owned.inputs.iter().map(|(_, p)| *p).collect();
+        let mut read: BTreeSet<i32> = owned.repartition.iter().copied().collect();
+        if self.config.table_as_input {
+            read.extend(&inputs);
+        }
+        let read: Vec<i32> = read.into_iter().collect();
+        let changes = stateful::changelog::<ChangelogKey, ChangelogValue>(self.config, &read)?;
+        let records = changes.len();
+        for (partition, key, value) in changes {
+            match (key, value) {
+                (
+                    ChangelogKey::TableRow {
+                        source_partition,
+                        key,
+                    },
+                    value,
+                ) => {
+                    if !inputs.contains(&source_partition) {
+                        continue;
+                    }
+                    let row = match value {
+                        Some(ChangelogValue::TableRow(row)) => Some(row),
+                        None => None,
+                        Some(other) => {
+                            return Err(crate::error::StreamsError::Config(format!(
+                                "a changelog table row record holds {other:?}"
+                            )))
+                        }
+                    };
+                    self.table_rows.restore(source_partition, key, row);
+                }
+                (key, value) if owned.repartition.contains(&partition) => {
+                    self.store.restore(partition, key, value)?
+                }
+                _ => {}
             }
-            tracing::info!(job = %self.config.name, partitions = ?owned.repartition, changelog_records = records, groups = self.store.entries(), open_windows = self.store.open_windows(), "window state restored");
+        }
+        if !read.is_empty() {
+            tracing::info!(job = %self.config.name, partitions = ?read, changelog_records = records, groups = self.store.entries(), open_windows = self.store.open_windows(), table_rows = self.table_rows.entries(), "window state restored");
         }
         Ok(())
     }
@@ -258,7 +377,9 @@ impl Processor for Windowed<'_> {
         stats: &mut JobStats,
     ) -> Result<()> {
         let input = &polled.inputs[0].1;
-        if !input.is_empty() {
+        if !input.is_empty() && self.config.table_as_input {
+            self.pre_aggregate_table_changes(input, checkpoint, stats)?;
+        } else if !input.is_empty() {
             self.pre_aggregate(input, checkpoint, stats)?;
         }
         self.merge_and_emit(&polled.internal, checkpoint, stats)

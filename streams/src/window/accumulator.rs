@@ -1,8 +1,14 @@
 //! The aggregates a windowed job computes incrementally. Each is mergeable: a job aggregates a
 //! checkpoint's rows locally, sends the partial results through the repartition topic, and the
 //! owner of the group merges them into the window's state (and its changelog).
+//!
+//! An aggregate over a table's changes (`crate::window::changes`) also takes values back: an
+//! update retracts the key's previous row. Those use the retracting forms
+//! ([`AggregateKind::start_retracting`]): counts and averages as they are, a sum with its count
+//! of values (so that a sum of nothing is null again), minima, maxima and distinct counts over
+//! every value held with its multiplicity.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +51,59 @@ impl AggregateKind {
             AggregateKind::CountDistinct => Accumulator::Distinct(BTreeSet::new()),
         }
     }
+
+    /// The state of this aggregate over values that can also be retracted.
+    pub fn start_retracting(self) -> Accumulator {
+        match self {
+            AggregateKind::Count | AggregateKind::Avg => self.start(),
+            AggregateKind::Sum => Accumulator::RetractingSum {
+                sum: None,
+                values: 0,
+            },
+            AggregateKind::Min => Accumulator::RetractingMin(Multiset::default()),
+            AggregateKind::Max => Accumulator::RetractingMax(Multiset::default()),
+            AggregateKind::CountDistinct => Accumulator::RetractingDistinct(Multiset::default()),
+        }
+    }
+}
+
+/// Values with their multiplicities (a partial may hold negative ones: retractions of values
+/// added in an earlier checkpoint). Written as `[[value, count], …]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "Vec<(Datum, i64)>", into = "Vec<(Datum, i64)>")]
+pub struct Multiset(BTreeMap<Datum, i64>);
+
+impl Multiset {
+    fn add(&mut self, value: &Datum, count: i64) {
+        let held = self.0.entry(value.clone()).or_insert(0);
+        *held += count;
+        if *held == 0 {
+            self.0.remove(value);
+        }
+    }
+
+    fn present(&self) -> impl DoubleEndedIterator<Item = &Datum> {
+        self.0
+            .iter()
+            .filter(|(_, count)| **count > 0)
+            .map(|(value, _)| value)
+    }
+}
+
+impl From<Vec<(Datum, i64)>> for Multiset {
+    fn from(pairs: Vec<(Datum, i64)>) -> Self {
+        let mut set = Multiset::default();
+        for (value, count) in pairs {
+            set.add(&value, count);
+        }
+        set
+    }
+}
+
+impl From<Multiset> for Vec<(Datum, i64)> {
+    fn from(set: Multiset) -> Self {
+        set.0.into_iter().collect()
+    }
 }
 
 /// An aggregate's running state (SQL semantics: nulls are ignored; a sum, min, max or average of
@@ -56,8 +115,19 @@ pub enum Accumulator {
     Sum(Option<Datum>),
     Min(Option<Datum>),
     Max(Option<Datum>),
-    Avg { sum: f64, count: i64 },
+    Avg {
+        sum: f64,
+        count: i64,
+    },
     Distinct(BTreeSet<Datum>),
+    /// A sum that values can be retracted from: `values` counts the non-null values in it.
+    RetractingSum {
+        sum: Option<Datum>,
+        values: i64,
+    },
+    RetractingMin(Multiset),
+    RetractingMax(Multiset),
+    RetractingDistinct(Multiset),
 }
 
 impl Accumulator {
@@ -87,7 +157,42 @@ impl Accumulator {
                     values.insert(value.clone());
                 }
             }
+            Accumulator::RetractingSum { sum, values } => {
+                *sum = Some(add(sum.take(), value));
+                *values += 1;
+            }
+            Accumulator::RetractingMin(set)
+            | Accumulator::RetractingMax(set)
+            | Accumulator::RetractingDistinct(set) => set.add(value, 1),
         }
+    }
+
+    /// Takes `value` back out (a row of a table replaced or deleted). Only the retracting forms
+    /// and counts and averages can; the others answer false and stay as they are.
+    #[must_use]
+    pub fn retract(&mut self, value: &Datum) -> bool {
+        if matches!(value, Datum::Null) {
+            return true;
+        }
+        match self {
+            Accumulator::Count(count) => *count -= 1,
+            Accumulator::Avg { sum, count } => {
+                *sum -= value.as_f64().unwrap_or(0.0);
+                *count -= 1;
+            }
+            Accumulator::RetractingSum { sum, values } => {
+                *sum = Some(subtract(sum.take(), value));
+                *values -= 1;
+            }
+            Accumulator::RetractingMin(set)
+            | Accumulator::RetractingMax(set)
+            | Accumulator::RetractingDistinct(set) => set.add(value, -1),
+            Accumulator::Sum(_)
+            | Accumulator::Min(_)
+            | Accumulator::Max(_)
+            | Accumulator::Distinct(_) => return false,
+        }
+        true
     }
 
     /// Folds `other` (the same aggregate's partial state) into this one.
@@ -110,6 +215,25 @@ impl Accumulator {
                 *count += c;
             }
             (Accumulator::Distinct(a), Accumulator::Distinct(b)) => a.extend(b),
+            (
+                Accumulator::RetractingSum { sum, values },
+                Accumulator::RetractingSum {
+                    sum: other_sum,
+                    values: other_values,
+                },
+            ) => {
+                if let Some(other_sum) = other_sum {
+                    *sum = Some(add(sum.take(), &other_sum));
+                }
+                *values += other_values;
+            }
+            (Accumulator::RetractingMin(a), Accumulator::RetractingMin(b))
+            | (Accumulator::RetractingMax(a), Accumulator::RetractingMax(b))
+            | (Accumulator::RetractingDistinct(a), Accumulator::RetractingDistinct(b)) => {
+                for (value, count) in b.0 {
+                    a.add(&value, count);
+                }
+            }
             // Null partial sums/minima/maxima add nothing; mismatched kinds cannot come from
             // one query's plan.
             _ => {}
@@ -125,6 +249,13 @@ impl Accumulator {
             Accumulator::Avg { count: 0, .. } => Datum::Null,
             Accumulator::Avg { sum, count } => Datum::Float(sum / *count as f64),
             Accumulator::Distinct(values) => Datum::Int(values.len() as i64),
+            Accumulator::RetractingSum { values: 0, .. } => Datum::Null,
+            Accumulator::RetractingSum { sum, .. } => sum.clone().unwrap_or(Datum::Null),
+            Accumulator::RetractingMin(set) => set.present().next().cloned().unwrap_or(Datum::Null),
+            Accumulator::RetractingMax(set) => {
+                set.present().next_back().cloned().unwrap_or(Datum::Null)
+            }
+            Accumulator::RetractingDistinct(set) => Datum::Int(set.present().count() as i64),
         }
     }
 
@@ -133,6 +264,9 @@ impl Accumulator {
     pub fn held_values(&self) -> usize {
         match self {
             Accumulator::Distinct(values) => values.len(),
+            Accumulator::RetractingMin(set)
+            | Accumulator::RetractingMax(set)
+            | Accumulator::RetractingDistinct(set) => set.0.len(),
             _ => 0,
         }
     }
@@ -144,6 +278,17 @@ fn add(sum: Option<Datum>, value: &Datum) -> Datum {
         (None, value) => value.clone(),
         (Some(Datum::Int(a)), Datum::Int(b)) => Datum::Int(a.wrapping_add(*b)),
         (Some(a), b) => Datum::Float(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)),
+    }
+}
+
+/// `sum - value`, as [`add`] keeps types.
+fn subtract(sum: Option<Datum>, value: &Datum) -> Datum {
+    match (sum, value) {
+        (None, Datum::Int(b)) => Datum::Int(b.wrapping_neg()),
+        (Some(Datum::Int(a)), Datum::Int(b)) => Datum::Int(a.wrapping_sub(*b)),
+        (a, b) => {
+            Datum::Float(a.and_then(|a| a.as_f64()).unwrap_or(0.0) - b.as_f64().unwrap_or(0.0))
+        }
     }
 }
 
@@ -197,6 +342,45 @@ mod tests {
         assert_eq!(run(AggregateKind::Max, &values), Datum::Int(9));
         assert_eq!(run(AggregateKind::Avg, &values), Datum::Float(4.25));
         assert_eq!(run(AggregateKind::CountDistinct, &values), Datum::Int(3));
+    }
+
+    /// Values added in one partial and some of them retracted in a later one (through JSON, as
+    /// the repartition topic carries them) give the aggregate of what is left, for every kind;
+    /// retracting everything gives the aggregate of nothing.
+    #[test]
+    fn retracted_values_leave_the_aggregate_of_the_rest() {
+        let added = [
+            Datum::Int(5),
+            Datum::Int(9),
+            Datum::Null,
+            Datum::Int(-2),
+            Datum::Int(9),
+        ];
+        let retracted = [Datum::Int(9), Datum::Int(-2), Datum::Null];
+        let left = [Datum::Int(5), Datum::Int(9)];
+        for kind in [
+            AggregateKind::Count,
+            AggregateKind::Sum,
+            AggregateKind::Min,
+            AggregateKind::Max,
+            AggregateKind::Avg,
+            AggregateKind::CountDistinct,
+        ] {
+            let mut state = kind.start_retracting();
+            added.iter().for_each(|v| state.update(v));
+            let mut later = kind.start_retracting();
+            for value in &retracted {
+                assert!(later.retract(value), "{kind:?}");
+            }
+            let json = serde_json::to_string(&later).unwrap();
+            state.merge(serde_json::from_str(&json).unwrap());
+            assert_eq!(state.evaluate(), run(kind, &left), "{kind:?}");
+            let mut everything = kind.start_retracting();
+            left.iter().for_each(|v| assert!(everything.retract(v)));
+            state.merge(everything);
+            assert_eq!(state.evaluate(), run(kind, &[]), "{kind:?} emptied");
+        }
+        assert!(!AggregateKind::Max.start().retract(&Datum::Int(1)));
     }
 
     #[test]

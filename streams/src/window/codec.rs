@@ -5,7 +5,8 @@
 //!   each input partition's largest event time, sent to every partition after the partials it
 //!   covers (and, in a bounded run, each input partition's end);
 //! - `<job>-changelog` (compacted): the state of every open group (a tombstone once emitted) and
-//!   each partition's view of the input partitions' event times.
+//!   each partition's view of the input partitions' event times; for an aggregate over a
+//!   table's changes, also each table key's current row (in the table partition's own number).
 
 use std::collections::BTreeMap;
 
@@ -56,6 +57,11 @@ pub enum ChangelogKey {
         keys: Vec<Datum>,
     },
     SourceTimes,
+    /// An aggregate over a table's changes: the row a table key adds to its group now.
+    TableRow {
+        source_partition: i32,
+        key: Vec<u8>,
+    },
 }
 
 /// A changelog record's value (`None`: a tombstone).
@@ -69,6 +75,14 @@ pub enum ChangelogValue {
         accumulators: Vec<Accumulator>,
     },
     SourceTimes(BTreeMap<i32, i64>),
+    TableRow(TableRow),
+}
+
+/// What one table row adds to an aggregate: its group's keys and the aggregates' arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableRow {
+    pub keys: Vec<Datum>,
+    pub arguments: Vec<Datum>,
 }
 
 pub fn to_json<T: Serialize>(value: &T) -> Vec<u8> {

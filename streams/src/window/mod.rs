@@ -32,6 +32,7 @@
 //! holds.
 
 pub mod accumulator;
+pub mod changes;
 pub mod codec;
 pub mod datum;
 pub mod functions;

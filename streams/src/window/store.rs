@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::{Result, StreamsError};
 use crate::window::accumulator::{Accumulator, AggregateKind};
+use crate::window::changes;
 use crate::window::codec::{ChangelogKey, ChangelogValue, RepartitionRecord};
 use crate::window::datum::Datum;
 use crate::window::query::WindowRow;
@@ -29,6 +30,9 @@ use crate::window::spec::Windows;
 pub struct WindowStoreConfig {
     pub window: Windows,
     pub aggregates: Vec<AggregateKind>,
+    /// An updating aggregate over a table's changes (`crate::window::changes`): the last
+    /// aggregate counts a group's rows, and a group without rows leaves the state.
+    pub over_table_changes: bool,
     pub allowed_lateness_ms: i64,
     pub input_partitions: i32,
     pub max_state_entries: usize,
@@ -45,6 +49,8 @@ struct PartitionState {
     changed: BTreeSet<(i64, Vec<Datum>)>,
     /// Groups emitted, or sessions merged into another: tombstones for the changelog.
     removed: Vec<(i64, Vec<Datum>)>,
+    /// Aggregates over table changes: groups whose rows are all gone, for the output.
+    deleted: Vec<Vec<Datum>>,
     times_changed: bool,
     /// Input partitions whose end a bounded run announced (not persisted: a restarted bounded
     /// run announces them again).
@@ -330,24 +336,46 @@ impl WindowStore {
     }
 
     /// An updating aggregate's groups changed since the changelog was last written, in key
-    /// order, with their current values (they stay in the state).
-    fn updated_groups(&self, partition: i32) -> Vec<WindowRow> {
-        let Some(state) = self.partitions.get(&partition) else {
+    /// order, with their current values (they stay in the state). Over table changes, the
+    /// changed groups left without rows leave the state instead ([`Self::take_deleted`]).
+    fn updated_groups(&mut self, partition: i32) -> Vec<WindowRow> {
+        let over_table_changes = self.config.over_table_changes;
+        let Some(state) = self.partitions.get_mut(&partition) else {
             return Vec::new();
         };
-        state
-            .changed
-            .iter()
-            .map(|(window_start_ms, keys)| WindowRow {
-                window_start_ms: *window_start_ms,
+        let mut rows = Vec::new();
+        for (window_start_ms, keys) in std::mem::take(&mut state.changed) {
+            let groups = state.windows.entry(window_start_ms).or_default();
+            let accumulators = &groups[&keys];
+            if over_table_changes && !changes::has_rows(accumulators) {
+                self.entries -= size(accumulators);
+                groups.remove(&keys);
+                state.removed.push((window_start_ms, keys.clone()));
+                state.deleted.push(keys);
+                continue;
+            }
+            let visible = accumulators.len() - usize::from(over_table_changes);
+            rows.push(WindowRow {
+                window_start_ms,
                 window_end_ms: i64::MAX,
-                keys: keys.clone(),
-                values: state.windows[window_start_ms][keys]
+                values: accumulators[..visible]
                     .iter()
                     .map(Accumulator::evaluate)
                     .collect(),
-            })
-            .collect()
+                keys: keys.clone(),
+            });
+            state.changed.insert((window_start_ms, keys));
+        }
+        rows
+    }
+
+    /// Aggregates over table changes: the groups of `partition` that lost their last row since
+    /// the last call (the output's tombstones).
+    pub fn take_deleted(&mut self, partition: i32) -> Vec<Vec<Datum>> {
+        self.partitions
+            .get_mut(&partition)
+            .map(|state| std::mem::take(&mut state.deleted))
+            .unwrap_or_default()
     }
 
     fn emit_sessions(&mut self, partition: i32, watermark: i64) -> Vec<WindowRow> {
@@ -468,9 +496,9 @@ impl WindowStore {
                         };
                         state.sessions.restore(&keys, window_start_ms, session);
                     }
-                    Some(ChangelogValue::SourceTimes(_)) => {
+                    Some(ChangelogValue::SourceTimes(_) | ChangelogValue::TableRow(_)) => {
                         return Err(StreamsError::Config(
-                            "a changelog group record holds event times".into(),
+                            "a changelog group record holds something else than a group".into(),
                         ))
                     }
                     None => {}

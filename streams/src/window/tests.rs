@@ -50,6 +50,7 @@ impl Harness {
             allowed_lateness_ms: lateness_ms,
             input_partitions: PARTITIONS,
             max_state_entries: 1000,
+            over_table_changes: false,
         });
         Harness {
             decoder,
@@ -121,6 +122,7 @@ impl Harness {
             allowed_lateness_ms: self.lateness_ms,
             input_partitions: PARTITIONS,
             max_state_entries: 1000,
+            over_table_changes: false,
         });
         for (partition, key, value) in self.changelog.drain(..) {
             let key = from_json(&to_json(&key), "key").unwrap();
