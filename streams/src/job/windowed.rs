@@ -246,7 +246,12 @@ impl<'a> Windowed<'a> {
             }
             touched.insert(record.partition);
         }
-        // Every partition's emitted windows go through the rest of the query at once.
+        // Every partition's emitted windows go through the rest of the query at once; windows
+        // are emitted by the smallest watermark of the owned partitions, so one partition's
+        // records can let another's windows go.
+        if !touched.is_empty() {
+            touched.extend(self.store.owned().iter().copied());
+        }
         let mut rows = Vec::new();
         for &partition in &touched {
             rows.extend(self.store.emit(partition));
@@ -316,6 +321,7 @@ impl Processor for Windowed<'_> {
             .map(|((_, partition), time)| (partition, time))
             .collect();
         self.store.clear();
+        self.store.set_owned(owned.repartition.clone());
         self.table_rows.clear();
         // A table's rows are in the changelog partition numbered like their input partition.
         let inputs: BTreeSet<i32> = owned.inputs.iter().map(|(_, p)| *p).collect();

@@ -60,6 +60,8 @@ struct PartitionState {
 pub struct WindowStore {
     config: WindowStoreConfig,
     partitions: BTreeMap<i32, PartitionState>,
+    /// The partitions this instance owns (none set: each partition on its own).
+    owned: Vec<i32>,
     entries: usize,
 }
 
@@ -76,6 +78,7 @@ impl WindowStore {
         WindowStore {
             config,
             partitions: BTreeMap::new(),
+            owned: Vec::new(),
             entries: 0,
         }
     }
@@ -84,6 +87,34 @@ impl WindowStore {
     pub fn clear(&mut self) {
         self.partitions.clear();
         self.entries = 0;
+    }
+
+    /// The partitions this instance owns (after a rebalance): windows are emitted only once
+    /// every one of them is past them ([`Self::emit`]).
+    pub fn set_owned(&mut self, partitions: Vec<i32>) {
+        self.owned = partitions;
+    }
+
+    pub fn owned(&self) -> &[i32] {
+        &self.owned
+    }
+
+    /// The watermark `partition`'s windows are emitted by: the smallest of every owned
+    /// partition's (its own when none are set). Each partition's watermark moves when its
+    /// share of the event-time records is read, and a checkpoint reads more of one partition
+    /// than of another: emitting by each one's own would let partition 0 emit windows 1 and 2
+    /// while partition 1 still holds window 1 — out of event-time order in the output, where a
+    /// job chained on it would find partition 1's window 1 behind its watermark (late).
+    fn emit_watermark(&self, partition: i32) -> Option<i64> {
+        if self.owned.is_empty() {
+            return self.watermark(partition);
+        }
+        self.owned
+            .iter()
+            .map(|owned| self.watermark(*owned))
+            .collect::<Option<Vec<i64>>>()?
+            .into_iter()
+            .min()
     }
 
     pub fn entries(&self) -> usize {
@@ -300,7 +331,7 @@ impl WindowStore {
             // Every change goes out at once, whatever the event times.
             return self.updated_groups(partition);
         }
-        let Some(watermark) = self.watermark(partition) else {
+        let Some(watermark) = self.emit_watermark(partition) else {
             return Vec::new();
         };
         let window = match self.config.window {
@@ -528,4 +559,59 @@ fn size(accumulators: &[Accumulator]) -> usize {
         .iter()
         .map(Accumulator::held_values)
         .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::spec::WindowSpec;
+
+    fn partial(window_start_ms: i64) -> RepartitionRecord {
+        RepartitionRecord::Partial {
+            window_start_ms,
+            session_last_ms: None,
+            keys: vec![Datum::Str("k".into())],
+            accumulators: vec![Accumulator::Count(1)],
+        }
+    }
+
+    fn time(source_partition: i32, max_time_ms: i64) -> RepartitionRecord {
+        RepartitionRecord::Time {
+            source_partition,
+            max_time_ms,
+        }
+    }
+
+    /// Partition 0 has read the event times up to 35 s, partition 1 only up to 12 s (a
+    /// checkpoint read more of one than of the other): owning both, the store emits by the
+    /// smaller, so the windows leave in event-time order across partitions — partition 0's
+    /// [10 s, 20 s) and [20 s, 30 s) wait for partition 1's [10 s, 20 s).
+    #[test]
+    fn owned_partitions_emit_by_the_smallest_watermark() {
+        let mut store = WindowStore::new(WindowStoreConfig {
+            window: Windows::Fixed(WindowSpec::tumble(10_000).unwrap()),
+            aggregates: vec![AggregateKind::Count],
+            over_table_changes: false,
+            allowed_lateness_ms: 0,
+            input_partitions: 1,
+            max_state_entries: 100,
+        });
+        store.set_owned(vec![0, 1]);
+        for start in [0, 10_000, 20_000] {
+            store.merge(0, partial(start)).unwrap();
+            store.merge(1, partial(start)).unwrap();
+        }
+        store.merge(0, time(0, 35_000)).unwrap();
+        store.merge(1, time(0, 12_000)).unwrap();
+        let starts = |rows: Vec<WindowRow>| rows.iter().map(|r| r.window_start_ms).collect();
+        let emitted: Vec<i64> = starts(store.emit(0));
+        assert_eq!(emitted, [0]);
+        assert_eq!(starts(store.emit(1)), [0]);
+        store.merge(1, time(0, 25_000)).unwrap();
+        assert_eq!(starts(store.emit(0)), [10_000]);
+        assert_eq!(starts(store.emit(1)), [10_000]);
+        // Without owned partitions (each on its own), partition 0 would have emitted them all.
+        store.set_owned(Vec::new());
+        assert_eq!(starts(store.emit(0)), [20_000]);
+    }
 }
