@@ -13,8 +13,8 @@
 #   bounded at the latest offsets so the job ends when done; timed from the INSERT's submission
 #   until the job finished (MiniCluster start, planning and the final checkpoint included; the
 #   JVM's start, the DDL and the shutdown left out).
-# Each run prints the input records per second (q8: persons and auctions; q3: auctions; the
-# others: bids), the engine's peak RSS (a chain: its jobs' sum) and its output record
+# Each run prints the input records per second (q8: persons and auctions; q4: auctions and
+# bids; q3: auctions; the others: bids), the engine's peak RSS (a chain: its jobs' sum) and its output record
 # count (read back committed); the end prints each engine's mean rate per query and Weir/Flink.
 # The queries are cli/tests/nexmark.rs's (checked there against an oracle).
 # Usage: [EVENTS=n] [RUNS=n] [QUERIES="q0 q1"] [ENGINES="weir flink"] scripts/bench/nexmark.sh [weir]
@@ -24,7 +24,7 @@ cache=${WEIR_CACHE:-$HOME/.cache/weir}
 weir=${1:-${CARGO_TARGET_DIR:-$cache/target}/release/weir}
 events=${EVENTS:-1000000}
 runs=${RUNS:-2}
-queries=${QUERIES:-q0 q1 q2 q3 q5 q7 q8 q12}
+queries=${QUERIES:-q0 q1 q2 q3 q4 q5 q7 q8 q12}
 engines=${ENGINES:-weir flink}
 work=$(mktemp -d)
 trap 'pkill -f "weir broker --listen 127.0.0.1:39094" || true; rm -rf "$work"' EXIT
@@ -61,8 +61,9 @@ inputs[nexmark-auction]=$(count_of nexmark-auction)
 inputs[nexmark-person]=$(count_of nexmark-person)
 
 # A query's Weir jobs, one per line: NAME|INPUTS|EXTRA ARGUMENTS|SQL. The last job (no name)
-# writes the query's output topic; `@x` is the topic of the same run's job x (q5, q7 and q8 are
-# chains of jobs reading the one before's results by record time, see README "Nexmark").
+# writes the query's output topic; `@x` is the topic of the same run's job x (q4, q5, q7 and q8
+# are chains of jobs, see README "Nexmark"); INPUTS `=t`: the job reads t as its declared table
+# (no --input), its offsets are still what tells it caught up.
 chain_of() {
   local ten="INTERVAL '10' SECOND"
   case $1 in
@@ -72,6 +73,10 @@ chain_of() {
     q3) echo "|nexmark-auction|--table person=nexmark-person| SELECT p.name, p.city, p.state, a.id
           FROM \"nexmark-auction\" a JOIN person p ON a.seller = p._key
           WHERE a.category = 10 AND (p.state = 'OR' OR p.state = 'ID' OR p.state = 'CA')" | tr '\n' ' '; echo ;;
+    q4)
+      echo "joined|nexmark-auction,nexmark-bid|| SELECT a.id, a.category, b.price FROM \"nexmark-auction\" a JOIN \"nexmark-bid\" b ON a.id = b.auction AND to_timestamp_millis(b.\"dateTime\") BETWEEN to_timestamp_millis(a.\"dateTime\") AND to_timestamp_millis(a.\"dateTime\") + $ten WHERE b.\"dateTime\" <= a.expires"
+      echo "max|@joined|| SELECT id, category, max(price) AS final FROM \"@joined\" GROUP BY id, category"
+      echo "|=@max|--table finals=@max| SELECT category, avg(final) AS avg_final FROM finals GROUP BY category" ;;
     q5)
       local hop="hop(\"dateTime\", INTERVAL '2' SECOND, $ten)"
       echo "counts|nexmark-bid|| SELECT auction, count(*) AS num, CAST($hop AS BIGINT) AS starttime FROM \"nexmark-bid\" GROUP BY auction, $hop"
@@ -94,6 +99,7 @@ chain_of() {
 records_of() {
   case $1 in
     q3) echo "${inputs[nexmark-auction]}" ;;
+    q4) echo $((inputs[nexmark-bid] + inputs[nexmark-auction])) ;;
     q8) echo $((inputs[nexmark-person] + inputs[nexmark-auction])) ;;
     *) echo "${inputs[nexmark-bid]}" ;;
   esac
@@ -112,8 +118,13 @@ run_weir() {
     inputs=${inputs:-nexmark-bid}
     inputs=${inputs//@/$out-}
     arguments=()
-    IFS=',' read -ra input <<< "$inputs"
-    for i in "${input[@]}"; do arguments+=(--input "$i"); done
+    if [[ $inputs == =* ]]; then
+      inputs=${inputs#=}
+    else
+      IFS=',' read -ra input <<< "$inputs"
+      for i in "${input[@]}"; do arguments+=(--input "$i"); done
+    fi
+    extra=${extra//@/$out-}
     # shellcheck disable=SC2086 # the extra arguments are words
     "$weir" job run --name "$job_out" "${arguments[@]}" --output "$job_out" $extra \
       --query "${sql//@/$out-}" --checkpoint-interval-ms 1000 \

@@ -46,6 +46,9 @@ pub fn has_rows(accumulators: &[Accumulator]) -> bool {
     !matches!(accumulators.last(), Some(Accumulator::Count(0)))
 }
 
+/// Changelog records for one changelog partition: (partition, [(key, value; None a tombstone)]).
+pub type PartitionChanges = (i32, Vec<(ChangelogKey, Option<ChangelogValue>)>);
+
 /// The current row of every table key of the owned input partitions.
 #[derive(Default)]
 pub struct TableRows {
@@ -86,7 +89,7 @@ impl TableRows {
     }
 
     /// The changelog records of what changed since the last call, by changelog partition.
-    pub fn take_changes(&mut self) -> Vec<(i32, Vec<(ChangelogKey, Option<ChangelogValue>)>)> {
+    pub fn take_changes(&mut self) -> Vec<PartitionChanges> {
         std::mem::take(&mut self.changed)
             .into_iter()
             .map(|(partition, keys)| {
