@@ -6,9 +6,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use datafusion::arrow::record_batch::RecordBatch;
+
 use crate::decode::RecordDecoder;
 use crate::encode::encode;
-use crate::error::Result;
+use crate::error::{Result, StreamsError};
 use crate::job::consumer::JobConsumer;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
 use crate::job::{
@@ -72,6 +74,17 @@ impl<'a> Windowed<'a> {
         }
     }
 
+    /// The pre-aggregate plan's rows for a checkpoint's decoded input.
+    fn pre_aggregate_rows(&self, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
+        let session = self.transform.session();
+        self.runtime.block_on(async {
+            session.set_input(0, batch).await;
+            let rows = self.query.pre_aggregate(session).await;
+            session.clear_inputs().await;
+            rows
+        })
+    }
+
     /// Input rows → late records, records without time, partials and event times.
     fn pre_aggregate(
         &mut self,
@@ -80,13 +93,7 @@ impl<'a> Windowed<'a> {
         stats: &mut JobStats,
     ) -> Result<()> {
         let batch = decode_input(self.config, &self.decoders[0], input, checkpoint, stats)?;
-        let session = self.transform.session();
-        let rows = self.runtime.block_on(async {
-            session.set_input(0, batch).await;
-            let rows = self.query.pre_aggregate(session).await;
-            session.clear_inputs().await;
-            rows
-        })?;
+        let rows = self.pre_aggregate_rows(batch)?;
         let result = pre_aggregate(
             self.query,
             &rows,
@@ -158,13 +165,7 @@ impl<'a> Windowed<'a> {
         let (batch, undecodable) =
             decode_input_rejecting(self.config, &self.decoders[0], &values, checkpoint, stats)?;
         let undecodable: BTreeSet<(i32, i64)> = undecodable.into_iter().collect();
-        let session = self.transform.session();
-        let rows = self.runtime.block_on(async {
-            session.set_input(0, batch).await;
-            let rows = self.query.pre_aggregate(session).await;
-            session.clear_inputs().await;
-            rows
-        })?;
+        let rows = self.pre_aggregate_rows(batch)?;
         let changed: Vec<InputRecord> = keyed
             .into_iter()
             .filter(|r| !undecodable.contains(&(r.partition, r.offset)))
@@ -173,7 +174,7 @@ impl<'a> Windowed<'a> {
         let groups = pre_aggregate_changes(self.query, &rows, &changed, &mut self.table_rows)?;
         let held = self.table_rows.entries() + self.store.entries();
         if held > self.config.max_state_entries {
-            return Err(crate::error::StreamsError::Config(format!(
+            return Err(StreamsError::Config(format!(
                 "the table's rows and the groups hold {held} entries, more than \
                  max_state_entries ({}): raise it",
                 self.config.max_state_entries
@@ -348,7 +349,7 @@ impl Processor for Windowed<'_> {
                         Some(ChangelogValue::TableRow(row)) => Some(row),
                         None => None,
                         Some(other) => {
-                            return Err(crate::error::StreamsError::Config(format!(
+                            return Err(StreamsError::Config(format!(
                                 "a changelog table row record holds {other:?}"
                             )))
                         }

@@ -296,6 +296,15 @@ fn subtract(sum: Option<Datum>, value: &Datum) -> Datum {
 mod tests {
     use super::*;
 
+    const EVERY_KIND: [AggregateKind; 6] = [
+        AggregateKind::Count,
+        AggregateKind::Sum,
+        AggregateKind::Min,
+        AggregateKind::Max,
+        AggregateKind::Avg,
+        AggregateKind::CountDistinct,
+    ];
+
     fn run(kind: AggregateKind, values: &[Datum]) -> Datum {
         let mut accumulator = kind.start();
         for value in values {
@@ -314,14 +323,7 @@ mod tests {
             Datum::Int(5),
             Datum::Int(9),
         ];
-        for kind in [
-            AggregateKind::Count,
-            AggregateKind::Sum,
-            AggregateKind::Min,
-            AggregateKind::Max,
-            AggregateKind::Avg,
-            AggregateKind::CountDistinct,
-        ] {
+        for kind in EVERY_KIND {
             for split in 0..=values.len() {
                 let mut left = kind.start();
                 values[..split].iter().for_each(|v| left.update(v));
@@ -358,14 +360,7 @@ mod tests {
         ];
         let retracted = [Datum::Int(9), Datum::Int(-2), Datum::Null];
         let left = [Datum::Int(5), Datum::Int(9)];
-        for kind in [
-            AggregateKind::Count,
-            AggregateKind::Sum,
-            AggregateKind::Min,
-            AggregateKind::Max,
-            AggregateKind::Avg,
-            AggregateKind::CountDistinct,
-        ] {
+        for kind in EVERY_KIND {
             let mut state = kind.start_retracting();
             added.iter().for_each(|v| state.update(v));
             let mut later = kind.start_retracting();

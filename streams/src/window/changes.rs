@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use datafusion::arrow::array::{Array, Int32Array, Int64Array};
+use datafusion::arrow::array::{Int32Array, Int64Array};
 use datafusion::arrow::record_batch::RecordBatch;
 
 use crate::error::{Result, StreamsError};
@@ -29,7 +29,7 @@ use crate::record::InputRecord;
 use crate::window::accumulator::{Accumulator, AggregateKind};
 use crate::window::codec::{ChangelogKey, ChangelogValue, TableRow};
 use crate::window::datum::Datum;
-use crate::window::pre_aggregate::PartialGroup;
+use crate::window::pre_aggregate::{column, PartialGroup};
 use crate::window::query::{
     WindowedQuery, FIRST_KEY_COLUMN, OFFSET_COLUMN_INDEX, PARTITION_COLUMN_INDEX,
 };
@@ -203,18 +203,4 @@ fn rows_made(
         }
     }
     Ok(made)
-}
-
-fn column<T: 'static>(batch: &RecordBatch, index: usize) -> Result<&T> {
-    batch
-        .column(index)
-        .as_any()
-        .downcast_ref::<T>()
-        .ok_or_else(|| {
-            StreamsError::Config(format!(
-                "the pre-aggregate column {} has type {}",
-                batch.schema().field(index).name(),
-                batch.column(index).data_type()
-            ))
-        })
 }

@@ -159,7 +159,8 @@ impl Groups {
     }
 }
 
-fn column<T: 'static>(batch: &RecordBatch, index: usize) -> Result<&T> {
+/// Column `index` of a pre-aggregate plan's `batch` as its Arrow array type.
+pub(crate) fn column<T: 'static>(batch: &RecordBatch, index: usize) -> Result<&T> {
     batch
         .column(index)
         .as_any()
