@@ -166,10 +166,9 @@ impl<'a> Windowed<'a> {
             decode_input_rejecting(self.config, &self.decoders[0], &values, checkpoint, stats)?;
         let undecodable: BTreeSet<(i32, i64)> = undecodable.into_iter().collect();
         let rows = self.pre_aggregate_rows(batch)?;
-        let changed: Vec<InputRecord> = keyed
+        let changed: Vec<&InputRecord> = keyed
             .into_iter()
             .filter(|r| !undecodable.contains(&(r.partition, r.offset)))
-            .cloned()
             .collect();
         let groups = pre_aggregate_changes(self.query, &rows, &changed, &mut self.table_rows)?;
         let held = self.table_rows.entries() + self.store.entries();

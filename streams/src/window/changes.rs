@@ -120,11 +120,11 @@ impl TableRows {
 pub fn pre_aggregate_changes(
     query: &WindowedQuery,
     batches: &[RecordBatch],
-    input: &[InputRecord],
+    input: &[&InputRecord],
     rows: &mut TableRows,
 ) -> Result<Vec<PartialGroup>> {
     let made = rows_made(query, batches)?;
-    let mut order: Vec<&InputRecord> = input.iter().filter(|r| r.key.is_some()).collect();
+    let mut order: Vec<&InputRecord> = input.iter().copied().filter(|r| r.key.is_some()).collect();
     order.sort_unstable_by_key(|r| (r.partition, r.offset));
     let kinds = aggregates(query);
     let mut groups: HashMap<Vec<Datum>, Vec<Accumulator>> = HashMap::new();
