@@ -74,6 +74,12 @@ struct RunArgs {
     /// partition and still count; the watermark is that time minus this.
     #[arg(long, default_value_t = 0)]
     allowed_lateness_ms: i64,
+    /// Windowed queries and interval joins: an input partition without records for this long
+    /// (ms) is idle and stops holding the watermark back until it has records again (like
+    /// Flink's table.exec.source.idle-timeout); records it brings later may be too late. Off
+    /// by default: a quiet partition holds windows and join rows back
+    #[arg(long)]
+    idle_timeout_ms: Option<u64>,
     /// Windowed queries: where records too late for every window go (they are logged and
     /// counted either way).
     #[arg(long)]
@@ -130,6 +136,7 @@ pub(crate) async fn run(args: JobArgs) -> anyhow::Result<()> {
     config.checkpoint_max_records = run.checkpoint_max_records;
     config.dead_letter_topic = run.dead_letter_topic;
     config.allowed_lateness_ms = run.allowed_lateness_ms;
+    config.idle_timeout_ms = run.idle_timeout_ms;
     config.late_topic = run.late_topic;
     config.max_state_entries = run.max_state_entries;
     config.client = args.connect.settings()?;

@@ -102,6 +102,10 @@ pub struct TransformConfig {
     /// Windowed queries: how late a record may be (event time behind its partition's largest).
     #[serde(default)]
     pub allowed_lateness_ms: i64,
+    /// Windowed queries and interval joins: an input partition without records for this long
+    /// stops holding the watermark back until it has records again (default: never).
+    #[serde(default)]
+    pub idle_timeout_ms: Option<u64>,
     /// Windowed queries: the most groups the open windows may hold (and joins: the most
     /// versions a table may hold).
     #[serde(default = "default_max_state_entries")]

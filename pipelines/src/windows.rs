@@ -68,6 +68,7 @@ pub fn job_config(
     job.checkpoint_interval_ms = config.checkpoint_interval_ms;
     job.dead_letter_topic = Some(config.dead_letter_topic());
     job.allowed_lateness_ms = transform.allowed_lateness_ms;
+    job.idle_timeout_ms = transform.idle_timeout_ms;
     job.late_topic = Some(config.late_topic());
     job.max_state_entries = transform.max_state_entries;
     job.client = client.clone();

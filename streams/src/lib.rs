@@ -18,6 +18,8 @@
 //! - [`window`] — aggregations: over event-time windows (`tumble`, `hop`, `session` — sessions
 //!   merge), or without one as an updating aggregate (upserts and tombstones keyed by the group);
 //!   local partial aggregation, a repartition topic, state with a changelog, watermarks, lateness.
+//! - [`watermark`] — a state partition's event time from its input partitions' times; idle
+//!   partitions (no records for `--idle-timeout-ms`) left out so they do not hold it back.
 //! - [`topic_reader`] — reading partitions up to their end (ad-hoc queries, schema samples,
 //!   state restore).
 //! - [`topic_table`] — a topic as a table for ad-hoc queries, or its latest value per key.
@@ -48,6 +50,7 @@ pub mod sql;
 pub mod streaming;
 pub mod topic_reader;
 pub mod topic_table;
+pub mod watermark;
 pub mod window;
 
 pub use error::{Result, StreamsError};

@@ -53,6 +53,10 @@ pub struct JobConfig {
     /// Windowed queries: how far behind the largest event time of its partition a record may
     /// be and still count (the watermark is that time minus this).
     pub allowed_lateness_ms: i64,
+    /// Windowed queries and interval joins: an input partition without records for this long
+    /// is idle and stops holding the watermark back until it has records again
+    /// (`crate::watermark`; Flink's `table.exec.source.idle-timeout`). None: never idle.
+    pub idle_timeout_ms: Option<u64>,
     /// Windowed queries: where records too late for every window go (in the same transaction);
     /// logged and counted either way.
     pub late_topic: Option<String>,
@@ -88,6 +92,7 @@ impl JobConfig {
             transaction_timeout_ms: 60_000,
             dead_letter_topic: None,
             allowed_lateness_ms: 0,
+            idle_timeout_ms: None,
             late_topic: None,
             max_state_entries: 1_000_000,
             table_as_input: false,
@@ -195,6 +200,8 @@ impl JobConfig {
             Some("checkpoint interval and size must be positive".to_string())
         } else if self.allowed_lateness_ms < 0 || self.max_state_entries == 0 {
             Some("allowed lateness cannot be negative, the state bound must be positive".into())
+        } else if self.idle_timeout_ms == Some(0) {
+            Some("the idle timeout must be positive (leave it out for none)".into())
         } else if self.schema_sample_records == 0 {
             Some("the schema sample must hold at least one record".to_string())
         } else {

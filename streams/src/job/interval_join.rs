@@ -7,6 +7,7 @@
 //! transaction, with the state's changes in the changelog.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
 
 use datafusion::arrow::array::{Array, ArrayRef, Int32Array, Int64Array};
 use datafusion::arrow::record_batch::RecordBatch;
@@ -17,6 +18,7 @@ use crate::decode::RecordDecoder;
 use crate::encode::encode;
 use crate::error::{Result, StreamsError};
 use crate::job::consumer::JobConsumer;
+use crate::job::idle::IdleInputs;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
 use crate::job::{decode_input, stateful, JobConfig, JobStats, Polled, Processor};
 use crate::join::interval::plan::{IntervalJoinPlan, SidePlan};
@@ -41,6 +43,7 @@ pub(super) struct IntervalJoin<'a> {
     /// Per owned input partition (input, partition), the largest event time seen.
     times: BTreeMap<(u8, i32), i64>,
     state: IntervalJoinState,
+    idle: IdleInputs,
 }
 
 impl<'a> IntervalJoin<'a> {
@@ -75,6 +78,7 @@ impl<'a> IntervalJoin<'a> {
             partitions,
             times: BTreeMap::new(),
             state,
+            idle: IdleInputs::new(config.idle_timeout_ms),
         })
     }
 
@@ -323,6 +327,7 @@ impl Processor for IntervalJoin<'_> {
             .map(|((input, partition), time)| ((input as u8, partition), time))
             .collect();
         self.state.clear();
+        self.idle.assigned(&owned.inputs, Instant::now());
         let changes =
             stateful::changelog::<JoinChangeKey, JoinChange>(self.config, &owned.repartition)?;
         if !owned.repartition.is_empty() {
@@ -354,6 +359,14 @@ impl Processor for IntervalJoin<'_> {
         stats: &mut JobStats,
     ) -> Result<()> {
         self.repartition(polled, checkpoint, stats)?;
+        for (input, partition) in self.idle.newly_idle(polled, Instant::now()) {
+            tracing::info!(job = %self.config.name, input = %self.config.inputs[input], partition, "input partition idle");
+            let idle = to_json(&JoinRecord::Idle {
+                input: input as u8,
+                partition,
+            });
+            stateful::to_every_partition(checkpoint, self.partitions, &idle);
+        }
         self.merge_and_emit(&polled.internal, checkpoint, stats)
     }
 }

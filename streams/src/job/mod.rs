@@ -9,11 +9,13 @@
 //! name share the input's partitions through the consumer group.
 //!
 //! The loop is blocking (run it on its own thread); DataFusion runs on a small runtime of its own.
-//! While it processes and commits one checkpoint, a helper thread polls the next one's records
-//! (`prefetch`: what keeps that exactly-once).
+//! While it processes one checkpoint, a helper thread polls the next one's records (`prefetch`)
+//! and another commits the previous one (`committer`): each says what keeps that exactly-once.
 
+mod committer;
 mod config;
 mod consumer;
+mod idle;
 mod interval_join;
 mod metrics;
 mod prefetch;
@@ -25,6 +27,8 @@ mod windowed;
 
 #[cfg(test)]
 mod exactly_once_tests;
+#[cfg(test)]
+mod idle_tests;
 #[cfg(test)]
 mod table_aggregate_tests;
 #[cfg(test)]
@@ -51,6 +55,7 @@ use crate::record::{InputRecord, ValueFormat};
 use crate::sql::SqlTransform;
 use crate::topic_reader::{self, Limit};
 use crate::window::spec::Windows;
+use committer::Committer;
 use consumer::JobConsumer;
 use prefetch::{Prefetch, Prefetched};
 use transaction::{Checkpoint, CheckpointWriter, Destination, Outgoing};
@@ -252,15 +257,16 @@ pub fn run_with_metrics(
     tracing::info!(job = %config.name, instance = %config.instance_id, inputs = ?config.inputs, output = %config.output, windowed = internal_topic.is_some(), "job started");
     let stats = std::thread::scope(|scope| {
         let prefetch = Prefetch::start(scope, config, &consumer, internal_topic.as_deref(), stop);
+        let committer = Committer::start(scope, &mut writer);
         let mut job = Loop {
             config,
             stop,
             end_of_input,
             metrics,
             consumer: &consumer,
-            writer: &mut writer,
             processor: processor.as_mut(),
             prefetch,
+            committer,
         };
         job.run()
     })?;
@@ -275,23 +281,62 @@ struct Loop<'a, 'p> {
     end_of_input: Option<&'a EndOfInput>,
     metrics: &'a JobMetrics,
     consumer: &'a JobConsumer,
-    writer: &'a mut CheckpointWriter,
     processor: &'a mut (dyn Processor + 'p),
     prefetch: Prefetch,
+    committer: Committer,
+}
+
+/// A checkpoint sent to the committer: what it did, counted once it committed.
+struct InFlight {
+    done: JobStats,
+    /// It announces the end of the input.
+    ending: bool,
+    started: Instant,
+    polled_ms: u64,
+    processed_ms: u64,
+    sent: Instant,
+    input: usize,
+    internal: usize,
+    produced: usize,
 }
 
 impl Loop<'_, '_> {
-    /// Checkpoints until `stop` or a fatal error: while one is processed and committed, the
-    /// next one's records are polled (`prefetch` says what keeps that exactly-once).
+    /// Checkpoints until `stop` or a fatal error: while one is processed, the previous one is
+    /// committed (`committer`) and the next one's records are polled (`prefetch`); each says
+    /// what keeps that exactly-once.
     fn run(&mut self) -> Result<JobStats> {
-        let config = self.config;
         let mut stats = JobStats::default();
+        let mut in_flight = None;
+        let result = self.checkpoints(&mut stats, &mut in_flight);
+        // Stopping, or a fatal error: the checkpoint in flight commits or aborts first.
+        let settled = self.settle(&mut stats, in_flight.take(), true);
+        result?;
+        settled?;
+        Ok(stats)
+    }
+
+    fn checkpoints(
+        &mut self,
+        stats: &mut JobStats,
+        in_flight: &mut Option<InFlight>,
+    ) -> Result<()> {
         while !self.stop.load(Ordering::SeqCst) {
             let started = Instant::now();
             let Prefetched { polled, group } = self.prefetch.take()?;
             let filled = Instant::now();
             if self.consumer.context().take_rebalanced() {
-                self.rebalanced(&mut stats, polled.len())?;
+                // The checkpoint in flight commits or aborts under the old assignment; the new
+                // one starts from the committed offsets either way.
+                self.settle(stats, in_flight.take(), false)?;
+                self.rebalanced(stats, polled.len())?;
+                continue;
+            }
+            let end_pending = self
+                .end_of_input
+                .is_some_and(|end| end.requested() && !end.sent());
+            // Whether the end is still to be announced depends on the checkpoint in flight;
+            // with nothing new polled, it commits before the loop polls again.
+            if (end_pending || polled.is_empty()) && !self.settle(stats, in_flight.take(), true)? {
                 continue;
             }
             let ending = self
@@ -318,41 +363,82 @@ impl Loop<'_, '_> {
                 self.processor
                     .checkpoint(&polled, &mut checkpoint, &mut done)?;
             }
+            // This checkpoint begins its transaction once the previous one committed; if that
+            // one aborted, the input was rewound and the state rebuilt: this one is dropped.
+            if !self.settle(stats, in_flight.take(), true)? {
+                continue;
+            }
             if ending.is_some() {
                 self.processor
                     .end_of_input(self.consumer, &mut checkpoint)?;
                 self.prefetch.request();
             }
             let processed = Instant::now();
-            match self.writer.commit(group.as_ref(), &checkpoint) {
-                Ok(()) => {
-                    if let Some(end) = ending {
-                        tracing::info!(job = %config.name, "end of input announced");
-                        end.sent.store(true, Ordering::SeqCst);
-                    }
-                    stats.add(&done);
-                    self.metrics
-                        .committed(&done, started.elapsed().as_secs_f64());
-                    let (entries, windows) = self.processor.state_size();
-                    self.metrics.window_state(entries, windows);
-                    tracing::debug!(job = %config.name, input = polled.input_len(), internal = polled.internal.len(), produced = checkpoint.records.len(), poll_ms = (filled - started).as_millis() as u64, process_ms = (processed - filled).as_millis() as u64, commit_ms = processed.elapsed().as_millis() as u64, "checkpoint committed");
+            *in_flight = Some(InFlight {
+                done,
+                ending: ending.is_some(),
+                started,
+                polled_ms: (filled - started).as_millis() as u64,
+                processed_ms: (processed - filled).as_millis() as u64,
+                sent: processed,
+                input: polled.input_len(),
+                internal: polled.internal.len(),
+                produced: checkpoint.records.len(),
+            });
+            self.committer.send(group, checkpoint)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the checkpoint in flight: counts it once committed (true), or, aborted,
+    /// rewinds the input (when `rewind`: not after a rebalance, whose new assignment starts
+    /// from the committed offsets anyway and whose partitions cannot be sought yet) and
+    /// rebuilds the state (false). A fenced producer is fatal.
+    fn settle(
+        &mut self,
+        stats: &mut JobStats,
+        in_flight: Option<InFlight>,
+        rewind: bool,
+    ) -> Result<bool> {
+        let config = self.config;
+        let Some(flight) = in_flight else {
+            return Ok(true);
+        };
+        let Some(committed) = self.committer.wait() else {
+            return Ok(true);
+        };
+        match committed {
+            Ok(()) => {
+                if let Some(end) = self.end_of_input.filter(|_| flight.ending) {
+                    tracing::info!(job = %config.name, "end of input announced");
+                    end.sent.store(true, Ordering::SeqCst);
                 }
-                Err(error) if error.fenced().is_some() => return Err(error),
-                Err(error) => {
-                    stats.checkpoints_aborted += 1;
-                    self.metrics.aborted();
-                    tracing::warn!(job = %config.name, %error, "checkpoint aborted; rewinding to the committed offsets");
+                stats.add(&flight.done);
+                self.metrics
+                    .committed(&flight.done, flight.started.elapsed().as_secs_f64());
+                let (entries, windows) = self.processor.state_size();
+                self.metrics.window_state(entries, windows);
+                tracing::debug!(job = %config.name, input = flight.input, internal = flight.internal, produced = flight.produced, poll_ms = flight.polled_ms, process_ms = flight.processed_ms, commit_ms = flight.sent.elapsed().as_millis() as u64, "checkpoint committed");
+                Ok(true)
+            }
+            Err(error) if error.fenced().is_some() => Err(error),
+            Err(error) => {
+                stats.checkpoints_aborted += 1;
+                self.metrics.aborted();
+                tracing::warn!(job = %config.name, %error, "checkpoint aborted; rewinding to the committed offsets");
+                if rewind {
                     self.prefetch.settle();
-                    // After a rebalance (seen by the next take) the assignment starts from the
-                    // committed offsets anyway, and a partition just assigned cannot be sought.
+                    // After a rebalance (seen by the next take) the assignment starts from
+                    // the committed offsets anyway, and a partition just assigned cannot be
+                    // sought.
                     if !self.consumer.context().rebalanced() {
                         consumer::rewind(self.consumer)?;
                     }
                     self.processor.reload(self.consumer)?;
                 }
+                Ok(false)
             }
         }
-        Ok(stats)
     }
 
     /// After a rebalance: what was polled is dropped (eager assignment: the partitions kept or

@@ -11,6 +11,13 @@ use weir_client::{CheckpointProducer, Outgoing as ProducedRecord};
 use crate::error::{Result, StreamsError};
 use crate::job::JobConfig;
 
+/// Records without a key (windows' results, most often) each go to a partition of their own
+/// choosing rather than stick to one partition for a while (librdkafka's default, 10 ms):
+/// a window's results come out once a checkpoint, so a sticky partition would take a whole
+/// checkpoint's, leaving the others quiet — and a job reading the output by event time holds
+/// its watermark at its quietest partition's last record. (`-X` overrides it.)
+const OUTPUT_SPREAD: (&str, &str) = ("sticky.partitioning.linger.ms", "0");
+
 /// Where a record of a checkpoint goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Destination {
@@ -58,7 +65,7 @@ impl CheckpointWriter {
             &config.client,
             &config.transactional_id(),
             u64::from(config.transaction_timeout_ms),
-            &[],
+            &[OUTPUT_SPREAD],
         )?;
         Ok(CheckpointWriter {
             producer,

@@ -5,6 +5,7 @@
 //! (`crate::window::changes`).
 
 use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
 
 use datafusion::arrow::record_batch::RecordBatch;
 
@@ -12,6 +13,7 @@ use crate::decode::RecordDecoder;
 use crate::encode::encode;
 use crate::error::{Result, StreamsError};
 use crate::job::consumer::JobConsumer;
+use crate::job::idle::IdleInputs;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
 use crate::job::{
     decode_input, decode_input_rejecting, stateful, JobConfig, JobStats, Polled, Processor,
@@ -40,6 +42,7 @@ pub(super) struct Windowed<'a> {
     store: WindowStore,
     /// Over a table's changes: each key's current row, for the owned input partitions.
     table_rows: TableRows,
+    idle: IdleInputs,
 }
 
 impl<'a> Windowed<'a> {
@@ -60,6 +63,10 @@ impl<'a> Windowed<'a> {
             partitions,
             times: PartitionTimes::new(),
             table_rows: TableRows::default(),
+            idle: IdleInputs::new(match query.window {
+                Windows::Updating => None,
+                Windows::Fixed(_) | Windows::Session { .. } => config.idle_timeout_ms,
+            }),
             store: WindowStore::new(WindowStoreConfig {
                 window: query.window,
                 aggregates: match config.table_as_input {
@@ -322,6 +329,7 @@ impl Processor for Windowed<'_> {
             .collect();
         self.store.clear();
         self.store.set_owned(owned.repartition.clone());
+        self.idle.assigned(&owned.inputs, Instant::now());
         self.table_rows.clear();
         // A table's rows are in the changelog partition numbered like their input partition.
         let inputs: BTreeSet<i32> = owned.inputs.iter().map(|(_, p)| *p).collect();
@@ -387,6 +395,11 @@ impl Processor for Windowed<'_> {
             self.pre_aggregate_table_changes(input, checkpoint, stats)?;
         } else if !input.is_empty() {
             self.pre_aggregate(input, checkpoint, stats)?;
+        }
+        for (_, source_partition) in self.idle.newly_idle(polled, Instant::now()) {
+            tracing::info!(job = %self.config.name, partition = source_partition, "input partition idle");
+            let idle = to_json(&RepartitionRecord::Idle { source_partition });
+            stateful::to_every_partition(checkpoint, self.partitions, &idle);
         }
         self.merge_and_emit(&polled.internal, checkpoint, stats)
     }

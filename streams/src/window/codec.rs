@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StreamsError};
+use crate::watermark::IdleSources;
 use crate::window::accumulator::Accumulator;
 use crate::window::datum::Datum;
 use crate::window::pre_aggregate::PartialGroup;
@@ -32,6 +33,8 @@ pub enum RepartitionRecord {
         source_partition: i32,
         max_time_ms: i64,
     },
+    /// An input partition without records for the idle timeout (`crate::watermark`).
+    Idle { source_partition: i32 },
     /// A bounded run's input partition ended: once every input partition has, the windows still
     /// open are closed and emitted (as a bounded source ends in Flink).
     EndOfInput { source_partition: i32 },
@@ -57,6 +60,7 @@ pub enum ChangelogKey {
         keys: Vec<Datum>,
     },
     SourceTimes,
+    IdleSources,
     /// An aggregate over a table's changes: the row a table key adds to its group now.
     TableRow {
         source_partition: i32,
@@ -75,6 +79,7 @@ pub enum ChangelogValue {
         accumulators: Vec<Accumulator>,
     },
     SourceTimes(BTreeMap<i32, i64>),
+    IdleSources(IdleSources<i32>),
     TableRow(TableRow),
 }
 

@@ -16,7 +16,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StreamsError};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Written as the plain JSON value (`null`, `true`, `3`, `2.5`, `"a"`); read back by the JSON
+/// value's kind (see the `Deserialize` impl: not `untagged`, which tries every variant in turn
+/// and builds an error for each miss — a third of an interval join's time went there).
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Datum {
     Null,
@@ -123,6 +126,55 @@ impl Datum {
     }
 }
 
+impl<'de> Deserialize<'de> for Datum {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Datum, D::Error> {
+        deserializer.deserialize_any(DatumVisitor)
+    }
+}
+
+struct DatumVisitor;
+
+impl<'de> serde::de::Visitor<'de> for DatumVisitor {
+    type Value = Datum;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str("null, a boolean, a number or a string")
+    }
+
+    fn visit_unit<E>(self) -> Result<Datum, E> {
+        Ok(Datum::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Datum, E> {
+        Ok(Datum::Null)
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Datum, E> {
+        Ok(Datum::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Datum, E> {
+        Ok(Datum::Int(value))
+    }
+
+    /// Beyond `i64` (never written by Weir): a float, as the untagged form read it.
+    fn visit_u64<E>(self, value: u64) -> Result<Datum, E> {
+        Ok(i64::try_from(value).map_or(Datum::Float(value as f64), Datum::Int))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Datum, E> {
+        Ok(Datum::Float(value))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Datum, E> {
+        Ok(Datum::Str(value.to_string()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Datum, E> {
+        Ok(Datum::Str(value))
+    }
+}
+
 impl PartialEq for Datum {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
@@ -215,5 +267,22 @@ mod tests {
         let json = serde_json::to_string(&floats).unwrap();
         assert_eq!(json, "[2.0,0.5]");
         assert_eq!(serde_json::from_str::<Vec<Datum>>(&json).unwrap(), floats);
+
+        let mixed = vec![
+            Datum::Null,
+            Datum::Bool(true),
+            Datum::Int(i64::MIN),
+            Datum::Float(-1.5),
+            Datum::Str("a \"b\"".into()),
+        ];
+        let json = serde_json::to_string(&mixed).unwrap();
+        assert_eq!(json, r#"[null,true,-9223372036854775808,-1.5,"a \"b\""]"#);
+        assert_eq!(serde_json::from_str::<Vec<Datum>>(&json).unwrap(), mixed);
+        assert_eq!(
+            serde_json::from_str::<Datum>("18446744073709551615").unwrap(),
+            Datum::Float(u64::MAX as f64)
+        );
+        assert!(serde_json::from_str::<Datum>("[1]").is_err());
+        assert!(serde_json::from_str::<Datum>(r#"{"a":1}"#).is_err());
     }
 }

@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::{Result, StreamsError};
+use crate::watermark::SourceClock;
 use crate::window::accumulator::{Accumulator, AggregateKind};
 use crate::window::changes;
 use crate::window::codec::{ChangelogKey, ChangelogValue, RepartitionRecord};
@@ -44,7 +45,7 @@ struct PartitionState {
     windows: BTreeMap<i64, HashMap<Vec<Datum>, Vec<Accumulator>>>,
     /// Session windows.
     sessions: OpenSessions,
-    source_times: BTreeMap<i32, i64>,
+    clock: SourceClock<i32>,
     /// Groups (window or session start, keys) changed since the changelog was last written.
     changed: BTreeSet<(i64, Vec<Datum>)>,
     /// Groups emitted, or sessions merged into another: tombstones for the changelog.
@@ -52,6 +53,8 @@ struct PartitionState {
     /// Aggregates over table changes: groups whose rows are all gone, for the output.
     deleted: Vec<Vec<Datum>>,
     times_changed: bool,
+    /// Whether the changelog's last idle record names idle partitions (to be cleared).
+    idle_logged: bool,
     /// Input partitions whose end a bounded run announced (not persisted: a restarted bounded
     /// run announces them again).
     ended: BTreeSet<i32>,
@@ -149,11 +152,8 @@ impl WindowStore {
     /// The watermark of `partition`, once every input partition has shown an event time.
     pub fn watermark(&self, partition: i32) -> Option<i64> {
         let state = self.partitions.get(&partition)?;
-        if (state.source_times.len() as i32) < self.config.input_partitions {
-            return None;
-        }
-        let oldest = state.source_times.values().min()?;
-        Some(oldest - self.config.allowed_lateness_ms)
+        let event_time = state.clock.event_time_ms()?;
+        Some(event_time - self.config.allowed_lateness_ms)
     }
 
     pub fn merge(&mut self, partition: i32, record: RepartitionRecord) -> Result<Merged> {
@@ -162,12 +162,16 @@ impl WindowStore {
                 source_partition,
                 max_time_ms,
             } => {
+                let sources = self.config.input_partitions as usize;
                 let state = self.partition_state(partition);
-                let time = state
-                    .source_times
-                    .entry(source_partition)
-                    .or_insert(max_time_ms);
-                *time = (*time).max(max_time_ms);
+                state.clock.advance(source_partition, max_time_ms, sources);
+                state.times_changed = true;
+                Ok(Merged::Applied)
+            }
+            RepartitionRecord::Idle { source_partition } => {
+                let sources = self.config.input_partitions as usize;
+                let state = self.partition_state(partition);
+                state.clock.set_idle(source_partition, sources);
                 state.times_changed = true;
                 Ok(Merged::Applied)
             }
@@ -306,8 +310,7 @@ impl WindowStore {
         };
         let time = last_end.saturating_add(lateness);
         for source in 0..inputs {
-            let known = state.source_times.entry(source).or_insert(time);
-            *known = (*known).max(time);
+            state.clock.advance(source, time, inputs as usize);
         }
         state.times_changed = true;
     }
@@ -476,8 +479,15 @@ impl WindowStore {
         if std::mem::take(&mut state.times_changed) {
             changes.push((
                 ChangelogKey::SourceTimes,
-                Some(ChangelogValue::SourceTimes(state.source_times.clone())),
+                Some(ChangelogValue::SourceTimes(state.clock.times().clone())),
             ));
+            if state.clock.has_idle() || std::mem::take(&mut state.idle_logged) {
+                state.idle_logged = state.clock.has_idle();
+                changes.push((
+                    ChangelogKey::IdleSources,
+                    Some(ChangelogValue::IdleSources(state.clock.idle_sources())),
+                ));
+            }
         }
         changes
     }
@@ -489,10 +499,15 @@ impl WindowStore {
         key: ChangelogKey,
         value: Option<ChangelogValue>,
     ) -> Result<()> {
+        let sources = self.config.input_partitions as usize;
         let state = self.partition_state(partition);
         match (key, value) {
             (ChangelogKey::SourceTimes, Some(ChangelogValue::SourceTimes(times))) => {
-                state.source_times = times;
+                state.clock.restore_times(times, sources);
+            }
+            (ChangelogKey::IdleSources, Some(ChangelogValue::IdleSources(idle))) => {
+                state.idle_logged = !idle.sources.is_empty();
+                state.clock.restore_idle(idle, sources);
             }
             (
                 ChangelogKey::Group {
@@ -527,7 +542,11 @@ impl WindowStore {
                         };
                         state.sessions.restore(&keys, window_start_ms, session);
                     }
-                    Some(ChangelogValue::SourceTimes(_) | ChangelogValue::TableRow(_)) => {
+                    Some(
+                        ChangelogValue::SourceTimes(_)
+                        | ChangelogValue::IdleSources(_)
+                        | ChangelogValue::TableRow(_),
+                    ) => {
                         return Err(StreamsError::Config(
                             "a changelog group record holds something else than a group".into(),
                         ))

@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StreamsError};
+use crate::watermark::{IdleSources, SourceClock};
 use crate::window::datum::Datum;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -66,6 +67,11 @@ pub enum JoinRecord {
         partition: i32,
         max_time_ms: i64,
     },
+    /// An input partition without records for the idle timeout (`crate::watermark`).
+    Idle {
+        input: u8,
+        partition: i32,
+    },
     /// A bounded run's input partition ended.
     EndOfInput {
         input: u8,
@@ -79,6 +85,7 @@ pub enum JoinRecord {
 pub enum JoinChangeKey {
     Row(RowId),
     SourceTimes,
+    IdleSources,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +93,7 @@ pub enum JoinChangeKey {
 pub enum JoinChange {
     Row { row: JoinRow, matched: bool },
     SourceTimes(Vec<((u8, i32), i64)>),
+    IdleSources(IdleSources<(u8, i32)>),
 }
 
 /// One output row: a left row with its match, or with none (left outer join).
@@ -109,6 +117,9 @@ pub struct IntervalJoinConfig {
 struct Held {
     row: JoinRow,
     matched: bool,
+    /// Whether the changelog has a record of the row (a row added and dropped between two
+    /// checkpoints needs neither its record nor a tombstone).
+    logged: bool,
 }
 
 #[derive(Default)]
@@ -119,11 +130,13 @@ struct PartitionState {
     expiry: BTreeSet<(i64, RowId, Side, Vec<Datum>)>,
     /// Each held row's entry in `expiry`, by id.
     by_id: HashMap<RowId, (i64, Side, Vec<Datum>)>,
-    source_times: BTreeMap<(u8, i32), i64>,
+    clock: SourceClock<(u8, i32)>,
     ended: BTreeSet<(u8, i32)>,
     changed: BTreeSet<(Side, Vec<Datum>, RowId)>,
     dropped: Vec<RowId>,
     times_changed: bool,
+    /// Whether the changelog's last idle record names idle partitions (to be cleared).
+    idle_logged: bool,
 }
 
 pub struct IntervalJoinState {
@@ -162,11 +175,8 @@ impl IntervalJoinState {
     /// The watermark of `partition`, once every input partition has shown an event time.
     pub fn watermark(&self, partition: i32) -> Option<i64> {
         let state = self.partitions.get(&partition)?;
-        if state.source_times.len() < self.sources() {
-            return None;
-        }
-        let oldest = state.source_times.values().min()?;
-        Some(oldest - self.config.allowed_lateness_ms)
+        let event_time = state.clock.event_time_ms()?;
+        Some(event_time - self.config.allowed_lateness_ms)
     }
 
     /// When a held row can no longer match anything still to come.
@@ -185,12 +195,19 @@ impl IntervalJoinState {
                 partition: source,
                 max_time_ms,
             } => {
+                let sources = self.sources();
                 let state = self.partitions.entry(partition).or_default();
-                let time = state
-                    .source_times
-                    .entry((input, source))
-                    .or_insert(max_time_ms);
-                *time = (*time).max(max_time_ms);
+                state.clock.advance((input, source), max_time_ms, sources);
+                state.times_changed = true;
+                Ok(Vec::new())
+            }
+            JoinRecord::Idle {
+                input,
+                partition: source,
+            } => {
+                let sources = self.sources();
+                let state = self.partitions.entry(partition).or_default();
+                state.clock.set_idle((input, source), sources);
                 state.times_changed = true;
                 Ok(Vec::new())
             }
@@ -260,7 +277,12 @@ impl IntervalJoinState {
         }
         let id = row.id;
         state.changed.insert((row.side, row.keys.clone(), id));
-        if state.hold(expires, Held { row, matched }) {
+        let held = Held {
+            row,
+            matched,
+            logged: false,
+        };
+        if state.hold(expires, held) {
             self.entries += 1;
         }
         self.check_bound()?;
@@ -284,9 +306,9 @@ impl IntervalJoinState {
             return;
         };
         let time = last.saturating_add(1).saturating_add(lateness);
+        let count = sources.len();
         for source in sources {
-            let known = state.source_times.entry(source).or_insert(time);
-            *known = (*known).max(time);
+            state.clock.advance(source, time, count);
         }
         state.times_changed = true;
     }
@@ -323,7 +345,9 @@ impl IntervalJoinState {
             };
             self.entries -= 1;
             state.changed.remove(&(side, keys, id));
-            state.dropped.push(id);
+            if held.logged {
+                state.dropped.push(id);
+            }
             if side == Side::Left && left_outer && !held.matched {
                 unmatched.push(Joined {
                     left: held.row.values,
@@ -345,7 +369,14 @@ impl IntervalJoinState {
                 .map(|id| (JoinChangeKey::Row(id), None))
                 .collect();
         for (side, keys, id) in std::mem::take(&mut state.changed) {
-            let held = &state.rows[&(side, keys)][&id];
+            let Some(held) = state
+                .rows
+                .get_mut(&(side, keys))
+                .and_then(|rows| rows.get_mut(&id))
+            else {
+                continue;
+            };
+            held.logged = true;
             changes.push((
                 JoinChangeKey::Row(id),
                 Some(JoinChange::Row {
@@ -355,11 +386,18 @@ impl IntervalJoinState {
             ));
         }
         if std::mem::take(&mut state.times_changed) {
-            let times = state.source_times.iter().map(|(s, t)| (*s, *t)).collect();
+            let times = state.clock.times().iter().map(|(s, t)| (*s, *t)).collect();
             changes.push((
                 JoinChangeKey::SourceTimes,
                 Some(JoinChange::SourceTimes(times)),
             ));
+            if state.clock.has_idle() || std::mem::take(&mut state.idle_logged) {
+                state.idle_logged = state.clock.has_idle();
+                changes.push((
+                    JoinChangeKey::IdleSources,
+                    Some(JoinChange::IdleSources(state.clock.idle_sources())),
+                ));
+            }
         }
         changes
     }
@@ -373,15 +411,27 @@ impl IntervalJoinState {
     ) -> Result<()> {
         match (key, value) {
             (JoinChangeKey::SourceTimes, Some(JoinChange::SourceTimes(times))) => {
+                let sources = self.sources();
                 let state = self.partitions.entry(partition).or_default();
-                state.source_times = times.into_iter().collect();
+                state.clock.restore_times(times, sources);
+            }
+            (JoinChangeKey::IdleSources, Some(JoinChange::IdleSources(idle))) => {
+                let sources = self.sources();
+                let state = self.partitions.entry(partition).or_default();
+                state.idle_logged = !idle.sources.is_empty();
+                state.clock.restore_idle(idle, sources);
             }
             (JoinChangeKey::Row(id), None) => self.forget(partition, id),
             (JoinChangeKey::Row(id), Some(JoinChange::Row { row, matched })) if row.id == id => {
                 self.forget(partition, id);
                 let expires = self.expires_after(row.side, row.time_ms);
                 let state = self.partitions.entry(partition).or_default();
-                if state.hold(expires, Held { row, matched }) {
+                let held = Held {
+                    row,
+                    matched,
+                    logged: true,
+                };
+                if state.hold(expires, held) {
                     self.entries += 1;
                 }
             }
@@ -409,8 +459,10 @@ impl IntervalJoinState {
 impl PartitionState {
     /// Holds `held` until the watermark passes `expires`; false when it replaced a row with
     /// the same id.
-    fn hold(&mut self, expires: i64, held: Held) -> bool {
-        let replaced = self.release(held.row.id).is_some();
+    fn hold(&mut self, expires: i64, mut held: Held) -> bool {
+        let replaced = self.release(held.row.id);
+        held.logged |= replaced.as_ref().is_some_and(|old| old.logged);
+        let replaced = replaced.is_some();
         let (id, side, keys) = (held.row.id, held.row.side, held.row.keys.clone());
         self.expiry.insert((expires, id, side, keys.clone()));
         self.by_id.insert(id, (expires, side, keys.clone()));

@@ -227,3 +227,97 @@ fn the_state_bound_is_an_error_not_growth() {
         assert_eq!(result.is_err(), offset == 2, "row {offset}");
     }
 }
+
+fn row(side: Side, offset: i64, time_ms: i64) -> JoinRow {
+    let input = if side == Side::Left { 0 } else { 1 };
+    JoinRow {
+        side,
+        id: RowId {
+            input,
+            partition: 0,
+            offset,
+        },
+        keys: vec![Datum::Int(1)],
+        time_ms,
+        values: vec![Datum::Int(offset)],
+    }
+}
+
+fn time(input: u8, partition: i32, max_time_ms: i64) -> JoinRecord {
+    JoinRecord::Time {
+        input,
+        partition,
+        max_time_ms,
+    }
+}
+
+/// Input 1's partitions 1 and 2 never have a record: only their idleness lets the watermark
+/// start, and the rows then leave the state — those that came and went between two changelog
+/// writes without a trace in the changelog, the one written before as a tombstone.
+#[test]
+fn idle_partitions_let_rows_expire_and_short_lived_rows_skip_the_changelog() {
+    let mut state = IntervalJoinState::new(IntervalJoinConfig {
+        input_partitions: vec![1, 3],
+        ..config(false)
+    });
+    state
+        .merge(0, JoinRecord::Row(row(Side::Left, 0, 0)))
+        .unwrap();
+    state.merge(0, time(0, 0, 0)).unwrap();
+    let written = state.take_changes(0);
+    assert!(written.contains(&(
+        JoinChangeKey::Row(row(Side::Left, 0, 0).id),
+        Some(JoinChange::Row {
+            row: row(Side::Left, 0, 0),
+            matched: false
+        })
+    )));
+    state
+        .merge(0, JoinRecord::Row(row(Side::Left, 1, 1000)))
+        .unwrap();
+    state
+        .merge(0, JoinRecord::Row(row(Side::Right, 0, 1000)))
+        .unwrap();
+    state.merge(0, time(0, 0, 2000)).unwrap();
+    state.merge(0, time(1, 0, 2000)).unwrap();
+    assert!(state.expire(0).is_empty());
+    assert_eq!(
+        state.entries(),
+        3,
+        "partitions 1 and 2 of input 1 hold the watermark"
+    );
+    state
+        .merge(
+            0,
+            JoinRecord::Idle {
+                input: 1,
+                partition: 1,
+            },
+        )
+        .unwrap();
+    state
+        .merge(
+            0,
+            JoinRecord::Idle {
+                input: 1,
+                partition: 2,
+            },
+        )
+        .unwrap();
+    assert_eq!(state.watermark(0), Some(2000 - LATENESS_MS));
+    state.expire(0);
+    assert_eq!(state.entries(), 0);
+    let changes = state.take_changes(0);
+    let rows: Vec<_> = changes
+        .iter()
+        .filter(|(key, _)| matches!(key, JoinChangeKey::Row(_)))
+        .collect();
+    assert_eq!(
+        rows,
+        [&(JoinChangeKey::Row(row(Side::Left, 0, 0).id), None)],
+        "only the row written before leaves a tombstone"
+    );
+    // The idleness is in the changelog: a restored state has the same watermark.
+    let restored = restored(&[written, changes].concat(), false);
+    assert_eq!(restored.watermark(0), Some(2000 - LATENESS_MS));
+}

@@ -1,0 +1,80 @@
+//! Checkpoints are committed on a helper thread, so that producing one checkpoint's records
+//! and committing its transaction overlap with processing the next one (on the other core).
+//!
+//! What keeps this exactly-once (the loop in `job/mod.rs` relies on each point):
+//! - One checkpoint at a time: the loop waits for the one in flight ([`Committer::wait`])
+//!   before it sends the next, so transactions begin and commit in checkpoint order.
+//! - The next checkpoint is only computed in memory while the previous one commits; it is sent
+//!   only once that one committed. If it was aborted instead, the loop drops the next one,
+//!   rewinds the input to the committed offsets and rebuilds the state (which the next one had
+//!   already changed) from the changelog — as after any aborted checkpoint.
+
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::Scope;
+
+use rdkafka::consumer::ConsumerGroupMetadata;
+
+use crate::error::{Result, StreamsError};
+use crate::job::transaction::{Checkpoint, CheckpointWriter};
+
+type Request = (Option<ConsumerGroupMetadata>, Checkpoint);
+
+pub(super) struct Committer {
+    requests: SyncSender<Request>,
+    answers: Receiver<Result<()>>,
+    in_flight: bool,
+}
+
+impl Committer {
+    /// Starts the helper in `scope`; it ends once this is dropped.
+    pub(super) fn start<'scope, 'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        writer: &'env mut CheckpointWriter,
+    ) -> Self {
+        let (requests, requested) = sync_channel::<Request>(1);
+        let (answer, answers) = sync_channel(1);
+        scope.spawn(move || {
+            while let Ok((group, checkpoint)) = requested.recv() {
+                let committed = writer.commit(group.as_ref(), &checkpoint);
+                // The records are dropped here, off the loop's thread.
+                drop(checkpoint);
+                if answer.send(committed).is_err() {
+                    break;
+                }
+            }
+        });
+        Committer {
+            requests,
+            answers,
+            in_flight: false,
+        }
+    }
+
+    /// Commits `checkpoint` (its offsets under `group`) in the background; the one sent before
+    /// must have been waited for.
+    pub(super) fn send(
+        &mut self,
+        group: Option<ConsumerGroupMetadata>,
+        checkpoint: Checkpoint,
+    ) -> Result<()> {
+        assert!(!self.in_flight, "one checkpoint commits at a time");
+        self.requests
+            .send((group, checkpoint))
+            .map_err(|_| StreamsError::Config("the job's committing thread stopped".into()))?;
+        self.in_flight = true;
+        Ok(())
+    }
+
+    /// How the checkpoint in flight ended (`None`: none was).
+    pub(super) fn wait(&mut self) -> Option<Result<()>> {
+        if !self.in_flight {
+            return None;
+        }
+        self.in_flight = false;
+        Some(self.answers.recv().unwrap_or_else(|_| {
+            Err(StreamsError::Config(
+                "the job's committing thread stopped".into(),
+            ))
+        }))
+    }
+}
