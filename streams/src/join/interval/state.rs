@@ -126,13 +126,13 @@ struct Held {
 struct PartitionState {
     /// Rows by side and key, each by id.
     rows: HashMap<(Side, Vec<Datum>), BTreeMap<RowId, Held>>,
-    /// When each row may go: (watermark it waits for, id, side, key).
-    expiry: BTreeSet<(i64, RowId, Side, Vec<Datum>)>,
+    /// When each row may go: (watermark it waits for, id).
+    expiry: BTreeSet<(i64, RowId)>,
     /// Each held row's entry in `expiry`, by id.
     by_id: HashMap<RowId, (i64, Side, Vec<Datum>)>,
     clock: SourceClock<(u8, i32)>,
     ended: BTreeSet<(u8, i32)>,
-    changed: BTreeSet<(Side, Vec<Datum>, RowId)>,
+    changed: BTreeSet<RowId>,
     dropped: Vec<RowId>,
     times_changed: bool,
     /// Whether the changelog's last idle record names idle partitions (to be cleared).
@@ -259,7 +259,7 @@ impl IntervalJoinState {
                         Side::Right => {
                             if !held.matched {
                                 held.matched = true;
-                                state.changed.insert((other, row.keys.clone(), *id));
+                                state.changed.insert(*id);
                             }
                             Joined {
                                 left: held.row.values.clone(),
@@ -276,7 +276,7 @@ impl IntervalJoinState {
             return Ok(joined);
         }
         let id = row.id;
-        state.changed.insert((row.side, row.keys.clone(), id));
+        state.changed.insert(id);
         let held = Held {
             row,
             matched,
@@ -302,7 +302,7 @@ impl IntervalJoinState {
         let Some(state) = self.partitions.get_mut(&partition) else {
             return;
         };
-        let Some((last, _, _, _)) = state.expiry.last() else {
+        let Some((last, _)) = state.expiry.last() else {
             return;
         };
         let time = last.saturating_add(1).saturating_add(lateness);
@@ -335,16 +335,17 @@ impl IntervalJoinState {
             return Vec::new();
         };
         let mut unmatched = Vec::new();
-        while let Some((expires, id, side, keys)) = state.expiry.first().cloned() {
+        while let Some(&(expires, id)) = state.expiry.first() {
             if expires >= watermark {
                 break;
             }
-            state.expiry.pop_first();
             let Some(held) = state.release(id) else {
+                state.expiry.pop_first();
                 continue;
             };
             self.entries -= 1;
-            state.changed.remove(&(side, keys, id));
+            let side = held.row.side;
+            state.changed.remove(&id);
             if held.logged {
                 state.dropped.push(id);
             }
@@ -368,12 +369,8 @@ impl IntervalJoinState {
                 .into_iter()
                 .map(|id| (JoinChangeKey::Row(id), None))
                 .collect();
-        for (side, keys, id) in std::mem::take(&mut state.changed) {
-            let Some(held) = state
-                .rows
-                .get_mut(&(side, keys))
-                .and_then(|rows| rows.get_mut(&id))
-            else {
+        for id in std::mem::take(&mut state.changed) {
+            let Some(held) = state.held_mut(id) else {
                 continue;
             };
             held.logged = true;
@@ -464,16 +461,21 @@ impl PartitionState {
         held.logged |= replaced.as_ref().is_some_and(|old| old.logged);
         let replaced = replaced.is_some();
         let (id, side, keys) = (held.row.id, held.row.side, held.row.keys.clone());
-        self.expiry.insert((expires, id, side, keys.clone()));
+        self.expiry.insert((expires, id));
         self.by_id.insert(id, (expires, side, keys.clone()));
         self.rows.entry((side, keys)).or_default().insert(id, held);
         !replaced
     }
 
+    fn held_mut(&mut self, id: RowId) -> Option<&mut Held> {
+        let (_, side, keys) = self.by_id.get(&id)?;
+        self.rows.get_mut(&(*side, keys.clone()))?.get_mut(&id)
+    }
+
     /// Takes the row `id` out of every index.
     fn release(&mut self, id: RowId) -> Option<Held> {
         let (expires, side, keys) = self.by_id.remove(&id)?;
-        self.expiry.remove(&(expires, id, side, keys.clone()));
+        self.expiry.remove(&(expires, id));
         let group = (side, keys);
         let rows = self.rows.get_mut(&group)?;
         let held = rows.remove(&id);
