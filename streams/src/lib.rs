@@ -7,7 +7,8 @@
 //!
 //! Module map:
 //! - [`adhoc`] — ad-hoc SQL over topics (`weir sql`): every topic a table, read up to its end.
-//! - [`record`] — input and output records, value formats.
+//! - [`record`] — input and output records, value formats; [`record_time`] — a stateless
+//!   job's output records keep their input record's timestamp.
 //! - [`decode`] — consumed records → an Arrow batch (JSON by a declared or inferred schema, or
 //!   raw strings; plus `_key`, `_partition`, `_offset`, `_timestamp`); bad records are rejected
 //!   with a reason, never dropped silently.
@@ -46,6 +47,7 @@ pub mod error;
 pub mod job;
 pub mod join;
 pub mod record;
+pub mod record_time;
 pub mod sql;
 pub mod streaming;
 pub mod topic_reader;

@@ -23,6 +23,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use crate::error::{Result, StreamsError};
 use crate::join::interval::plan::IntervalJoinPlan;
 use crate::join::{self, plan::TableJoin, table::TableState};
+use crate::record_time;
 use crate::streaming;
 use crate::window::functions;
 use crate::window::query::WindowedQuery;
@@ -179,7 +180,7 @@ impl SqlTransform {
                 "the query selects no columns: {query}"
             )));
         }
-        let columns_read = columns_read(&session.optimize(&plan)?)?;
+        let mut columns_read = columns_read(&session.optimize(&plan)?)?;
         let input_names: Vec<&str> = inputs.iter().map(|(name, _)| *name).collect();
         if tables.is_empty() {
             if let Some(interval) = join::interval::plan::extract(&plan, &input_names)? {
@@ -218,7 +219,12 @@ impl SqlTransform {
                 ))
             }
             Some(windowed) => Transform::Windowed(Box::new(windowed)),
-            None => Transform::Stateless(plan),
+            None => {
+                // Output records keep their input record's timestamp (`crate::record_time`).
+                let plan = record_time::stamped(&plan).unwrap_or(plan);
+                columns_read = self::columns_read(&session.optimize(&plan)?)?;
+                Transform::Stateless(plan)
+            }
         };
         Ok(SqlTransform {
             session,
@@ -241,7 +247,16 @@ impl SqlTransform {
     /// The columns of the query's result.
     pub fn output_schema(&self) -> datafusion::arrow::datatypes::SchemaRef {
         match &self.transform {
-            Transform::Stateless(plan) => std::sync::Arc::new(plan.schema().as_arrow().clone()),
+            Transform::Stateless(plan) => {
+                let schema = plan.schema().as_arrow();
+                let fields = schema
+                    .fields()
+                    .iter()
+                    .filter(|field| field.name() != record_time::RECORD_TIME_COLUMN)
+                    .cloned()
+                    .collect::<Vec<_>>();
+                std::sync::Arc::new(Schema::new(fields))
+            }
             Transform::Windowed(windowed) => windowed.output_schema(),
             Transform::IntervalJoin(join) => {
                 std::sync::Arc::new(join.post_join.schema().as_arrow().clone())
@@ -280,6 +295,16 @@ impl SqlTransform {
         batches: Vec<RecordBatch>,
         tables: &[TableState],
     ) -> Result<Vec<RecordBatch>> {
+        Ok(self.apply_timed(batches, tables).await?.0)
+    }
+
+    /// [`SqlTransform::apply_with_tables`], with each output row's input record timestamp when
+    /// the query keeps one (`crate::record_time`).
+    pub async fn apply_timed(
+        &self,
+        batches: Vec<RecordBatch>,
+        tables: &[TableState],
+    ) -> Result<(Vec<RecordBatch>, record_time::RecordTimes)> {
         let Transform::Stateless(plan) = &self.transform else {
             return Err(StreamsError::Config(
                 "a windowed query or a join between streams keeps state across checkpoints; \
@@ -296,7 +321,7 @@ impl SqlTransform {
         };
         self.session.clear_inputs().await;
         join::lookup::clear(&self.joins).await;
-        output
+        record_time::split(output?)
     }
 }
 
@@ -519,9 +544,10 @@ mod tests {
                 columns.iter().cloned().collect::<Vec<_>>()
             }
         };
+        // (A stateless query also reads the record timestamp its output records keep.)
         assert_eq!(
             read("SELECT bidder FROM bids WHERE price > 1").await,
-            ["bidder", "price"]
+            ["_timestamp", "bidder", "price"]
         );
         assert_eq!(
             read(
@@ -532,5 +558,42 @@ mod tests {
             ["_timestamp", "bidder"]
         );
         assert_eq!(read("SELECT * FROM bids").await.len(), 9);
+    }
+
+    #[tokio::test]
+    async fn stateless_output_rows_keep_their_input_records_timestamps() {
+        let mut records = input(LOGS);
+        for (i, record) in records.iter_mut().enumerate() {
+            record.timestamp_ms = 1_000 * (i as i64 + 1);
+        }
+        let schema = RecordDecoder::infer(&records).unwrap();
+        let decoder = RecordDecoder::new(ValueFormat::Json, Some(schema)).unwrap();
+        let timed = |query: &'static str| {
+            let decoder = &decoder;
+            let records = &records;
+            async move {
+                let transform = SqlTransform::new(&[("weblogs", decoder.schema())], query)
+                    .await
+                    .unwrap();
+                let batch = decoder.decode(records).unwrap().batch;
+                let (output, times) = transform.apply_timed(vec![batch], &[]).await.unwrap();
+                let names: Vec<String> = transform
+                    .output_schema()
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().clone())
+                    .collect();
+                assert_eq!(output[0].schema().fields().len(), names.len(), "{query}");
+                (names, times)
+            }
+        };
+        let (names, times) = timed("SELECT path FROM weblogs WHERE status >= 400").await;
+        assert_eq!(names, ["path"]);
+        assert_eq!(times, Some(vec![Some(2_000), Some(3_000)]));
+        let (_, times) = timed("SELECT upper(path) AS p, _timestamp AS at FROM weblogs").await;
+        assert_eq!(times, Some(vec![Some(1_000), Some(2_000), Some(3_000)]));
+        let (_, times) =
+            timed("SELECT path FROM (SELECT * FROM weblogs WHERE status > 200) AS errors").await;
+        assert_eq!(times, Some(vec![Some(2_000), Some(3_000)]));
     }
 }

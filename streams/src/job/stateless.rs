@@ -67,16 +67,18 @@ impl Processor for Stateless<'_> {
             )?);
         }
         self.tables.catch_up()?;
-        let output = self.runtime.block_on(
-            self.transform
-                .apply_with_tables(batches, &self.tables.states),
-        )?;
-        for record in encode(&output, self.config.output_format)? {
+        let (output, times) = self
+            .runtime
+            .block_on(self.transform.apply_timed(batches, &self.tables.states))?;
+        let records = encode(&output, self.config.output_format)?;
+        let times = times.unwrap_or_default();
+        for (index, record) in records.into_iter().enumerate() {
             checkpoint.records.push(Outgoing {
                 destination: Destination::Output,
                 key: record.key,
                 value: Some(record.value),
-                timestamp_ms: None,
+                // The input record's (`crate::record_time`); the producer's clock otherwise.
+                timestamp_ms: times.get(index).copied().flatten(),
             });
         }
         stats.records_out += output.iter().map(|b| b.num_rows() as u64).sum::<u64>();
