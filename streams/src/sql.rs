@@ -248,18 +248,11 @@ impl SqlTransform {
     pub fn output_schema(&self) -> datafusion::arrow::datatypes::SchemaRef {
         match &self.transform {
             Transform::Stateless(plan) => {
-                let schema = plan.schema().as_arrow();
-                let fields = schema
-                    .fields()
-                    .iter()
-                    .filter(|field| field.name() != record_time::RECORD_TIME_COLUMN)
-                    .cloned()
-                    .collect::<Vec<_>>();
-                std::sync::Arc::new(Schema::new(fields))
+                record_time::without_record_time(plan.schema().as_arrow())
             }
             Transform::Windowed(windowed) => windowed.output_schema(),
             Transform::IntervalJoin(join) => {
-                std::sync::Arc::new(join.post_join.schema().as_arrow().clone())
+                record_time::without_record_time(join.post_join.schema().as_arrow())
             }
         }
     }

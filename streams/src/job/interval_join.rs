@@ -27,6 +27,7 @@ use crate::join::interval::state::{
     RowId, Side,
 };
 use crate::record::InputRecord;
+use crate::record_time;
 use crate::sql::SqlTransform;
 use crate::topic_reader;
 use crate::window::codec::{from_json, partition_of, to_json};
@@ -221,8 +222,16 @@ impl<'a> IntervalJoin<'a> {
                 self.join.joined.batches[0].write().await.clear();
                 output
             })?;
+            let (output, times) = record_time::split(output)?;
             let records = encode(&output, self.config.output_format)?;
-            stateful::write_output(checkpoint, stats, records);
+            match times {
+                Some(times) => stateful::write_timed_output(
+                    checkpoint,
+                    stats,
+                    records.into_iter().zip(times).collect(),
+                ),
+                None => stateful::write_output(checkpoint, stats, records),
+            }
         }
         for partition in touched {
             stateful::write_changes(checkpoint, partition, self.state.take_changes(partition));
@@ -234,11 +243,14 @@ impl<'a> IntervalJoin<'a> {
     fn joined_batch(&self, joined: &[Joined]) -> Result<RecordBatch> {
         let schema = self.join.joined.schema();
         let left_width = self.join.left.columns;
+        let width = left_width + self.join.right.columns;
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
         for (index, field) in schema.fields().iter().enumerate() {
             let values: Vec<Datum> = joined
                 .iter()
                 .map(|row| match index.checked_sub(left_width) {
+                    // The last column: the joined row's time (`crate::record_time`).
+                    _ if index == width => Datum::Int(row.time_ms),
                     None => row.left[index].clone(),
                     Some(right) => row
                         .right

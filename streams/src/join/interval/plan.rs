@@ -15,10 +15,10 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::catalog::MemTable;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
-use datafusion::common::{Column, DFSchemaRef, JoinType};
+use datafusion::common::{Column, DFSchema, DFSchemaRef, JoinType};
 use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{
     cast as cast_expr, Between, BinaryExpr, Expr, Join, LogicalPlan, LogicalPlanBuilder, Operator,
@@ -26,6 +26,7 @@ use datafusion::logical_expr::{
 
 use crate::decode::{OFFSET_COLUMN, PARTITION_COLUMN};
 use crate::error::{Result, StreamsError};
+use crate::record_time::{self, RECORD_TIME_COLUMN};
 use crate::sql::renamed_scan;
 use crate::window::datum::Datum;
 use crate::window::functions::{scalar_interval_ms, WINDOW_TIME_TYPE};
@@ -116,7 +117,15 @@ pub fn extract(plan: &LogicalPlan, inputs: &[&str]) -> Result<Option<IntervalJoi
             field.data_type()
         )));
     }
-    let (joined, scan) = renamed_scan(&join.schema, "__weir_interval_join")?;
+    // The joined rows carry their time too, for the output records (`crate::record_time`).
+    let timed = join
+        .schema
+        .join(&DFSchema::try_from(Schema::new(vec![Field::new(
+            RECORD_TIME_COLUMN,
+            DataType::Timestamp(TimeUnit::Millisecond, None),
+            true,
+        )]))?)?;
+    let (joined, scan) = renamed_scan(&Arc::new(timed), "__weir_interval_join")?;
     let replacement = match conjunction(bounds.rest) {
         Some(condition) => LogicalPlanBuilder::from(scan).filter(condition)?.build()?,
         None => scan,
@@ -140,6 +149,7 @@ pub fn extract(plan: &LogicalPlan, inputs: &[&str]) -> Result<Option<IntervalJoi
             "an aggregate over a join between streams (not yet)",
         ));
     }
+    let post_join = record_time::stamped_by(&post_join, RECORD_TIME_COLUMN).unwrap_or(post_join);
     Ok(Some(IntervalJoinPlan {
         left,
         right,

@@ -154,3 +154,67 @@ async fn columns_the_join_cannot_hold_are_refused_when_planned() {
     };
     assert!(error.contains("column card"), "{error}");
 }
+
+/// The joined rows' time (the later of each pair's) rides through the rest of the query in the
+/// hidden column, for the output records' timestamps (`crate::record_time`).
+#[tokio::test]
+async fn the_joined_rows_time_reaches_the_output() {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{new_null_array, ArrayRef, Float64Array, Int64Array};
+    use datafusion::arrow::datatypes::{DataType, TimeUnit};
+    use datafusion::catalog::TableProvider;
+
+    let session = session().await;
+    let query = "SELECT o.id, p.amount FROM orders o JOIN payments p ON o.id = p.order_id \
+                 AND p._timestamp BETWEEN o._timestamp AND o._timestamp + INTERVAL '5' SECOND \
+                 WHERE p.amount > 5";
+    let plan = session.plan(query).await.unwrap();
+    let join = extract(&plan, &["orders", "payments"]).unwrap().unwrap();
+    let schema = join.joined.schema();
+    let position = |qualifier: &str, name: &str| {
+        join.join_schema
+            .iter()
+            .position(|(q, f)| q.is_some_and(|q| q.table() == qualifier) && f.name() == name)
+            .unwrap()
+    };
+    let (id, amount) = (position("o", "id"), position("p", "amount"));
+    let columns: Vec<ArrayRef> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(index, field)| -> ArrayRef {
+            if index == id {
+                Arc::new(Int64Array::from(vec![1, 2, 3]))
+            } else if index == amount {
+                Arc::new(Float64Array::from(vec![9.5, 1.0, 7.0]))
+            } else if index == schema.fields().len() - 1 {
+                let times = Int64Array::from(vec![4_000, 5_000, 6_000]);
+                let data_type = DataType::Timestamp(TimeUnit::Millisecond, None);
+                assert_eq!(field.data_type(), &data_type, "the last column is the time");
+                datafusion::arrow::compute::cast(&times, &data_type).unwrap()
+            } else if field.is_nullable() {
+                new_null_array(field.data_type(), 3)
+            } else {
+                let zeros = Int64Array::from(vec![0; 3]);
+                datafusion::arrow::compute::cast(&zeros, field.data_type()).unwrap()
+            }
+        })
+        .collect();
+    let batch = RecordBatch::try_new(Arc::clone(&schema), columns).unwrap();
+    *join.joined.batches[0].write().await = vec![batch];
+    let output = session.run(&join.post_join).await.unwrap();
+    let (rows, times) = crate::record_time::split(output).unwrap();
+    assert_eq!(
+        times,
+        Some(vec![Some(4_000), Some(6_000)]),
+        "the rows WHERE kept"
+    );
+    let names: Vec<_> = rows[0]
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    assert_eq!(names, ["id", "amount"]);
+}

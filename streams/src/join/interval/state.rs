@@ -101,6 +101,8 @@ pub enum JoinChange {
 pub struct Joined {
     pub left: Vec<Datum>,
     pub right: Option<Vec<Datum>>,
+    /// When it happened: the later of the pair's times (a left row without a match: its own).
+    pub time_ms: i64,
 }
 
 pub struct IntervalJoinConfig {
@@ -255,6 +257,7 @@ impl IntervalJoinState {
                         Side::Left => Joined {
                             left: row.values.clone(),
                             right: Some(held.row.values.clone()),
+                            time_ms: row.time_ms.max(held.row.time_ms),
                         },
                         Side::Right => {
                             if !held.matched {
@@ -264,6 +267,7 @@ impl IntervalJoinState {
                             Joined {
                                 left: held.row.values.clone(),
                                 right: Some(row.values.clone()),
+                                time_ms: row.time_ms.max(held.row.time_ms),
                             }
                         }
                     });
@@ -353,6 +357,7 @@ impl IntervalJoinState {
                 unmatched.push(Joined {
                     left: held.row.values,
                     right: None,
+                    time_ms: held.row.time_ms,
                 });
             }
         }

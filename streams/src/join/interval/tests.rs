@@ -275,9 +275,11 @@ fn idle_partitions_let_rows_expire_and_short_lived_rows_skip_the_changelog() {
     state
         .merge(0, JoinRecord::Row(row(Side::Left, 1, 1000)))
         .unwrap();
-    state
-        .merge(0, JoinRecord::Row(row(Side::Right, 0, 1000)))
+    let joined = state
+        .merge(0, JoinRecord::Row(row(Side::Right, 0, 1040)))
         .unwrap();
+    assert_eq!(joined.len(), 1);
+    assert_eq!(joined[0].time_ms, 1040, "the later of the pair's times");
     state.merge(0, time(0, 0, 2000)).unwrap();
     state.merge(0, time(1, 0, 2000)).unwrap();
     assert!(state.expire(0).is_empty());
