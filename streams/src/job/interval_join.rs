@@ -371,6 +371,10 @@ impl Processor for IntervalJoin<'_> {
         stats: &mut JobStats,
     ) -> Result<()> {
         self.repartition(polled, checkpoint, stats)?;
+        self.merge_and_emit(&polled.internal, checkpoint, stats)
+    }
+
+    fn announce_idle(&mut self, polled: &Polled, checkpoint: &mut Checkpoint) {
         for (input, partition) in self.idle.newly_idle(polled, Instant::now()) {
             tracing::info!(job = %self.config.name, input = %self.config.inputs[input], partition, "input partition idle");
             let idle = to_json(&JoinRecord::Idle {
@@ -379,6 +383,5 @@ impl Processor for IntervalJoin<'_> {
             });
             stateful::to_every_partition(checkpoint, self.partitions, &idle);
         }
-        self.merge_and_emit(&polled.internal, checkpoint, stats)
     }
 }

@@ -145,6 +145,9 @@ trait Processor {
     ) -> Result<()> {
         Ok(())
     }
+    /// Announces the owned input partitions that became idle (`--idle-timeout-ms`) to
+    /// `checkpoint` — also when nothing was polled, which is when they become idle.
+    fn announce_idle(&mut self, _polled: &Polled, _checkpoint: &mut Checkpoint) {}
     /// Adds what one checkpoint produces to `checkpoint` (which holds the consumed offsets);
     /// `stats` counts what it did.
     fn checkpoint(
@@ -342,17 +345,18 @@ impl Loop<'_, '_> {
             let ending = self
                 .end_of_input
                 .filter(|end| end.requested() && !end.sent());
-            if polled.is_empty() && ending.is_none() {
+            let mut checkpoint = Checkpoint {
+                records: Vec::new(),
+                offsets: polled.next_offsets(),
+            };
+            self.processor.announce_idle(&polled, &mut checkpoint);
+            if polled.is_empty() && ending.is_none() && checkpoint.records.is_empty() {
                 continue;
             }
             let mut done = JobStats {
                 checkpoints: 1,
                 records_in: polled.input_len() as u64,
                 ..JobStats::default()
-            };
-            let mut checkpoint = Checkpoint {
-                records: Vec::new(),
-                offsets: polled.next_offsets(),
             };
             // The end of input is announced after the checkpoint's records, reading the
             // assignment: the helper polls once that is done.

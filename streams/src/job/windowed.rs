@@ -396,11 +396,14 @@ impl Processor for Windowed<'_> {
         } else if !input.is_empty() {
             self.pre_aggregate(input, checkpoint, stats)?;
         }
+        self.merge_and_emit(&polled.internal, checkpoint, stats)
+    }
+
+    fn announce_idle(&mut self, polled: &Polled, checkpoint: &mut Checkpoint) {
         for (_, source_partition) in self.idle.newly_idle(polled, Instant::now()) {
             tracing::info!(job = %self.config.name, partition = source_partition, "input partition idle");
             let idle = to_json(&RepartitionRecord::Idle { source_partition });
             stateful::to_every_partition(checkpoint, self.partitions, &idle);
         }
-        self.merge_and_emit(&polled.internal, checkpoint, stats)
     }
 }
