@@ -85,7 +85,12 @@ impl<S: Ord + Copy> SourceClock<S> {
     }
 
     fn update(&mut self, sources: usize) {
-        let seen = self.times.len() + self.idle.difference(&self.key_set()).count();
+        let idle_without_time = self
+            .idle
+            .iter()
+            .filter(|source| !self.times.contains_key(source))
+            .count();
+        let seen = self.times.len() + idle_without_time;
         if seen < sources {
             return;
         }
@@ -99,10 +104,6 @@ impl<S: Ord + Copy> SourceClock<S> {
         if let Some(active) = active {
             self.event_time_ms = Some(self.event_time_ms.map_or(active, |t| t.max(active)));
         }
-    }
-
-    fn key_set(&self) -> BTreeSet<S> {
-        self.times.keys().copied().collect()
     }
 }
 

@@ -40,7 +40,13 @@ impl IdleInputs {
             return Vec::new();
         };
         for (input, (_, records)) in polled.inputs.iter().enumerate() {
+            let mut previous = None;
             for record in records {
+                // Records come in runs of one partition: each run is looked up once.
+                if previous == Some(record.partition) {
+                    continue;
+                }
+                previous = Some(record.partition);
                 let source = (input, record.partition);
                 if let Some(last) = self.last_record.get_mut(&source) {
                     *last = now;
