@@ -1,7 +1,10 @@
 //! An interval join between two streams (`weir job run --input orders --input payments` with
 //! `LEFT JOIN … ON o.id = p.order_id AND p._timestamp BETWEEN o._timestamp AND o._timestamp +
 //! INTERVAL '10' SECOND`) as two processes sharing both inputs' partitions, killed with -9
-//! again and again and restarted. The oracle applies the documented rules to the generated
+//! again and again and restarted — with the orders in three partitions (so in three
+//! repartition partitions, which two copies split: each sends its rows through the topic, and
+//! one left alone merges them directly), and in one (so one copy owns the repartition partition
+//! and merges its rows directly while the other sends its rows through the topic). The oracle applies the documented rules to the generated
 //! input on its own: a row is late when its time is behind its partition's largest so far minus
 //! the allowed lateness; every pair of rows that are not late with equal keys and times within
 //! the bound is joined; an order with no such payment is emitted alone once the final watermark
@@ -31,8 +34,12 @@ use jobs::JobPair;
 use rdkafka::producer::{BaseRecord, Producer};
 use rng::Rng;
 
-const ORDER_PARTITIONS: i32 = 3;
-const PAYMENT_PARTITIONS: i32 = 2;
+/// The inputs' partition counts.
+#[derive(Clone, Copy)]
+struct Layout {
+    orders: i32,
+    payments: i32,
+}
 const ORDERS: i64 = 6000;
 const BOUND_MS: i64 = 10_000;
 const LATENESS_MS: i64 = 2_000;
@@ -54,7 +61,7 @@ struct Row {
 /// Orders 30 ms apart per partition; most paid once 0–12 s later (past 10 s: too late for the
 /// bound), some twice, some never; payments for orders that do not exist. Times out of order
 /// by up to 1.5 s, 2 % of rows 25 s behind (late).
-fn generate(rng: &mut Rng) -> Vec<Row> {
+fn generate(rng: &mut Rng, layout: Layout) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut payment = 0;
     let skew = |rng: &mut Rng, time: i64| match rng.between(0, 100) {
@@ -67,7 +74,7 @@ fn generate(rng: &mut Rng) -> Vec<Row> {
         let time = START_MS + id * 10;
         rows.push(Row {
             topic: "orders",
-            partition: (id % ORDER_PARTITIONS as i64) as i32,
+            partition: (id % layout.orders as i64) as i32,
             time_ms: skew(rng, time),
             value: format!(r#"{{"id": {id}, "amount": {}}}"#, rng.between(1, 500)),
             id: ("o", id),
@@ -91,7 +98,7 @@ fn generate(rng: &mut Rng) -> Vec<Row> {
         payment += 1;
         rows.push(Row {
             topic: "payments",
-            partition: rng.between(0, PAYMENT_PARTITIONS as u64) as i32,
+            partition: rng.between(0, layout.payments as u64) as i32,
             time_ms: skew(rng, time),
             value: format!(r#"{{"pid": {payment}, "order_id": {order}}}"#),
             id: ("p", payment),
@@ -167,10 +174,25 @@ const QUERY: &str = "SELECT o.id AS order_id, p.pid AS payment FROM orders o LEF
 
 #[test]
 fn an_interval_join_killed_9_again_and_again_joins_each_pair_once() {
+    killed_again_and_again(Layout {
+        orders: 3,
+        payments: 2,
+    });
+}
+
+#[test]
+fn an_interval_join_merging_directly_beside_a_copy_using_the_topic_joins_each_pair_once() {
+    killed_again_and_again(Layout {
+        orders: 1,
+        payments: 3,
+    });
+}
+
+fn killed_again_and_again(layout: Layout) {
     let seed = Rng::seed_from_clock();
     eprintln!("interval join crash test seed {seed}");
     let mut rng = Rng::new(seed);
-    let rows = generate(&mut rng);
+    let rows = generate(&mut rng, layout);
     let (late, expected) = oracle(&rows);
     let unmatched = expected.keys().filter(|(_, p)| p.is_none()).count();
     let matched: usize = expected.values().sum::<usize>() - unmatched;
@@ -182,8 +204,8 @@ fn an_interval_join_killed_9_again_and_again_joins_each_pair_once() {
 
     let broker = BrokerProcess::start();
     let bootstrap = broker.bootstrap();
-    broker.create_topic("orders", ORDER_PARTITIONS as u32);
-    broker.create_topic("payments", PAYMENT_PARTITIONS as u32);
+    broker.create_topic("orders", layout.orders as u32);
+    broker.create_topic("payments", layout.payments as u32);
     broker.create_topic("joined", 2);
     broker.create_topic("late", 1);
     let logs = tempfile::tempdir().unwrap();

@@ -2,6 +2,7 @@
 //! (read_committed): what `weir sql` queries, what a job samples its schema from, and how a
 //! windowed job restores its state from the changelog.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
@@ -111,6 +112,18 @@ pub fn read_ranges(
     limit: Limit,
     timeout: Duration,
 ) -> Result<Vec<InputRecord>> {
+    Ok(read_ranges_to_end(consumer, topic, ranges, limit, timeout)?.0)
+}
+
+/// [`read_ranges`], also answering where each partition with records to read was read up to
+/// (its range's end, capped at the partition's end when reading began).
+pub fn read_ranges_to_end(
+    consumer: &Reader,
+    topic: &str,
+    ranges: &[Range],
+    limit: Limit,
+    timeout: Duration,
+) -> Result<(Vec<InputRecord>, BTreeMap<i32, i64>)> {
     let mut assignment = TopicPartitionList::new();
     let mut ends = Vec::new();
     for range in ranges {
@@ -126,6 +139,7 @@ pub fn read_ranges(
             ends.push((range.partition, end));
         }
     }
+    let read_to = ends.iter().copied().collect();
     consumer
         .assign(&assignment)
         .map_err(StreamsError::kafka("assigning"))?;
@@ -181,5 +195,5 @@ pub fn read_ranges(
     consumer
         .unassign()
         .map_err(StreamsError::kafka("unassigning"))?;
-    Ok(records)
+    Ok((records, read_to))
 }

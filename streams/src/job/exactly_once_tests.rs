@@ -32,13 +32,19 @@ pub(super) async fn start_broker(dir: &std::path::Path) -> Broker {
 }
 
 pub(super) async fn create_topics(bootstrap: &str, names: &[&str]) {
+    let topics: Vec<(&str, i32)> = names.iter().map(|name| (*name, 3)).collect();
+    create_partitioned_topics(bootstrap, &topics).await;
+}
+
+/// Creates each `(name, partitions)`.
+pub(super) async fn create_partitioned_topics(bootstrap: &str, names: &[(&str, i32)]) {
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .create()
         .unwrap();
     let topics: Vec<NewTopic<'_>> = names
         .iter()
-        .map(|name| NewTopic::new(name, 3, TopicReplication::Fixed(1)))
+        .map(|(name, partitions)| NewTopic::new(name, *partitions, TopicReplication::Fixed(1)))
         .collect();
     for result in admin
         .create_topics(&topics, &AdminOptions::new())

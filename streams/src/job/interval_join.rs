@@ -4,9 +4,10 @@
 //! meet on one partition), followed by each input partition's largest event time; the owner of
 //! a repartition partition matches them in its state, drops what the watermark passed, and the
 //! joined rows go through the rest of the query to the output — all in the checkpoint's
-//! transaction, with the state's changes in the changelog.
+//! transaction, with the state's changes in the changelog. A copy that owns every repartition
+//! partition merges its own rows into the state directly instead (`route`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
 
 use datafusion::arrow::array::{Array, ArrayRef, Int32Array, Int64Array};
@@ -19,6 +20,7 @@ use crate::encode::encode;
 use crate::error::{Result, StreamsError};
 use crate::job::consumer::JobConsumer;
 use crate::job::idle::IdleInputs;
+use crate::job::route::Route;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
 use crate::job::{decode_input, stateful, JobConfig, JobStats, Polled, Processor};
 use crate::join::interval::plan::{IntervalJoinPlan, SidePlan};
@@ -45,6 +47,15 @@ pub(super) struct IntervalJoin<'a> {
     times: BTreeMap<(u8, i32), i64>,
     state: IntervalJoinState,
     idle: IdleInputs,
+    route: Route,
+}
+
+/// What was merged into the state since the last emit: the joined rows, and the repartition
+/// partitions touched (whose expired rows and changes are due).
+#[derive(Default)]
+struct Merged {
+    joined: Vec<Joined>,
+    touched: BTreeSet<i32>,
 }
 
 impl<'a> IntervalJoin<'a> {
@@ -80,6 +91,7 @@ impl<'a> IntervalJoin<'a> {
             times: BTreeMap::new(),
             state,
             idle: IdleInputs::new(config.idle_timeout_ms),
+            route: Route::Topic,
         })
     }
 
@@ -102,12 +114,13 @@ impl<'a> IntervalJoin<'a> {
         })
     }
 
-    /// Input rows → late records, rows for the repartition topic and event times.
+    /// Input rows → late records, and rows and event times for the repartition partitions.
     fn repartition(
         &mut self,
         polled: &Polled,
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
+        merged: &mut Merged,
     ) -> Result<()> {
         for (side_name, side) in [
             (Side::Left, &self.join.left),
@@ -144,15 +157,12 @@ impl<'a> IntervalJoin<'a> {
                     set_aside.push((Destination::Late, at));
                 } else {
                     let key = to_json(&row.keys);
-                    checkpoint.records.push(Outgoing {
-                        destination: Destination::Repartition(partition_of(&key, self.partitions)),
-                        key: Some(key),
-                        value: Some(to_json(&JoinRecord::Row(JoinRow {
-                            time_ms: time,
-                            ..row
-                        }))),
-                        timestamp_ms: None,
+                    let partition = partition_of(&key, self.partitions);
+                    let row = JoinRecord::Row(JoinRow {
+                        time_ms: time,
+                        ..row
                     });
+                    self.send(partition, Some(key), row, checkpoint, merged)?;
                 }
                 let max = self.times.entry(source).or_insert(time);
                 *max = (*max).max(time);
@@ -168,48 +178,124 @@ impl<'a> IntervalJoin<'a> {
                     }
                 }
             }
-            self.send_times(side.input, records, checkpoint);
+            self.send_times(side.input, records, checkpoint, merged)?;
+        }
+        Ok(())
+    }
+
+    /// `record` for repartition partition `partition`: merged into the state directly, or
+    /// written to the topic.
+    fn send(
+        &mut self,
+        partition: i32,
+        key: Option<Vec<u8>>,
+        record: JoinRecord,
+        checkpoint: &mut Checkpoint,
+        merged: &mut Merged,
+    ) -> Result<()> {
+        if self.route.is_direct() {
+            merged.joined.extend(self.state.merge(partition, record)?);
+            merged.touched.insert(partition);
+        } else {
+            checkpoint.records.push(Outgoing {
+                destination: Destination::Repartition(partition),
+                key,
+                value: Some(to_json(&record)),
+                timestamp_ms: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// `record` (an event time, idleness, an end) for every repartition partition.
+    fn send_to_every_partition(
+        &mut self,
+        record: JoinRecord,
+        checkpoint: &mut Checkpoint,
+        merged: &mut Merged,
+    ) -> Result<()> {
+        if !self.route.is_direct() {
+            stateful::to_every_partition(checkpoint, self.partitions, &to_json(&record));
+            return Ok(());
+        }
+        for partition in 0..self.partitions {
+            self.send(partition, None, record.clone(), checkpoint, merged)?;
         }
         Ok(())
     }
 
     /// Each input partition's event time, to every partition after the rows it covers, and
     /// into the metadata of its committed offset.
-    fn send_times(&self, input: usize, records: &[InputRecord], checkpoint: &mut Checkpoint) {
-        let sources: std::collections::BTreeSet<i32> =
-            records.iter().map(|r| r.partition).collect();
+    fn send_times(
+        &mut self,
+        input: usize,
+        records: &[InputRecord],
+        checkpoint: &mut Checkpoint,
+        merged: &mut Merged,
+    ) -> Result<()> {
+        let sources: BTreeSet<i32> = records.iter().map(|r| r.partition).collect();
         for source in sources {
             let Some(&max_time_ms) = self.times.get(&(input as u8, source)) else {
                 continue;
             };
-            let time = to_json(&JoinRecord::Time {
+            let time = JoinRecord::Time {
                 input: input as u8,
                 partition: source,
                 max_time_ms,
-            });
-            stateful::to_every_partition(checkpoint, self.partitions, &time);
+            };
+            self.send_to_every_partition(time, checkpoint, merged)?;
             let topic = self.config.inputs[input].clone();
             if let Some(offset) = checkpoint.offsets.get_mut(&(topic, source)) {
                 offset.1 = max_time_ms.to_string();
             }
         }
+        Ok(())
     }
 
-    /// Repartition records → matches, expired rows → the rest of the query → output.
-    fn merge_and_emit(
+    /// Repartition records read from the topic → the state (the ones read at the reload were
+    /// merged then).
+    fn merge_internal(&mut self, internal: &[InputRecord], merged: &mut Merged) -> Result<()> {
+        for record in internal {
+            if self.route.read_before(record) {
+                continue;
+            }
+            let value = record.value.as_deref().unwrap_or_default();
+            let join_record: JoinRecord = from_json(value, "repartition")?;
+            merged
+                .joined
+                .extend(self.state.merge(record.partition, join_record)?);
+            merged.touched.insert(record.partition);
+        }
+        Ok(())
+    }
+
+    /// Merging directly: the repartition records that were unread at the reload go first.
+    fn merge_unread(&mut self, merged: &mut Merged) -> Result<()> {
+        let unread = self.route.take_unread();
+        for record in &unread {
+            let value = record.value.as_deref().unwrap_or_default();
+            let join_record: JoinRecord = from_json(value, "repartition")?;
+            merged
+                .joined
+                .extend(self.state.merge(record.partition, join_record)?);
+            merged.touched.insert(record.partition);
+        }
+        Ok(())
+    }
+
+    /// Matches and expired rows → the rest of the query → output; the touched partitions'
+    /// changes → the changelog.
+    fn emit(
         &mut self,
-        internal: &[InputRecord],
+        merged: Merged,
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
     ) -> Result<()> {
-        let mut joined = Vec::new();
-        let mut touched = std::collections::BTreeSet::new();
-        for record in internal {
-            let value = record.value.as_deref().unwrap_or_default();
-            let merged: JoinRecord = from_json(value, "repartition")?;
-            joined.extend(self.state.merge(record.partition, merged)?);
-            touched.insert(record.partition);
-        }
+        self.route.commit_read(self.config, checkpoint);
+        let Merged {
+            mut joined,
+            touched,
+        } = merged;
         for &partition in &touched {
             joined.extend(self.state.expire(partition));
         }
@@ -349,19 +435,29 @@ impl Processor for IntervalJoin<'_> {
             }
             tracing::info!(job = %self.config.name, partitions = ?owned.repartition, changelog_records = records, rows = self.state.entries(), "join state restored");
         }
+        // After the inputs' committed offsets: reading them settled their previous owners'
+        // transactions (`route`).
+        self.route = Route::choose(self.config, consumer, &owned.repartition, self.partitions)?;
         Ok(())
     }
 
     /// Announces the end of every owned input partition to every repartition partition.
-    fn end_of_input(&mut self, consumer: &JobConsumer, checkpoint: &mut Checkpoint) -> Result<()> {
+    fn end_of_input(
+        &mut self,
+        consumer: &JobConsumer,
+        checkpoint: &mut Checkpoint,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        let mut merged = Merged::default();
+        self.merge_unread(&mut merged)?;
         for (input, partition) in stateful::owned(self.config, consumer)?.inputs {
-            let end = to_json(&JoinRecord::EndOfInput {
+            let end = JoinRecord::EndOfInput {
                 input: input as u8,
                 partition,
-            });
-            stateful::to_every_partition(checkpoint, self.partitions, &end);
+            };
+            self.send_to_every_partition(end, checkpoint, &mut merged)?;
         }
-        Ok(())
+        self.emit(merged, checkpoint, stats)
     }
 
     fn checkpoint(
@@ -370,18 +466,29 @@ impl Processor for IntervalJoin<'_> {
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
     ) -> Result<()> {
-        self.repartition(polled, checkpoint, stats)?;
-        self.merge_and_emit(&polled.internal, checkpoint, stats)
+        let mut merged = Merged::default();
+        self.merge_unread(&mut merged)?;
+        self.repartition(polled, checkpoint, stats, &mut merged)?;
+        self.merge_internal(&polled.internal, &mut merged)?;
+        self.emit(merged, checkpoint, stats)
     }
 
-    fn announce_idle(&mut self, polled: &Polled, checkpoint: &mut Checkpoint) {
+    fn announce_idle(
+        &mut self,
+        polled: &Polled,
+        checkpoint: &mut Checkpoint,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        let mut merged = Merged::default();
+        self.merge_unread(&mut merged)?;
         for (input, partition) in self.idle.newly_idle(polled, Instant::now()) {
             tracing::info!(job = %self.config.name, input = %self.config.inputs[input], partition, "input partition idle");
-            let idle = to_json(&JoinRecord::Idle {
+            let idle = JoinRecord::Idle {
                 input: input as u8,
                 partition,
-            });
-            stateful::to_every_partition(checkpoint, self.partitions, &idle);
+            };
+            self.send_to_every_partition(idle, checkpoint, &mut merged)?;
         }
+        self.emit(merged, checkpoint, stats)
     }
 }

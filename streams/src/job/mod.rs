@@ -19,6 +19,7 @@ mod idle;
 mod interval_join;
 mod metrics;
 mod prefetch;
+mod route;
 mod stateful;
 mod stateless;
 mod topics;
@@ -29,6 +30,8 @@ mod windowed;
 mod exactly_once_tests;
 #[cfg(test)]
 mod idle_tests;
+#[cfg(test)]
+mod route_tests;
 #[cfg(test)]
 mod table_aggregate_tests;
 #[cfg(test)]
@@ -142,12 +145,20 @@ trait Processor {
         &mut self,
         _consumer: &JobConsumer,
         _checkpoint: &mut Checkpoint,
+        _stats: &mut JobStats,
     ) -> Result<()> {
         Ok(())
     }
     /// Announces the owned input partitions that became idle (`--idle-timeout-ms`) to
     /// `checkpoint` — also when nothing was polled, which is when they become idle.
-    fn announce_idle(&mut self, _polled: &Polled, _checkpoint: &mut Checkpoint) {}
+    fn announce_idle(
+        &mut self,
+        _polled: &Polled,
+        _checkpoint: &mut Checkpoint,
+        _stats: &mut JobStats,
+    ) -> Result<()> {
+        Ok(())
+    }
     /// Adds what one checkpoint produces to `checkpoint` (which holds the consumed offsets);
     /// `stats` counts what it did.
     fn checkpoint(
@@ -349,15 +360,16 @@ impl Loop<'_, '_> {
                 records: Vec::new(),
                 offsets: polled.next_offsets(),
             };
-            self.processor.announce_idle(&polled, &mut checkpoint);
-            if polled.is_empty() && ending.is_none() && checkpoint.records.is_empty() {
-                continue;
-            }
             let mut done = JobStats {
                 checkpoints: 1,
                 records_in: polled.input_len() as u64,
                 ..JobStats::default()
             };
+            self.processor
+                .announce_idle(&polled, &mut checkpoint, &mut done)?;
+            if polled.is_empty() && ending.is_none() && checkpoint.records.is_empty() {
+                continue;
+            }
             // The end of input is announced after the checkpoint's records, reading the
             // assignment: the helper polls once that is done.
             if ending.is_none() {
@@ -374,7 +386,7 @@ impl Loop<'_, '_> {
             }
             if ending.is_some() {
                 self.processor
-                    .end_of_input(self.consumer, &mut checkpoint)?;
+                    .end_of_input(self.consumer, &mut checkpoint, &mut done)?;
                 self.prefetch.request();
             }
             let processed = Instant::now();

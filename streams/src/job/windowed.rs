@@ -376,7 +376,12 @@ impl Processor for Windowed<'_> {
     }
 
     /// Announces the end of every owned input partition to every repartition partition.
-    fn end_of_input(&mut self, consumer: &JobConsumer, checkpoint: &mut Checkpoint) -> Result<()> {
+    fn end_of_input(
+        &mut self,
+        consumer: &JobConsumer,
+        checkpoint: &mut Checkpoint,
+        _stats: &mut JobStats,
+    ) -> Result<()> {
         for (_, source_partition) in stateful::owned(self.config, consumer)?.inputs {
             let end = to_json(&RepartitionRecord::EndOfInput { source_partition });
             stateful::to_every_partition(checkpoint, self.partitions, &end);
@@ -399,11 +404,17 @@ impl Processor for Windowed<'_> {
         self.merge_and_emit(&polled.internal, checkpoint, stats)
     }
 
-    fn announce_idle(&mut self, polled: &Polled, checkpoint: &mut Checkpoint) {
+    fn announce_idle(
+        &mut self,
+        polled: &Polled,
+        checkpoint: &mut Checkpoint,
+        _stats: &mut JobStats,
+    ) -> Result<()> {
         for (_, source_partition) in self.idle.newly_idle(polled, Instant::now()) {
             tracing::info!(job = %self.config.name, partition = source_partition, "input partition idle");
             let idle = to_json(&RepartitionRecord::Idle { source_partition });
             stateful::to_every_partition(checkpoint, self.partitions, &idle);
         }
+        Ok(())
     }
 }
