@@ -513,6 +513,10 @@ fn table_sample(
     first_records(config, topic, stop)
 }
 
+/// How often a job waiting for its input's first record looks again (a job reading another
+/// job's output starts as soon as the first result is committed).
+const FIRST_RECORD_WAIT: Duration = Duration::from_millis(100);
+
 /// The first records of `input` (with a value), waiting for one while it is empty; `None` when
 /// stopped while waiting.
 fn first_records(
@@ -538,7 +542,7 @@ fn first_records(
             tracing::info!(job = %config.name, %input, "waiting for a first record to infer the schema from");
             waiting = true;
         }
-        std::thread::sleep(Duration::from_millis(500));
+        std::thread::sleep(FIRST_RECORD_WAIT);
     }
     Ok(None)
 }

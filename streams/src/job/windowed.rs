@@ -2,7 +2,8 @@
 //! repartition topic, the repartition records are merged into window state, and windows the
 //! watermark has passed are emitted (see `crate::window` for the whole design). A job over a
 //! table's changes pre-aggregates each record as the replacement of its key's row
-//! (`crate::window::changes`).
+//! (`crate::window::changes`). A copy that owns every repartition partition merges its own
+//! partials into the window state directly instead (`route`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::Instant;
@@ -14,6 +15,7 @@ use crate::encode::encode;
 use crate::error::{Result, StreamsError};
 use crate::job::consumer::JobConsumer;
 use crate::job::idle::IdleInputs;
+use crate::job::route::Route;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
 use crate::job::{
     decode_input, decode_input_rejecting, stateful, JobConfig, JobStats, Polled, Processor,
@@ -43,6 +45,7 @@ pub(super) struct Windowed<'a> {
     /// Over a table's changes: each key's current row, for the owned input partitions.
     table_rows: TableRows,
     idle: IdleInputs,
+    route: Route,
 }
 
 impl<'a> Windowed<'a> {
@@ -78,6 +81,7 @@ impl<'a> Windowed<'a> {
                 input_partitions: partitions,
                 max_state_entries: config.max_state_entries,
             }),
+            route: Route::Topic,
         }
     }
 
@@ -98,6 +102,7 @@ impl<'a> Windowed<'a> {
         input: &[InputRecord],
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
+        touched: &mut BTreeSet<i32>,
     ) -> Result<()> {
         let batch = decode_input(self.config, &self.decoders[0], input, checkpoint, stats)?;
         let rows = self.pre_aggregate_rows(batch)?;
@@ -139,9 +144,8 @@ impl<'a> Windowed<'a> {
         }
         stats.records_late += result.late.len() as u64;
         stats.records_rejected += result.without_time.len() as u64;
-        self.send_partials(result.groups, checkpoint);
-        self.send_times(input, checkpoint);
-        Ok(())
+        self.send_partials(result.groups, checkpoint, touched, stats)?;
+        self.send_times(input, checkpoint, touched, stats)
     }
 
     /// A table's records → partials replacing each key's row (records that do not decode,
@@ -151,6 +155,7 @@ impl<'a> Windowed<'a> {
         input: &[InputRecord],
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
+        touched: &mut BTreeSet<i32>,
     ) -> Result<()> {
         let (keyed, unkeyed): (Vec<&InputRecord>, Vec<&InputRecord>) =
             input.iter().partition(|r| r.key.is_some());
@@ -189,13 +194,18 @@ impl<'a> Windowed<'a> {
         for (partition, changes) in self.table_rows.take_changes() {
             stateful::write_changes(checkpoint, partition, changes);
         }
-        self.send_partials(groups, checkpoint);
-        self.send_times(input, checkpoint);
-        Ok(())
+        self.send_partials(groups, checkpoint, touched, stats)?;
+        self.send_times(input, checkpoint, touched, stats)
     }
 
     /// Partial groups to their repartition partitions.
-    fn send_partials(&self, groups: Vec<PartialGroup>, checkpoint: &mut Checkpoint) {
+    fn send_partials(
+        &mut self,
+        groups: Vec<PartialGroup>,
+        checkpoint: &mut Checkpoint,
+        touched: &mut BTreeSet<i32>,
+        stats: &mut JobStats,
+    ) -> Result<()> {
         for group in groups {
             // A key's sessions merge with each other: they all go to one partition.
             let key = match self.query.window {
@@ -204,27 +214,31 @@ impl<'a> Windowed<'a> {
                 }
                 Windows::Session { .. } => to_json(&group.keys),
             };
-            checkpoint.records.push(Outgoing {
-                destination: Destination::Repartition(partition_of(&key, self.partitions)),
-                key: Some(key),
-                value: Some(to_json(&RepartitionRecord::partial(group))),
-                timestamp_ms: None,
-            });
+            let partition = partition_of(&key, self.partitions);
+            let partial = RepartitionRecord::partial(group);
+            self.send(partition, Some(key), partial, checkpoint, touched, stats)?;
         }
+        Ok(())
     }
 
     /// Each input partition's event time goes to every partition after the partials it covers.
-    fn send_times(&self, input: &[InputRecord], checkpoint: &mut Checkpoint) {
+    fn send_times(
+        &mut self,
+        input: &[InputRecord],
+        checkpoint: &mut Checkpoint,
+        touched: &mut BTreeSet<i32>,
+        stats: &mut JobStats,
+    ) -> Result<()> {
         let sources: BTreeSet<i32> = input.iter().map(|r| r.partition).collect();
         for source in sources {
             let Some(&max_time_ms) = self.times.get(&source) else {
                 continue;
             };
-            let time = to_json(&RepartitionRecord::Time {
+            let time = RepartitionRecord::Time {
                 source_partition: source,
                 max_time_ms,
-            });
-            stateful::to_every_partition(checkpoint, self.partitions, &time);
+            };
+            self.send_to_every_partition(time, checkpoint, touched, stats)?;
             if let Some(offset) = checkpoint
                 .offsets
                 .get_mut(&(self.config.input().to_string(), source))
@@ -232,33 +246,120 @@ impl<'a> Windowed<'a> {
                 offset.1 = max_time_ms.to_string();
             }
         }
+        Ok(())
     }
 
-    /// Repartition records → window state; windows past the watermark → output rows.
-    fn merge_and_emit(
+    /// `record` for repartition partition `partition`: merged into the window state directly,
+    /// or written to the topic.
+    fn send(
+        &mut self,
+        partition: i32,
+        key: Option<Vec<u8>>,
+        record: RepartitionRecord,
+        checkpoint: &mut Checkpoint,
+        touched: &mut BTreeSet<i32>,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        if self.route.is_direct() {
+            self.merge(partition, record, touched, stats)
+        } else {
+            checkpoint.records.push(Outgoing {
+                destination: Destination::Repartition(partition),
+                key,
+                value: Some(to_json(&record)),
+                timestamp_ms: None,
+            });
+            Ok(())
+        }
+    }
+
+    /// `record` (an event time, idleness, an end) for every repartition partition.
+    fn send_to_every_partition(
+        &mut self,
+        record: RepartitionRecord,
+        checkpoint: &mut Checkpoint,
+        touched: &mut BTreeSet<i32>,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        if !self.route.is_direct() {
+            stateful::to_every_partition(checkpoint, self.partitions, &to_json(&record));
+            return Ok(());
+        }
+        for partition in 0..self.partitions {
+            self.merge(partition, record.clone(), touched, stats)?;
+        }
+        Ok(())
+    }
+
+    /// One repartition record → the window state of `partition`.
+    fn merge(
+        &mut self,
+        partition: i32,
+        record: RepartitionRecord,
+        touched: &mut BTreeSet<i32>,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        if self.store.merge(partition, record)? == Merged::TooLate {
+            stats.partials_too_late += 1;
+            tracing::warn!(job = %self.config.name, partition, "a partial group arrived after its window was emitted");
+        }
+        touched.insert(partition);
+        Ok(())
+    }
+
+    /// Repartition records read from the topic → window state (the ones read at the reload
+    /// were merged then).
+    fn merge_internal(
         &mut self,
         internal: &[InputRecord],
+        touched: &mut BTreeSet<i32>,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        for record in internal {
+            if self.route.read_before(record) {
+                continue;
+            }
+            let value = record.value.as_deref().unwrap_or_default();
+            self.merge(
+                record.partition,
+                from_json(value, "repartition")?,
+                touched,
+                stats,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Merging directly: the repartition records that were unread at the reload go first.
+    fn merge_unread(&mut self, touched: &mut BTreeSet<i32>, stats: &mut JobStats) -> Result<()> {
+        for record in self.route.take_unread() {
+            let value = record.value.as_deref().unwrap_or_default();
+            self.merge(
+                record.partition,
+                from_json(value, "repartition")?,
+                touched,
+                stats,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Windows past the watermark → output rows; the touched partitions' changes → the
+    /// changelog.
+    fn emit(
+        &mut self,
+        mut touched: BTreeSet<i32>,
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
     ) -> Result<()> {
-        let mut touched = BTreeSet::new();
-        for record in internal {
-            let value = record.value.as_deref().unwrap_or_default();
-            let merged = self
-                .store
-                .merge(record.partition, from_json(value, "repartition")?)?;
-            if merged == Merged::TooLate {
-                stats.partials_too_late += 1;
-                tracing::warn!(job = %self.config.name, partition = record.partition, offset = record.offset, "a partial group arrived after its window was emitted");
-            }
-            touched.insert(record.partition);
+        self.route.commit_read(self.config, checkpoint);
+        if touched.is_empty() {
+            return Ok(());
         }
         // Every partition's emitted windows go through the rest of the query at once; windows
         // are emitted by the smallest watermark of the owned partitions, so one partition's
         // records can let another's windows go.
-        if !touched.is_empty() {
-            touched.extend(self.store.owned().iter().copied());
-        }
+        touched.extend(self.store.owned().iter().copied());
         let mut rows = Vec::new();
         for &partition in &touched {
             rows.extend(self.store.emit(partition));
@@ -372,6 +473,9 @@ impl Processor for Windowed<'_> {
         if !read.is_empty() {
             tracing::info!(job = %self.config.name, partitions = ?read, changelog_records = records, groups = self.store.entries(), open_windows = self.store.open_windows(), table_rows = self.table_rows.entries(), "window state restored");
         }
+        // After the inputs' committed offsets: reading them settled their previous owners'
+        // transactions (`route`).
+        self.route = Route::choose(self.config, consumer, &owned.repartition, self.partitions)?;
         Ok(())
     }
 
@@ -380,13 +484,15 @@ impl Processor for Windowed<'_> {
         &mut self,
         consumer: &JobConsumer,
         checkpoint: &mut Checkpoint,
-        _stats: &mut JobStats,
+        stats: &mut JobStats,
     ) -> Result<()> {
+        let mut touched = BTreeSet::new();
+        self.merge_unread(&mut touched, stats)?;
         for (_, source_partition) in stateful::owned(self.config, consumer)?.inputs {
-            let end = to_json(&RepartitionRecord::EndOfInput { source_partition });
-            stateful::to_every_partition(checkpoint, self.partitions, &end);
+            let end = RepartitionRecord::EndOfInput { source_partition };
+            self.send_to_every_partition(end, checkpoint, &mut touched, stats)?;
         }
-        Ok(())
+        self.emit(touched, checkpoint, stats)
     }
 
     fn checkpoint(
@@ -395,26 +501,31 @@ impl Processor for Windowed<'_> {
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
     ) -> Result<()> {
+        let mut touched = BTreeSet::new();
+        self.merge_unread(&mut touched, stats)?;
         let input = &polled.inputs[0].1;
         if !input.is_empty() && self.config.table_as_input {
-            self.pre_aggregate_table_changes(input, checkpoint, stats)?;
+            self.pre_aggregate_table_changes(input, checkpoint, stats, &mut touched)?;
         } else if !input.is_empty() {
-            self.pre_aggregate(input, checkpoint, stats)?;
+            self.pre_aggregate(input, checkpoint, stats, &mut touched)?;
         }
-        self.merge_and_emit(&polled.internal, checkpoint, stats)
+        self.merge_internal(&polled.internal, &mut touched, stats)?;
+        self.emit(touched, checkpoint, stats)
     }
 
     fn announce_idle(
         &mut self,
         polled: &Polled,
         checkpoint: &mut Checkpoint,
-        _stats: &mut JobStats,
+        stats: &mut JobStats,
     ) -> Result<()> {
+        let mut touched = BTreeSet::new();
+        self.merge_unread(&mut touched, stats)?;
         for (_, source_partition) in self.idle.newly_idle(polled, Instant::now()) {
             tracing::info!(job = %self.config.name, partition = source_partition, "input partition idle");
-            let idle = to_json(&RepartitionRecord::Idle { source_partition });
-            stateful::to_every_partition(checkpoint, self.partitions, &idle);
+            let idle = RepartitionRecord::Idle { source_partition };
+            self.send_to_every_partition(idle, checkpoint, &mut touched, stats)?;
         }
-        Ok(())
+        self.emit(touched, checkpoint, stats)
     }
 }
