@@ -48,6 +48,9 @@ struct PartitionState {
     clock: SourceClock<i32>,
     /// Groups (window or session start, keys) changed since the changelog was last written.
     changed: BTreeSet<(i64, Vec<Datum>)>,
+    /// Tumbling and hopping windows: groups created since the changelog was last written (it
+    /// has no record of them, so one emitted before it is written needs no tombstone either).
+    created: BTreeSet<(i64, Vec<Datum>)>,
     /// Groups emitted, or sessions merged into another: tombstones for the changelog.
     removed: Vec<(i64, Vec<Datum>)>,
     /// Aggregates over table changes: groups whose rows are all gone, for the output.
@@ -235,20 +238,30 @@ impl WindowStore {
         if self.watermark(partition).is_some_and(|w| end <= w) {
             return Ok(Merged::TooLate);
         }
+        let fixed = matches!(self.config.window, Windows::Fixed(_));
         let state = self.partition_state(partition);
         let groups = state.windows.entry(window_start_ms).or_default();
         let before = groups.get(&keys).map_or(0, |g| size(g));
-        match groups.get_mut(&keys) {
-            Some(existing) => existing
-                .iter_mut()
-                .zip(accumulators)
-                .for_each(|(a, b)| a.merge(b)),
+        let created = match groups.get_mut(&keys) {
+            Some(existing) => {
+                existing
+                    .iter_mut()
+                    .zip(accumulators)
+                    .for_each(|(a, b)| a.merge(b));
+                false
+            }
             None => {
                 groups.insert(keys.clone(), accumulators);
+                true
             }
-        }
+        };
         let after = size(&groups[&keys]);
-        state.changed.insert((window_start_ms, keys));
+        let group = (window_start_ms, keys);
+        if fixed && created {
+            state.created.insert(group);
+        } else if !(fixed && state.created.contains(&group)) {
+            state.changed.insert(group);
+        }
         self.entries = self.entries + after - before;
         self.check_bound()
     }
@@ -356,8 +369,12 @@ impl WindowStore {
             groups.sort_by(|a, b| a.0.cmp(&b.0));
             for (keys, accumulators) in groups {
                 self.entries -= size(&accumulators);
-                state.changed.remove(&(window_start_ms, keys.clone()));
-                state.removed.push((window_start_ms, keys.clone()));
+                let group = (window_start_ms, keys);
+                if !state.created.remove(&group) {
+                    state.changed.remove(&group);
+                    state.removed.push(group.clone());
+                }
+                let (window_start_ms, keys) = group;
                 rows.push(WindowRow {
                     window_start_ms,
                     window_end_ms: window.end(window_start_ms),
@@ -452,7 +469,11 @@ impl WindowStore {
                 None,
             ));
         }
-        for (window_start_ms, keys) in std::mem::take(&mut state.changed) {
+        let created = std::mem::take(&mut state.created);
+        for (window_start_ms, keys) in std::mem::take(&mut state.changed)
+            .into_iter()
+            .chain(created)
+        {
             let value = match self.config.window {
                 Windows::Fixed(_) | Windows::Updating => {
                     ChangelogValue::Group(state.windows[&window_start_ms][&keys].clone())
