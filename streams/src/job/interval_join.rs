@@ -256,16 +256,21 @@ impl<'a> IntervalJoin<'a> {
     /// merged then).
     fn merge_internal(&mut self, internal: &[InputRecord], merged: &mut Merged) -> Result<()> {
         for record in internal {
-            if self.route.read_before(record) {
-                continue;
+            if !self.route.read_before(record) {
+                self.merge_record(record, merged)?;
             }
-            let value = record.value.as_deref().unwrap_or_default();
-            let join_record: JoinRecord = from_json(value, "repartition")?;
-            merged
-                .joined
-                .extend(self.state.merge(record.partition, join_record)?);
-            merged.touched.insert(record.partition);
         }
+        Ok(())
+    }
+
+    /// One repartition record → the state.
+    fn merge_record(&mut self, record: &InputRecord, merged: &mut Merged) -> Result<()> {
+        let value = record.value.as_deref().unwrap_or_default();
+        let join_record: JoinRecord = from_json(value, "repartition")?;
+        merged
+            .joined
+            .extend(self.state.merge(record.partition, join_record)?);
+        merged.touched.insert(record.partition);
         Ok(())
     }
 
@@ -273,12 +278,7 @@ impl<'a> IntervalJoin<'a> {
     fn merge_unread(&mut self, merged: &mut Merged) -> Result<()> {
         let unread = self.route.take_unread();
         for record in &unread {
-            let value = record.value.as_deref().unwrap_or_default();
-            let join_record: JoinRecord = from_json(value, "repartition")?;
-            merged
-                .joined
-                .extend(self.state.merge(record.partition, join_record)?);
-            merged.touched.insert(record.partition);
+            self.merge_record(record, merged)?;
         }
         Ok(())
     }

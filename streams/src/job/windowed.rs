@@ -316,30 +316,29 @@ impl<'a> Windowed<'a> {
         stats: &mut JobStats,
     ) -> Result<()> {
         for record in internal {
-            if self.route.read_before(record) {
-                continue;
+            if !self.route.read_before(record) {
+                self.merge_record(record, touched, stats)?;
             }
-            let value = record.value.as_deref().unwrap_or_default();
-            self.merge(
-                record.partition,
-                from_json(value, "repartition")?,
-                touched,
-                stats,
-            )?;
         }
         Ok(())
+    }
+
+    /// One repartition record read from the topic → window state.
+    fn merge_record(
+        &mut self,
+        record: &InputRecord,
+        touched: &mut BTreeSet<i32>,
+        stats: &mut JobStats,
+    ) -> Result<()> {
+        let value = record.value.as_deref().unwrap_or_default();
+        let partial = from_json(value, "repartition")?;
+        self.merge(record.partition, partial, touched, stats)
     }
 
     /// Merging directly: the repartition records that were unread at the reload go first.
     fn merge_unread(&mut self, touched: &mut BTreeSet<i32>, stats: &mut JobStats) -> Result<()> {
         for record in self.route.take_unread() {
-            let value = record.value.as_deref().unwrap_or_default();
-            self.merge(
-                record.partition,
-                from_json(value, "repartition")?,
-                touched,
-                stats,
-            )?;
+            self.merge_record(&record, touched, stats)?;
         }
         Ok(())
     }
