@@ -11,6 +11,7 @@
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::Scope;
+use std::time::Instant;
 
 use rdkafka::consumer::ConsumerGroupMetadata;
 
@@ -21,8 +22,10 @@ type Request = (Option<ConsumerGroupMetadata>, Checkpoint);
 
 pub(super) struct Committer {
     requests: SyncSender<Request>,
-    answers: Receiver<Result<()>>,
+    answers: Receiver<(Result<()>, Instant)>,
     in_flight: bool,
+    /// When the checkpoint waited for last had committed (or failed).
+    finished: Option<Instant>,
 }
 
 impl Committer {
@@ -38,7 +41,7 @@ impl Committer {
                 let committed = writer.commit(group.as_ref(), &checkpoint);
                 // The records are dropped here, off the loop's thread.
                 drop(checkpoint);
-                if answer.send(committed).is_err() {
+                if answer.send((committed, Instant::now())).is_err() {
                     break;
                 }
             }
@@ -47,6 +50,7 @@ impl Committer {
             requests,
             answers,
             in_flight: false,
+            finished: None,
         }
     }
 
@@ -71,10 +75,17 @@ impl Committer {
             return None;
         }
         self.in_flight = false;
-        Some(self.answers.recv().unwrap_or_else(|_| {
-            Err(StreamsError::Config(
-                "the job's committing thread stopped".into(),
-            ))
-        }))
+        let (committed, finished) = self.answers.recv().unwrap_or_else(|_| {
+            let stopped = StreamsError::Config("the job's committing thread stopped".into());
+            (Err(stopped), Instant::now())
+        });
+        self.finished = Some(finished);
+        Some(committed)
+    }
+
+    /// When the checkpoint last waited for had committed or failed (not when it was waited
+    /// for: the loop may have been polling meanwhile).
+    pub(super) fn finished(&self) -> Option<Instant> {
+        self.finished
     }
 }

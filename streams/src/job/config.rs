@@ -46,6 +46,10 @@ pub struct JobConfig {
     pub checkpoint_interval_ms: u64,
     /// …and at most this many input records (bounds memory).
     pub checkpoint_max_records: usize,
+    /// A checkpoint holding records also ends once no record came for this long (ms): a
+    /// burst's results are committed without waiting out the interval. 0: only the interval
+    /// and the record bound end a checkpoint.
+    pub checkpoint_quiet_ms: u64,
     pub transaction_timeout_ms: u32,
     /// Where records that cannot be decoded go (in the same transaction); logged and counted
     /// either way.
@@ -89,6 +93,7 @@ impl JobConfig {
             schema_sample_records: 1000,
             checkpoint_interval_ms: 1000,
             checkpoint_max_records: 10_000,
+            checkpoint_quiet_ms: 100,
             transaction_timeout_ms: 60_000,
             dead_letter_topic: None,
             allowed_lateness_ms: 0,

@@ -57,6 +57,11 @@ pub(super) fn create(config: &JobConfig, internal_topic: Option<&str>) -> Result
             // is full (default 1 s): a job draining the queue a checkpoint at a time would then
             // wait for input. The queue stays bounded by queued.max.messages.kbytes either way.
             ("fetch.queue.backoff.ms", "20"),
+            // A fetch waits at the broker for data this long (Kafka's default: 500 ms), and a
+            // partition assigned or resumed while one is outstanding is fetched only in the
+            // next: a job reading another job's output would start its work up to that late.
+            // An idle job sends ten empty fetches a second instead of two.
+            ("fetch.wait.max.ms", "100"),
         ])
         .create_with_context(RebalanceTracker::default())
         .map_err(StreamsError::kafka("creating the consumer"))?;

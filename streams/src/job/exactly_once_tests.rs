@@ -318,3 +318,50 @@ async fn a_job_reads_several_input_topics_as_tables() {
     assert!(text.contains(r#"job="merge""#), "{text}");
     drop(broker);
 }
+
+/// A checkpoint ends once its input is quiet (`checkpoint_quiet_ms`), not only at its
+/// interval: with a two-minute interval, a burst's results are committed within seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_is_committed_once_the_input_is_quiet() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_broker(dir.path()).await;
+    let bootstrap = broker.local_addr().to_string();
+    create_topics(&bootstrap, &["requests", "errors", "requests-rejected"]).await;
+    let mut config = job_config(&bootstrap, "a");
+    config.checkpoint_interval_ms = 120_000;
+    config.checkpoint_max_records = 1_000_000;
+    let (stop, job) = spawn(config);
+    let started = Instant::now();
+    tokio::task::spawn_blocking({
+        let bootstrap = bootstrap.clone();
+        move || produce_input(&bootstrap, "requests")
+    })
+    .await
+    .unwrap();
+
+    let expected = expected_ids();
+    let output = tokio::task::spawn_blocking({
+        let count = expected.len();
+        move || read_committed(&bootstrap, "errors", count)
+    })
+    .await
+    .unwrap();
+    // read_committed gives up after TIMEOUT (60 s), half the interval.
+    let elapsed = started.elapsed();
+    stop.store(true, Ordering::SeqCst);
+    let stats = job.join().unwrap();
+    let ids: Vec<u64> = output
+        .iter()
+        .map(|(_, value)| {
+            serde_json::from_str::<serde_json::Value>(value).unwrap()["id"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let unique: BTreeSet<u64> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), unique.len(), "no duplicates; {stats:?}");
+    assert_eq!(unique, expected, "committed before the interval; {stats:?}");
+    assert!(elapsed < Duration::from_secs(60), "{elapsed:?}");
+    drop(broker);
+}

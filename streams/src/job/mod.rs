@@ -288,6 +288,12 @@ pub fn run_with_metrics(
     Ok(stats)
 }
 
+/// How long a checkpoint took to commit once sent.
+fn commit_ms(flight: &InFlight, finished: Option<Instant>) -> u64 {
+    let finished = finished.unwrap_or_else(Instant::now);
+    finished.saturating_duration_since(flight.sent).as_millis() as u64
+}
+
 /// The checkpoint loop's parts.
 struct Loop<'a, 'p> {
     config: &'a JobConfig,
@@ -434,7 +440,7 @@ impl Loop<'_, '_> {
                     .committed(&flight.done, flight.started.elapsed().as_secs_f64());
                 let (entries, windows) = self.processor.state_size();
                 self.metrics.window_state(entries, windows);
-                tracing::debug!(job = %config.name, input = flight.input, internal = flight.internal, produced = flight.produced, poll_ms = flight.polled_ms, process_ms = flight.processed_ms, commit_ms = flight.sent.elapsed().as_millis() as u64, "checkpoint committed");
+                tracing::debug!(job = %config.name, input = flight.input, internal = flight.internal, produced = flight.produced, poll_ms = flight.polled_ms, process_ms = flight.processed_ms, commit_ms = commit_ms(&flight, self.committer.finished()), "checkpoint committed");
                 Ok(true)
             }
             Err(error) if error.fenced().is_some() => Err(error),
@@ -646,8 +652,13 @@ fn decode_input_rejecting(
     Ok((decoded.batch, rejected))
 }
 
-/// Polls until the checkpoint is due: its interval has passed or it holds the most records a
-/// checkpoint may; returns early on a rebalance or `stop`.
+/// The longest a job's poll blocks before it looks at `stop` and rebalances again.
+const POLL_SLICE: Duration = Duration::from_millis(100);
+
+/// Polls until the checkpoint is due: its interval has passed, it holds the most records a
+/// checkpoint may, or it holds records and the input has been quiet for
+/// `checkpoint_quiet_ms` (what a burst brought is committed without waiting out the
+/// interval); returns early on a rebalance or `stop`.
 fn fill(
     config: &JobConfig,
     consumer: &JobConsumer,
@@ -655,6 +666,8 @@ fn fill(
     stop: &AtomicBool,
 ) -> Polled {
     let due = Instant::now() + Duration::from_millis(config.checkpoint_interval_ms);
+    let quiet =
+        (config.checkpoint_quiet_ms > 0).then(|| Duration::from_millis(config.checkpoint_quiet_ms));
     let mut polled = Polled {
         inputs: config
             .inputs
@@ -664,16 +677,28 @@ fn fill(
         internal_topic: internal_topic.unwrap_or_default().to_string(),
         ..Polled::default()
     };
+    // When the newest record came (read once per loop: a clock read per record costs): with
+    // `quiet`, the checkpoint is due that long after it.
+    let mut last_record: Option<Instant> = None;
+    let mut record_came = false;
     while polled.len() < config.checkpoint_max_records && !stop.load(Ordering::SeqCst) {
         let now = Instant::now();
-        if now >= due || consumer.context().rebalanced() {
+        if record_came {
+            last_record = Some(now);
+            record_came = false;
+        }
+        let quiet_until = quiet.zip(last_record).map(|(quiet, last)| last + quiet);
+        let until = quiet_until.map_or(due, |quiet_until| quiet_until.min(due));
+        if now >= until || consumer.context().rebalanced() {
             break;
         }
-        let Some(message) = consumer.poll(due - now) else {
+        // In slices, so that `stop` and a rebalance are seen at once whatever the interval.
+        let Some(message) = consumer.poll((until - now).min(POLL_SLICE)) else {
             continue;
         };
         match message {
             Ok(message) => {
+                record_came = true;
                 let record = InputRecord::from_message(&message);
                 match polled.inputs.iter_mut().find(|(t, _)| t == message.topic()) {
                     Some((_, records)) => records.push(record),
