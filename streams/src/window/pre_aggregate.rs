@@ -102,13 +102,18 @@ pub fn pre_aggregate(
             };
             match query.window {
                 Windows::Fixed(_) | Windows::Updating => {
+                    // One lookup per row, not per window: a key's windows are few and mostly
+                    // the newest ones.
+                    let by_window = groups.fixed.entry(keys).or_default();
                     for window_start in windows {
-                        update(
-                            groups
-                                .fixed
-                                .entry((window_start, keys.clone()))
-                                .or_insert_with(start),
-                        );
+                        let index = match by_window.iter().rposition(|(s, _)| *s == window_start) {
+                            Some(index) => index,
+                            None => {
+                                by_window.push((window_start, start()));
+                                by_window.len() - 1
+                            }
+                        };
+                        update(&mut by_window[index].1);
                     }
                 }
                 Windows::Session { gap_ms } => {
@@ -132,21 +137,23 @@ pub fn pre_aggregate(
 /// A checkpoint's partial groups: by window and key, or a key's partial sessions.
 #[derive(Default)]
 struct Groups {
-    fixed: HashMap<(i64, Vec<Datum>), Vec<Accumulator>>,
+    /// By key: each window's accumulators (window start, accumulators).
+    fixed: HashMap<Vec<Datum>, Vec<(i64, Vec<Accumulator>)>>,
     sessions: HashMap<Vec<Datum>, SessionSet>,
 }
 
 impl Groups {
     fn into_partials(self) -> Vec<PartialGroup> {
-        let fixed = self
-            .fixed
-            .into_iter()
-            .map(|((window_start_ms, keys), accumulators)| PartialGroup {
-                window_start_ms,
-                session_last_ms: None,
-                keys,
-                accumulators,
-            });
+        let fixed = self.fixed.into_iter().flat_map(|(keys, by_window)| {
+            by_window
+                .into_iter()
+                .map(move |(window_start_ms, accumulators)| PartialGroup {
+                    window_start_ms,
+                    session_last_ms: None,
+                    keys: keys.clone(),
+                    accumulators,
+                })
+        });
         let sessions = self.sessions.into_iter().flat_map(|(keys, set)| {
             set.into_iter().map(move |(start, session)| PartialGroup {
                 window_start_ms: start,

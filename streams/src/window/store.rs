@@ -16,6 +16,7 @@
 //! Bounded: the groups and distinct values held across all partitions may not exceed
 //! `max_state_entries`; past it the checkpoint fails with a clear error rather than growing.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::{Result, StreamsError};
@@ -241,21 +242,18 @@ impl WindowStore {
         let fixed = matches!(self.config.window, Windows::Fixed(_));
         let state = self.partition_state(partition);
         let groups = state.windows.entry(window_start_ms).or_default();
-        let before = groups.get(&keys).map_or(0, |g| size(g));
-        let created = match groups.get_mut(&keys) {
-            Some(existing) => {
+        let (created, before, after) = match groups.entry(keys.clone()) {
+            Entry::Occupied(mut existing) => {
+                let before = size(existing.get());
                 existing
+                    .get_mut()
                     .iter_mut()
                     .zip(accumulators)
                     .for_each(|(a, b)| a.merge(b));
-                false
+                (false, before, size(existing.get()))
             }
-            None => {
-                groups.insert(keys.clone(), accumulators);
-                true
-            }
+            Entry::Vacant(vacant) => (true, 0, size(vacant.insert(accumulators))),
         };
-        let after = size(&groups[&keys]);
         let group = (window_start_ms, keys);
         if fixed && created {
             state.created.insert(group);
