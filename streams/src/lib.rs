@@ -28,6 +28,7 @@
 //! - [`join`] — joins over streams: with a declared table as of each record's event time (a
 //!   versioned table kept current), and between two inputs within a time bound (interval joins:
 //!   both sides repartitioned by key, buffered until the watermark passes their bound).
+//! - [`state_map`] — the hash map job state is kept in (keys from the input, aHash-seeded).
 //! - [`job`] — the exactly-once loop: read_committed consumer in a group, one transaction per
 //!   checkpoint holding the output (and a stateful job's repartition and changelog records) and
 //!   the consumed offsets (KIP-447), fencing of zombies, state reloaded after a rebalance.
@@ -49,6 +50,7 @@ pub mod join;
 pub mod record;
 pub mod record_time;
 pub mod sql;
+pub mod state_map;
 pub mod streaming;
 pub mod topic_reader;
 pub mod topic_table;

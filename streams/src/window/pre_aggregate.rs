@@ -9,12 +9,13 @@
 //! its time is behind that watermark (`crate::window::session` says why); the others are merged
 //! into partial sessions per key.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use datafusion::arrow::array::{Array, Int32Array, Int64Array, TimestampMillisecondArray};
 use datafusion::arrow::record_batch::RecordBatch;
 
 use crate::error::{Result, StreamsError};
+use crate::state_map::StateMap;
 use crate::window::accumulator::Accumulator;
 use crate::window::datum::Datum;
 use crate::window::query::{
@@ -138,8 +139,8 @@ pub fn pre_aggregate(
 #[derive(Default)]
 struct Groups {
     /// By key: each window's accumulators (window start, accumulators).
-    fixed: HashMap<Vec<Datum>, Vec<(i64, Vec<Accumulator>)>>,
-    sessions: HashMap<Vec<Datum>, SessionSet>,
+    fixed: StateMap<Vec<Datum>, Vec<(i64, Vec<Accumulator>)>>,
+    sessions: StateMap<Vec<Datum>, SessionSet>,
 }
 
 impl Groups {

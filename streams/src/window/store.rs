@@ -20,6 +20,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::{Result, StreamsError};
+use crate::state_map::StateMap;
 use crate::watermark::SourceClock;
 use crate::window::accumulator::{Accumulator, AggregateKind};
 use crate::window::changes;
@@ -43,7 +44,7 @@ pub struct WindowStoreConfig {
 #[derive(Default)]
 struct PartitionState {
     /// Tumbling and hopping windows: groups by window start and key.
-    windows: BTreeMap<i64, HashMap<Vec<Datum>, Vec<Accumulator>>>,
+    windows: BTreeMap<i64, StateMap<Vec<Datum>, Vec<Accumulator>>>,
     /// Session windows.
     sessions: OpenSessions,
     clock: SourceClock<i32>,

@@ -22,11 +22,12 @@
 //! dropped; the event times), so the state can be rebuilt by replaying the changelog partition.
 //! Bounded: the rows held across all partitions may not exceed `max_state_entries`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, StreamsError};
+use crate::state_map::StateMap;
 use crate::watermark::{IdleSources, SourceClock};
 use crate::window::datum::Datum;
 
@@ -127,11 +128,11 @@ struct Held {
 #[derive(Default)]
 struct PartitionState {
     /// Rows by side and key, each by id.
-    rows: HashMap<(Side, Vec<Datum>), BTreeMap<RowId, Held>>,
+    rows: StateMap<(Side, Vec<Datum>), BTreeMap<RowId, Held>>,
     /// When each row may go: (watermark it waits for, id).
     expiry: BTreeSet<(i64, RowId)>,
     /// Each held row's entry in `expiry`, by id.
-    by_id: HashMap<RowId, (i64, Side, Vec<Datum>)>,
+    by_id: StateMap<RowId, (i64, Side, Vec<Datum>)>,
     clock: SourceClock<(u8, i32)>,
     ended: BTreeSet<(u8, i32)>,
     changed: BTreeSet<RowId>,
