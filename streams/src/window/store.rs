@@ -20,7 +20,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::{Result, StreamsError};
-use crate::state_map::StateMap;
+use crate::state_map::{StateMap, StateSet};
 use crate::watermark::SourceClock;
 use crate::window::accumulator::{Accumulator, AggregateKind};
 use crate::window::changes;
@@ -52,7 +52,7 @@ struct PartitionState {
     changed: BTreeSet<(i64, Vec<Datum>)>,
     /// Tumbling and hopping windows: groups created since the changelog was last written (it
     /// has no record of them, so one emitted before it is written needs no tombstone either).
-    created: BTreeSet<(i64, Vec<Datum>)>,
+    created: StateSet<(i64, Vec<Datum>)>,
     /// Groups emitted, or sessions merged into another: tombstones for the changelog.
     removed: Vec<(i64, Vec<Datum>)>,
     /// Aggregates over table changes: groups whose rows are all gone, for the output.
@@ -468,7 +468,10 @@ impl WindowStore {
                 None,
             ));
         }
-        let created = std::mem::take(&mut state.created);
+        // (In group order, as the changed ones: the changelog's records do not depend on the
+        // set's hashing.)
+        let mut created: Vec<_> = std::mem::take(&mut state.created).into_iter().collect();
+        created.sort_unstable();
         for (window_start_ms, keys) in std::mem::take(&mut state.changed)
             .into_iter()
             .chain(created)
