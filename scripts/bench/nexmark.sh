@@ -6,8 +6,9 @@
 # query runs once on each engine (which goes first alternates run by run), exactly once, from
 # the start of its input, reading the same topics of the same broker on the same cores:
 # - Weir: `weir job run` (checkpoints every second, at 50,000 records, or once the input was quiet
-#   for 100 ms; q4, q5, q7, q8: a chain of jobs running at once), timed from the start until every job's committed offsets cover its inputs
-#   and stopped moving (repartition topics included), so it includes start-up and the group join;
+#   for 100 ms; q4, q5, q7, q8: a chain of jobs running at once), timed from the start until
+#   every job's committed offsets cover its inputs and stopped moving (repartition topics
+#   included), so it includes start-up and the group join;
 # - Flink 2.x: scripts/bench/flink/NexmarkFlink.java on a local MiniCluster (parallelism 2, a
 #   checkpoint every second to files, Kafka SQL connector, read_committed, exactly-once sink), its input
 #   bounded at the latest offsets so the job ends when done; timed from the INSERT's submission
