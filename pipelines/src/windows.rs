@@ -170,7 +170,11 @@ fn bounded_run_finished(
     if watch.is_none() {
         *watch = CommitWatch::new(job).ok();
     }
-    // Read before looking at the offsets: announced, then everything after it committed.
+    // Read before looking at the offsets: announced, then everything after it committed. A
+    // rebalance while the offsets are read (reading them can wait for it) withdraws the
+    // announcement: then the two reads are not one state, and the next look decides.
+    let withdrawals = || ends.iter().map(|end| end.withdrawals()).sum::<u64>();
+    let withdrawn_before = withdrawals();
     let sent = ends.iter().all(|end| end.sent());
     let committed = watch
         .as_ref()
@@ -178,7 +182,7 @@ fn bounded_run_finished(
     if committed {
         ends.iter().for_each(|end| end.request());
     }
-    committed && sent
+    committed && sent && withdrawals() == withdrawn_before
 }
 
 /// Tells whether the job has committed everything there is: the clients are made once and

@@ -40,7 +40,7 @@ mod table_join_tests;
 mod window_order_tests;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::record_batch::RecordBatch;
@@ -176,6 +176,8 @@ trait Processor {
 pub struct EndOfInput {
     requested: AtomicBool,
     sent: AtomicBool,
+    /// How often a sent announcement was withdrawn (a rebalance after it).
+    withdrawn: AtomicU64,
 }
 
 impl EndOfInput {
@@ -190,6 +192,13 @@ impl EndOfInput {
     /// The announcement is committed.
     pub fn sent(&self) -> bool {
         self.sent.load(Ordering::SeqCst)
+    }
+
+    /// How often an announcement was withdrawn, to be announced again for the partitions a
+    /// rebalance gave: a watcher that read [`Self::sent`] and then the committed offsets
+    /// reads this before and after — if it moved, what it read is not one state.
+    pub fn withdrawals(&self) -> u64 {
+        self.withdrawn.load(Ordering::SeqCst)
     }
 }
 
@@ -481,6 +490,7 @@ impl Loop<'_, '_> {
             // which inputs ended: announce again for what this copy owns now.
             tracing::info!(job = %config.name, "end of input to be announced again after the rebalance");
             end.sent.store(false, Ordering::SeqCst);
+            end.withdrawn.fetch_add(1, Ordering::SeqCst);
         }
         let (entries, windows) = self.processor.state_size();
         self.metrics.window_state(entries, windows);

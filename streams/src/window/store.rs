@@ -185,7 +185,7 @@ impl WindowStore {
                 let state = self.partition_state(partition);
                 state.ended.insert(source_partition);
                 if state.ended.len() as i32 >= input_partitions {
-                    self.close_open_windows(partition);
+                    self.close_open_windows();
                 }
                 Ok(Merged::Applied)
             }
@@ -303,28 +303,39 @@ impl WindowStore {
         self.check_bound()
     }
 
-    /// Advances every input partition's time of `partition` so that the watermark passes the
-    /// last open window's end.
-    fn close_open_windows(&mut self, partition: i32) {
+    /// Once a partition's every input ended: advances the input times of every partition whose
+    /// inputs all ended past the last open window of every partition this store holds — not
+    /// only its own. A copy owning several partitions emits by the smallest of their watermarks
+    /// (`Self::emit_watermark`), so an ended partition whose own windows end earlier (or that
+    /// has none) must not hold the others' last windows back; nothing more comes to it, so any
+    /// later time is right for it.
+    fn close_open_windows(&mut self) {
         let window = self.config.window;
         let lateness = self.config.allowed_lateness_ms;
         let inputs = self.config.input_partitions;
-        let Some(state) = self.partitions.get_mut(&partition) else {
-            return;
-        };
-        let last_end = match window {
-            Windows::Fixed(window) => state.windows.keys().next_back().map(|s| window.end(*s)),
-            Windows::Session { .. } => state.sessions.last_end(),
-            Windows::Updating => None,
-        };
+        let last_end = self
+            .partitions
+            .values()
+            .filter_map(|state| match window {
+                Windows::Fixed(window) => state.windows.keys().next_back().map(|s| window.end(*s)),
+                Windows::Session { .. } => state.sessions.last_end(),
+                Windows::Updating => None,
+            })
+            .max();
         let Some(last_end) = last_end else {
             return;
         };
         let time = last_end.saturating_add(lateness);
-        for source in 0..inputs {
-            state.clock.advance(source, time, inputs as usize);
+        let ended = self
+            .partitions
+            .values_mut()
+            .filter(|state| state.ended.len() as i32 >= inputs);
+        for state in ended {
+            for source in 0..inputs {
+                state.clock.advance(source, time, inputs as usize);
+            }
+            state.times_changed = true;
         }
-        state.times_changed = true;
     }
 
     fn check_bound(&self) -> Result<Merged> {

@@ -96,3 +96,34 @@ async fn a_session_needs_a_positive_gap_in_days_or_less() {
         assert!(error.contains(expected), "{query}: {error}");
     }
 }
+
+/// A copy owning both state partitions emits by the smaller of their watermarks: at the end of
+/// the input, a partition whose own sessions end earlier (or that has none left) must not hold
+/// the other's last sessions back — every session comes out, none stays open.
+#[tokio::test]
+async fn the_end_of_input_closes_the_sessions_of_every_owned_partition() {
+    let mut harness = Harness::new(QUERY, 0, A).await;
+    harness.store.set_owned(vec![0, 1]);
+    // Eight users (their sessions spread over both state partitions), one click each, 10 s
+    // apart: each a session of its own, ending at different times.
+    let users: Vec<String> = (0..8)
+        .map(|user| format!(r#"{{"status": 200, "bytes": 10, "user": "u{user}"}}"#))
+        .collect();
+    let rows: Vec<(i32, i64, &str)> = users
+        .iter()
+        .enumerate()
+        .map(|(user, value)| ((user % 2) as i32, 10_000 * user as i64, value.as_str()))
+        .collect();
+    let mut out = harness.checkpoint(&rows).await;
+    out.extend(harness.end_of_input(&[0, 1]).await);
+    let mut started: Vec<&str> = out
+        .iter()
+        .map(|row| row["user"].as_str().unwrap())
+        .collect();
+    started.sort_unstable();
+    assert_eq!(started, ["u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7"]);
+    assert_eq!(
+        (harness.store.open_windows(), harness.store.entries()),
+        (0, 0)
+    );
+}
