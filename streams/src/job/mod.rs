@@ -687,7 +687,7 @@ fn fill(
         internal_topic: internal_topic.unwrap_or_default().to_string(),
         ..Polled::default()
     };
-    // When the newest record came (read once per loop: a clock read per record costs): with
+    // When the newest record came — the next turn's clock read, not one more per record: with
     // `quiet`, the checkpoint is due that long after it.
     let mut last_record: Option<Instant> = None;
     let mut record_came = false;
