@@ -16,7 +16,6 @@
 //! Bounded: the groups and distinct values held across all partitions may not exceed
 //! `max_state_entries`; past it the checkpoint fails with a clear error rather than growing.
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::error::{Result, StreamsError};
@@ -243,17 +242,21 @@ impl WindowStore {
         let fixed = matches!(self.config.window, Windows::Fixed(_));
         let state = self.partition_state(partition);
         let groups = state.windows.entry(window_start_ms).or_default();
-        let (created, before, after) = match groups.entry(keys.clone()) {
-            Entry::Occupied(mut existing) => {
-                let before = size(existing.get());
+        // One lookup for a group already there; the keys are cloned only for a new one.
+        let (created, before, after) = match groups.get_mut(&keys) {
+            Some(existing) => {
+                let before = size(existing);
                 existing
-                    .get_mut()
                     .iter_mut()
                     .zip(accumulators)
                     .for_each(|(a, b)| a.merge(b));
-                (false, before, size(existing.get()))
+                (false, before, size(existing))
             }
-            Entry::Vacant(vacant) => (true, 0, size(vacant.insert(accumulators))),
+            None => {
+                let after = size(&accumulators);
+                groups.insert(keys.clone(), accumulators);
+                (true, 0, after)
+            }
         };
         let group = (window_start_ms, keys);
         if fixed && created {
