@@ -8,6 +8,7 @@
 //! partition merges its own rows into the state directly instead (`route`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::arrow::array::{Array, ArrayRef, Int32Array, Int64Array};
@@ -332,23 +333,31 @@ impl<'a> IntervalJoin<'a> {
         let width = left_width + self.join.right.columns;
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
         for (index, field) in schema.fields().iter().enumerate() {
-            let values: Vec<Datum> = joined
-                .iter()
-                .map(|row| match index.checked_sub(left_width) {
-                    // The last column: the joined row's time (`crate::record_time`).
-                    _ if index == width => Datum::Int(row.time_ms),
-                    None => row.left[index].clone(),
-                    Some(right) => row
-                        .right
-                        .as_ref()
-                        .map_or(Datum::Null, |values| values[right].clone()),
-                })
-                .collect();
-            columns.push(to_array(&values, field.data_type())?);
+            let data_type = field.data_type();
+            let column = match index.checked_sub(left_width) {
+                // The last column: the joined row's time (`crate::record_time`).
+                _ if index == width => {
+                    let times: Vec<Datum> = joined.iter().map(|r| Datum::Int(r.time_ms)).collect();
+                    to_array(&times, data_type)?
+                }
+                None => to_array(joined.iter().map(|row| &row.left[index]), data_type)?,
+                Some(right) => {
+                    let values = joined.iter().map(|row| {
+                        row.right
+                            .as_ref()
+                            .map_or(&NULL_DATUM, |values| &values[right])
+                    });
+                    to_array(values, data_type)?
+                }
+            };
+            columns.push(column);
         }
         Ok(RecordBatch::try_new(schema, columns)?)
     }
 }
+
+/// A right column's value when the left row has no match.
+static NULL_DATUM: Datum = Datum::Null;
 
 fn outgoing(destination: Destination, record: &InputRecord) -> Outgoing {
     Outgoing {
@@ -391,7 +400,7 @@ fn join_rows(
             .collect::<Result<Vec<_>>>()?;
         let values = (first_value..first_value + side.columns)
             .map(|c| Datum::from_array(column(c)?.as_ref(), row))
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Result<Arc<[Datum]>>>()?;
         let time = times.is_valid(row).then(|| times.value(row));
         rows.push((
             JoinRow {

@@ -215,22 +215,39 @@ impl Hash for Datum {
 }
 
 /// A column of `data_type` holding `values`.
-pub fn to_array(values: &[Datum], data_type: &DataType) -> Result<ArrayRef> {
-    let floats = values.iter().any(|v| matches!(v, Datum::Float(_)));
-    let array: ArrayRef = if values.iter().any(|v| matches!(v, Datum::Str(_))) {
-        Arc::new(StringArray::from_iter(values.iter().map(|v| match v {
-            Datum::Str(s) => Some(s.clone()),
+pub fn to_array<'a, I>(values: I, data_type: &DataType) -> Result<ArrayRef>
+where
+    I: IntoIterator<Item = &'a Datum>,
+    I::IntoIter: Clone,
+{
+    let values = values.into_iter();
+    let (mut bools, mut floats) = (false, false);
+    let mut strings = false;
+    for value in values.clone() {
+        match value {
+            Datum::Str(_) => {
+                strings = true;
+                break;
+            }
+            Datum::Bool(_) => bools = true,
+            Datum::Float(_) => floats = true,
+            Datum::Null | Datum::Int(_) => {}
+        }
+    }
+    let array: ArrayRef = if strings {
+        Arc::new(StringArray::from_iter(values.map(|v| match v {
+            Datum::Str(s) => Some(s.as_str()),
             _ => None,
         })))
-    } else if values.iter().any(|v| matches!(v, Datum::Bool(_))) {
-        Arc::new(BooleanArray::from_iter(values.iter().map(|v| match v {
+    } else if bools {
+        Arc::new(BooleanArray::from_iter(values.map(|v| match v {
             Datum::Bool(b) => Some(*b),
             _ => None,
         })))
     } else if floats {
-        Arc::new(Float64Array::from_iter(values.iter().map(Datum::as_f64)))
+        Arc::new(Float64Array::from_iter(values.map(Datum::as_f64)))
     } else {
-        Arc::new(Int64Array::from_iter(values.iter().map(|v| match v {
+        Arc::new(Int64Array::from_iter(values.map(|v| match v {
             Datum::Int(i) => Some(*i),
             _ => None,
         })))

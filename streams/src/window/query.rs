@@ -221,15 +221,12 @@ impl WindowedQuery {
                 ));
                 cast(&starts, field.data_type())?
             } else if index < groups {
-                let values: Vec<Datum> = rows.iter().map(|r| r.keys[key].clone()).collect();
+                let column = to_array(rows.iter().map(|r| &r.keys[key]), field.data_type())?;
                 key += 1;
-                to_array(&values, field.data_type())?
+                column
             } else {
-                let values: Vec<Datum> = rows
-                    .iter()
-                    .map(|r| r.values[index - groups].clone())
-                    .collect();
-                to_array(&values, field.data_type())?
+                let values = rows.iter().map(|r| &r.values[index - groups]);
+                to_array(values, field.data_type())?
             };
             columns.push(column);
         }

@@ -22,7 +22,9 @@
 //! dropped; the event times), so the state can be rebuilt by replaying the changelog partition.
 //! Bounded: the rows held across all partitions may not exceed `max_state_entries`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -53,8 +55,9 @@ pub struct JoinRow {
     pub id: RowId,
     pub keys: Vec<Datum>,
     pub time_ms: i64,
-    /// The side's columns, as the join's output holds them.
-    pub values: Vec<Datum>,
+    /// The side's columns, as the join's output holds them (shared by every output row the
+    /// row is in).
+    pub values: Arc<[Datum]>,
 }
 
 /// A record of the join's repartition topic.
@@ -100,8 +103,8 @@ pub enum JoinChange {
 /// One output row: a left row with its match, or with none (left outer join).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Joined {
-    pub left: Vec<Datum>,
-    pub right: Option<Vec<Datum>>,
+    pub left: Arc<[Datum]>,
+    pub right: Option<Arc<[Datum]>>,
     /// When it happened: the later of the pair's times (a left row without a match: its own).
     pub time_ms: i64,
 }
@@ -123,23 +126,40 @@ struct Held {
     /// Whether the changelog has a record of the row (a row added and dropped between two
     /// checkpoints needs neither its record nor a tombstone).
     logged: bool,
+    /// Whether the row changed since the changelog was last written (its id is in `changed`).
+    changed: bool,
+    /// The watermark it waits for before it can go.
+    expires: i64,
 }
 
 #[derive(Default)]
 struct PartitionState {
-    /// Rows by side and key, each by id.
-    rows: StateMap<(Side, Vec<Datum>), BTreeMap<RowId, Held>>,
-    /// When each row may go: (watermark it waits for, id).
-    expiry: BTreeSet<(i64, RowId)>,
-    /// Each held row's entry in `expiry`, by id.
-    by_id: StateMap<RowId, (i64, Side, Vec<Datum>)>,
+    /// The held rows, each in a slot of its own (a released row's slot is reused).
+    slots: Vec<Option<Held>>,
+    free_slots: Vec<usize>,
+    /// Each held row's slot, by id.
+    by_id: StateMap<RowId, usize>,
+    /// The held rows' slots by side (left, right), key and id (candidates match in id order).
+    rows: [StateMap<Vec<Datum>, BTreeMap<RowId, usize>>; 2],
+    /// `(expires, id)` of every held row, soonest first. A row released or replaced leaves its
+    /// entry behind; an entry whose row no longer waits for that expiry is skipped.
+    expiry: BinaryHeap<Reverse<(i64, RowId)>>,
     clock: SourceClock<(u8, i32)>,
     ended: BTreeSet<(u8, i32)>,
-    changed: BTreeSet<RowId>,
+    /// The ids of rows changed since the changelog was last written (some repeated, or
+    /// released since: the rows' `changed` flags say which are due).
+    changed: Vec<RowId>,
     dropped: Vec<RowId>,
     times_changed: bool,
     /// Whether the changelog's last idle record names idle partitions (to be cleared).
     idle_logged: bool,
+}
+
+fn side_index(side: Side) -> usize {
+    match side {
+        Side::Left => 0,
+        Side::Right => 1,
+    }
 }
 
 pub struct IntervalJoinState {
@@ -243,36 +263,45 @@ impl IntervalJoinState {
                 Side::Left => Side::Right,
                 Side::Right => Side::Left,
             };
-            if let Some(candidates) = state.rows.get_mut(&(other, row.keys.clone())) {
-                for (id, held) in candidates.iter_mut() {
-                    let (left_time, right_time) = match row.side {
-                        Side::Left => (row.time_ms, held.row.time_ms),
-                        Side::Right => (held.row.time_ms, row.time_ms),
-                    };
-                    let distance = right_time.saturating_sub(left_time);
-                    if distance < lower || distance > upper {
-                        continue;
-                    }
-                    matched = true;
-                    joined.push(match row.side {
-                        Side::Left => Joined {
-                            left: row.values.clone(),
-                            right: Some(held.row.values.clone()),
-                            time_ms: row.time_ms.max(held.row.time_ms),
-                        },
-                        Side::Right => {
-                            if !held.matched {
-                                held.matched = true;
-                                state.changed.insert(*id);
-                            }
-                            Joined {
-                                left: held.row.values.clone(),
-                                right: Some(row.values.clone()),
-                                time_ms: row.time_ms.max(held.row.time_ms),
+            let PartitionState {
+                rows,
+                slots,
+                changed,
+                ..
+            } = state;
+            let candidates = rows[side_index(other)].get(row.keys.as_slice());
+            for (id, slot) in candidates.into_iter().flatten() {
+                let held = slots[*slot].as_mut().expect("a held row's slot is filled");
+                let (left_time, right_time) = match row.side {
+                    Side::Left => (row.time_ms, held.row.time_ms),
+                    Side::Right => (held.row.time_ms, row.time_ms),
+                };
+                let distance = right_time.saturating_sub(left_time);
+                if distance < lower || distance > upper {
+                    continue;
+                }
+                matched = true;
+                joined.push(match row.side {
+                    Side::Left => Joined {
+                        left: row.values.clone(),
+                        right: Some(held.row.values.clone()),
+                        time_ms: row.time_ms.max(held.row.time_ms),
+                    },
+                    Side::Right => {
+                        if !held.matched {
+                            held.matched = true;
+                            if !held.changed {
+                                held.changed = true;
+                                changed.push(*id);
                             }
                         }
-                    });
-                }
+                        Joined {
+                            left: held.row.values.clone(),
+                            right: Some(row.values.clone()),
+                            time_ms: row.time_ms.max(held.row.time_ms),
+                        }
+                    }
+                });
             }
         }
         // A row with a null key never matches: only a left outer join's left row is kept, to be
@@ -280,14 +309,15 @@ impl IntervalJoinState {
         if null_key && !(row.side == Side::Left && left_outer) {
             return Ok(joined);
         }
-        let id = row.id;
-        state.changed.insert(id);
+        state.changed.push(row.id);
         let held = Held {
             row,
             matched,
             logged: false,
+            changed: true,
+            expires,
         };
-        if state.hold(expires, held) {
+        if state.hold(held) {
             self.entries += 1;
         }
         self.check_bound()?;
@@ -307,7 +337,7 @@ impl IntervalJoinState {
         let Some(state) = self.partitions.get_mut(&partition) else {
             return;
         };
-        let Some((last, _)) = state.expiry.last() else {
+        let Some(last) = state.slots.iter().flatten().map(|held| held.expires).max() else {
             return;
         };
         let time = last.saturating_add(1).saturating_add(lateness);
@@ -340,21 +370,21 @@ impl IntervalJoinState {
             return Vec::new();
         };
         let mut unmatched = Vec::new();
-        while let Some(&(expires, id)) = state.expiry.first() {
+        while let Some(&Reverse((expires, id))) = state.expiry.peek() {
             if expires >= watermark {
                 break;
             }
-            let Some(held) = state.release(id) else {
-                state.expiry.pop_first();
+            state.expiry.pop();
+            // Released or replaced since this entry was made.
+            if state.held_mut(id).map(|held| held.expires) != Some(expires) {
                 continue;
-            };
+            }
+            let held = state.release(id).expect("found above");
             self.entries -= 1;
-            let side = held.row.side;
-            state.changed.remove(&id);
             if held.logged {
                 state.dropped.push(id);
             }
-            if side == Side::Left && left_outer && !held.matched {
+            if held.row.side == Side::Left && left_outer && !held.matched {
                 unmatched.push(Joined {
                     left: held.row.values,
                     right: None,
@@ -375,10 +405,15 @@ impl IntervalJoinState {
                 .into_iter()
                 .map(|id| (JoinChangeKey::Row(id), None))
                 .collect();
-        for id in std::mem::take(&mut state.changed) {
-            let Some(held) = state.held_mut(id) else {
+        // In id order, as the rows of a key are.
+        let mut changed = std::mem::take(&mut state.changed);
+        changed.sort_unstable();
+        changed.dedup();
+        for id in changed {
+            let Some(held) = state.held_mut(id).filter(|held| held.changed) else {
                 continue;
             };
+            held.changed = false;
             held.logged = true;
             changes.push((
                 JoinChangeKey::Row(id),
@@ -433,8 +468,10 @@ impl IntervalJoinState {
                     row,
                     matched,
                     logged: true,
+                    changed: false,
+                    expires,
                 };
-                if state.hold(expires, held) {
+                if state.hold(held) {
                     self.entries += 1;
                 }
             }
@@ -460,34 +497,51 @@ impl IntervalJoinState {
 }
 
 impl PartitionState {
-    /// Holds `held` until the watermark passes `expires`; false when it replaced a row with
+    /// Holds `held` until the watermark passes its expiry; false when it replaced a row with
     /// the same id.
-    fn hold(&mut self, expires: i64, mut held: Held) -> bool {
+    fn hold(&mut self, mut held: Held) -> bool {
         let replaced = self.release(held.row.id);
         held.logged |= replaced.as_ref().is_some_and(|old| old.logged);
-        let replaced = replaced.is_some();
-        let (id, side, keys) = (held.row.id, held.row.side, held.row.keys.clone());
-        self.expiry.insert((expires, id));
-        self.by_id.insert(id, (expires, side, keys.clone()));
-        self.rows.entry((side, keys)).or_default().insert(id, held);
-        !replaced
+        let (id, expires) = (held.row.id, held.expires);
+        let slot = match self.free_slots.pop() {
+            Some(slot) => slot,
+            None => {
+                self.slots.push(None);
+                self.slots.len() - 1
+            }
+        };
+        let rows = &mut self.rows[side_index(held.row.side)];
+        match rows.get_mut(held.row.keys.as_slice()) {
+            Some(group) => {
+                group.insert(id, slot);
+            }
+            None => {
+                rows.insert(held.row.keys.clone(), BTreeMap::from([(id, slot)]));
+            }
+        }
+        self.by_id.insert(id, slot);
+        self.expiry.push(Reverse((expires, id)));
+        self.slots[slot] = Some(held);
+        replaced.is_none()
     }
 
     fn held_mut(&mut self, id: RowId) -> Option<&mut Held> {
-        let (_, side, keys) = self.by_id.get(&id)?;
-        self.rows.get_mut(&(*side, keys.clone()))?.get_mut(&id)
+        let slot = *self.by_id.get(&id)?;
+        self.slots[slot].as_mut()
     }
 
-    /// Takes the row `id` out of every index.
+    /// Takes the row `id` out of every index (its expiry entry is skipped when it comes up).
     fn release(&mut self, id: RowId) -> Option<Held> {
-        let (expires, side, keys) = self.by_id.remove(&id)?;
-        self.expiry.remove(&(expires, id));
-        let group = (side, keys);
-        let rows = self.rows.get_mut(&group)?;
-        let held = rows.remove(&id);
-        if rows.is_empty() {
-            self.rows.remove(&group);
+        let slot = self.by_id.remove(&id)?;
+        let held = self.slots[slot].take()?;
+        self.free_slots.push(slot);
+        let rows = &mut self.rows[side_index(held.row.side)];
+        if let Some(group) = rows.get_mut(held.row.keys.as_slice()) {
+            group.remove(&id);
+            if group.is_empty() {
+                rows.remove(held.row.keys.as_slice());
+            }
         }
-        held
+        Some(held)
     }
 }

@@ -7,6 +7,7 @@
 //! interleaving.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::state::{
     IntervalJoinConfig, IntervalJoinState, JoinChange, JoinChangeKey, JoinRecord, JoinRow, Joined,
@@ -69,7 +70,7 @@ fn generate(rng: &mut Rng) -> BTreeMap<(u8, i32), Vec<JoinRow>> {
                     },
                     keys: vec![key],
                     time_ms,
-                    values: vec![Datum::Int(id)],
+                    values: vec![Datum::Int(id)].into(),
                 });
             }
             inputs.insert((input as u8, partition), rows);
@@ -93,7 +94,7 @@ fn accepted(inputs: &BTreeMap<(u8, i32), Vec<JoinRow>>) -> Vec<JoinRow> {
     kept
 }
 
-type Output = BTreeMap<(Vec<Datum>, Option<Vec<Datum>>), usize>;
+type Output = BTreeMap<(Arc<[Datum]>, Option<Arc<[Datum]>>), usize>;
 
 fn oracle(rows: &[JoinRow], left_outer: bool) -> Output {
     let mut output = Output::new();
@@ -221,7 +222,7 @@ fn the_state_bound_is_an_error_not_growth() {
             },
             keys: vec![Datum::Int(1)],
             time_ms: 0,
-            values: Vec::new(),
+            values: Vec::new().into(),
         };
         let result = state.merge(0, JoinRecord::Row(row));
         assert_eq!(result.is_err(), offset == 2, "row {offset}");
@@ -239,7 +240,7 @@ fn row(side: Side, offset: i64, time_ms: i64) -> JoinRow {
         },
         keys: vec![Datum::Int(1)],
         time_ms,
-        values: vec![Datum::Int(offset)],
+        values: vec![Datum::Int(offset)].into(),
     }
 }
 
