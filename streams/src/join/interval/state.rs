@@ -23,6 +23,7 @@
 //! Bounded: the rows held across all partitions may not exceed `max_state_entries`.
 
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::sync::Arc;
 
@@ -375,11 +376,10 @@ impl IntervalJoinState {
                 break;
             }
             state.expiry.pop();
-            // Released or replaced since this entry was made.
-            if state.held_mut(id).map(|held| held.expires) != Some(expires) {
+            // None: released or replaced since this entry was made.
+            let Some(held) = state.release_expired(id, expires) else {
                 continue;
-            }
-            let held = state.release(id).expect("found above");
+            };
             self.entries -= 1;
             if held.logged {
                 state.dropped.push(id);
@@ -533,11 +533,29 @@ impl PartitionState {
     /// Takes the row `id` out of every index (its expiry entry is skipped when it comes up).
     fn release(&mut self, id: RowId) -> Option<Held> {
         let slot = self.by_id.remove(&id)?;
+        self.release_slot(slot)
+    }
+
+    /// [`Self::release`] for an expiry entry: only if the row still waits for `expires`.
+    fn release_expired(&mut self, id: RowId, expires: i64) -> Option<Held> {
+        let Entry::Occupied(entry) = self.by_id.entry(id) else {
+            return None;
+        };
+        let slot = *entry.get();
+        if self.slots[slot].as_ref().map(|held| held.expires) != Some(expires) {
+            return None;
+        }
+        entry.remove();
+        self.release_slot(slot)
+    }
+
+    /// Empties `slot` (its id already out of `by_id`) and takes its row out of `rows`.
+    fn release_slot(&mut self, slot: usize) -> Option<Held> {
         let held = self.slots[slot].take()?;
         self.free_slots.push(slot);
         let rows = &mut self.rows[side_index(held.row.side)];
         if let Some(group) = rows.get_mut(held.row.keys.as_slice()) {
-            group.remove(&id);
+            group.remove(&held.row.id);
             if group.is_empty() {
                 rows.remove(held.row.keys.as_slice());
             }
