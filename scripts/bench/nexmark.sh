@@ -49,6 +49,9 @@ fi
 "$weir" broker --listen 127.0.0.1:39094 --metrics-listen off --data-dir "$work/data" \
   --set group.initial.rebalance.delay.ms=0 > "$work/broker.log" 2>&1 &
 for _ in $(seq 1 100); do grep -q "weir broker ready" "$work/broker.log" && break; sleep 0.1; done
+# A broker already on the port would be used instead of this one (with its own topics): fail.
+grep -q "weir broker ready" "$work/broker.log" \
+  || { echo "the bench's broker did not start:" >&2; tail -5 "$work/broker.log" >&2; exit 1; }
 "$weir" nexmark generate --events "$events" --partitions 3 --event-interval-us 1000 2> /dev/null
 
 # The number of committed records in a topic (kcat: faster than `weir sql` at millions).

@@ -19,6 +19,9 @@ export WEIR_BOOTSTRAP=127.0.0.1:39093
 "$weir" broker --listen 127.0.0.1:39093 --metrics-listen off --data-dir "$work/data" \
   --set group.initial.rebalance.delay.ms=0 > "$work/broker.log" 2>&1 &
 for _ in $(seq 1 100); do grep -q "weir broker ready" "$work/broker.log" && break; sleep 0.1; done
+# A broker already on the port would be used instead of this one (with its own topics): fail.
+grep -q "weir broker ready" "$work/broker.log" \
+  || { echo "the bench's broker did not start:" >&2; tail -5 "$work/broker.log" >&2; exit 1; }
 "$weir" topic create bench-in -p 3 > /dev/null
 "$weir" topic create bench-out -p 3 > /dev/null
 python3 -c "
