@@ -221,8 +221,7 @@ where
     I::IntoIter: Clone,
 {
     let values = values.into_iter();
-    let (mut bools, mut floats) = (false, false);
-    let mut strings = false;
+    let (mut strings, mut bools, mut floats) = (false, false, false);
     for value in values.clone() {
         match value {
             Datum::Str(_) => {
