@@ -52,7 +52,8 @@ struct RunArgs {
     #[arg(long)]
     output: String,
     /// The transform, e.g. "SELECT path, status FROM weblogs WHERE status >= 500"; the input
-    /// topic is the table.
+    /// topic is the table. A WITH whose CTEs group or join runs each such CTE as a stage (a job
+    /// named NAME-CTE, its results in topic weir-NAME-CTE-results) read by the ones naming it.
     #[arg(long)]
     query: String,
     #[arg(long, value_enum, default_value = "json")]
@@ -154,15 +155,30 @@ pub(crate) async fn run(args: JobArgs) -> anyhow::Result<()> {
         }
         on_signal.store(true, Ordering::SeqCst);
     });
-    let metrics = Arc::new(JobMetrics::new(&config.name, &config.instance_id));
+    // A WITH of grouping or joining CTEs runs as stages, each a job of its own.
+    let stages = job::stages::plan(&config)?.unwrap_or_else(|| vec![config.clone()]);
+    let metrics: Arc<Vec<JobMetrics>> = Arc::new(
+        stages
+            .iter()
+            .map(|stage| JobMetrics::new(&stage.name, &stage.instance_id))
+            .collect(),
+    );
     if let Some(addr) = run.metrics_listen {
         let metrics = Arc::clone(&metrics);
-        serve_metrics(addr, "job", move || metrics.render()).await?;
+        serve_metrics(addr, "job", move || JobMetrics::render_all(&metrics)).await?;
     }
-    let stats =
-        tokio::task::spawn_blocking(move || job::run_with_metrics(&config, &stop, None, &metrics))
-            .await
-            .context("the job thread failed")??;
+    let stats = tokio::task::spawn_blocking(move || match stages.len() {
+        1 => job::run_with_metrics(&config, &stop, None, &metrics[0]),
+        _ => {
+            for (at, stage) in stages.iter().enumerate() {
+                tracing::info!(stage = %stage.name, inputs = ?stage.inputs, output = %stage.output, query = %stage.query, "stage {} of {}", at + 1, stages.len());
+            }
+            job::stages::ensure_results_topics(&config, &stages)?;
+            job::stages::run(&stages, &stop, &metrics)
+        }
+    })
+    .await
+    .context("the job thread failed")??;
     eprintln!(
         "job stopped: {} checkpoints, {} records in, {} out, {} rejected, {} late, {} windows \
          emitted, {} checkpoints aborted",

@@ -32,6 +32,8 @@
 //! - [`job`] — the exactly-once loop: read_committed consumer in a group, one transaction per
 //!   checkpoint holding the output (and a stateful job's repartition and changelog records) and
 //!   the consumed offsets (KIP-447), fencing of zombies, state reloaded after a rebalance.
+//!   `job::stages`: a query whose `WITH` groups or joins runs as stages, each CTE a job of its
+//!   own whose results the stages naming it read from an internal topic.
 //!
 //! Data flow of one checkpoint: poll (bounded) → decode → transform → encode → begin
 //! transaction → produce → send offsets → commit. A failed checkpoint is aborted and the input

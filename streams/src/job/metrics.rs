@@ -111,6 +111,25 @@ impl JobMetrics {
             .expect("encoding to memory");
         String::from_utf8(text).expect("the text format is UTF-8")
     }
+
+    /// The Prometheus text format of several jobs' metrics (a staged job's stages, each
+    /// labelled with its own name): each family once, with every job's series.
+    pub fn render_all(all: &[JobMetrics]) -> String {
+        let mut families: Vec<prometheus::proto::MetricFamily> = Vec::new();
+        for family in all.iter().flat_map(|metrics| metrics.registry.gather()) {
+            match families.iter_mut().find(|f| f.name() == family.name()) {
+                Some(known) => known
+                    .mut_metric()
+                    .extend(family.get_metric().iter().cloned()),
+                None => families.push(family),
+            }
+        }
+        let mut text = Vec::new();
+        TextEncoder::new()
+            .encode(&families, &mut text)
+            .expect("encoding to memory");
+        String::from_utf8(text).expect("the text format is UTF-8")
+    }
 }
 
 /// `metric` (built from constant, valid options), registered in `registry`.

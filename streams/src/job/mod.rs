@@ -20,6 +20,7 @@ mod interval_join;
 mod metrics;
 mod prefetch;
 mod route;
+pub mod stages;
 mod stateful;
 mod stateless;
 mod topics;
@@ -32,6 +33,8 @@ mod exactly_once_tests;
 mod idle_tests;
 #[cfg(test)]
 mod route_tests;
+#[cfg(test)]
+mod stages_tests;
 #[cfg(test)]
 mod table_aggregate_tests;
 #[cfg(test)]
