@@ -114,3 +114,39 @@ fn a_windowed_job_killed_9_again_and_again_emits_each_window_once_with_exact_cou
         ],
     );
 }
+
+/// The same windows computed by a stage: the job's query is a `WITH` whose CTE is the windowed
+/// count and whose final `SELECT` reads it — two stages in each of the two processes, the
+/// windows handed from one to the other as chunks of rows through the stage's results topic,
+/// every stage exactly once through the kills.
+#[test]
+fn a_job_in_stages_killed_9_again_and_again_hands_each_window_on_once() {
+    let seed = Rng::seed_from_clock();
+    eprintln!("staged window crash test seed {seed}");
+    let mut rng = Rng::new(seed);
+    let events = generate(&mut rng);
+    let expected = oracle(&events);
+    assert!(
+        !expected.late.is_empty() && expected.windows.len() > 50,
+        "the input exercises lateness and windows"
+    );
+    let lateness = LATENESS_MS.to_string();
+    let query = format!(
+        "WITH per_user AS ({QUERY}) \
+         SELECT \"window\", user, n, total, fingerprints FROM per_user WHERE n > 0"
+    );
+    windowed::run_and_check(
+        seed,
+        &mut rng,
+        events,
+        &expected,
+        &[
+            "--name",
+            "staged-job",
+            "--query",
+            &query,
+            "--allowed-lateness-ms",
+            &lateness,
+        ],
+    );
+}

@@ -6,9 +6,9 @@
 # query runs once on each engine (which goes first alternates run by run), exactly once, from
 # the start of its input, reading the same topics of the same broker on the same cores:
 # - Weir: `weir job run` (checkpoints every second, at 50,000 records, or once the input was quiet
-#   for 100 ms; q4, q5, q7, q8: a chain of jobs running at once), timed from the start until
-#   every job's committed offsets cover its inputs and stopped moving (repartition topics
-#   included), so it includes start-up and the group join;
+#   for 100 ms; q5, q7, q8: one job whose WITH runs as stages; q4: a chain of jobs running at
+#   once), timed from the start until every job's (stage's) committed offsets cover its inputs
+#   and stopped moving (repartition topics included), so it includes start-up and the group join;
 # - Flink 2.x: scripts/bench/flink/NexmarkFlink.java on a local MiniCluster (parallelism 2, a
 #   checkpoint every second to files, Kafka SQL connector, read_committed, exactly-once sink), its input
 #   bounded at the latest offsets so the job ends when done; timed from the INSERT's submission
@@ -65,8 +65,8 @@ inputs[nexmark-auction]=$(count_of nexmark-auction)
 inputs[nexmark-person]=$(count_of nexmark-person)
 
 # A query's Weir jobs, one per line: NAME|INPUTS|EXTRA ARGUMENTS|SQL. The last job (no name)
-# writes the query's output topic; `@x` is the topic of the same run's job x (q4, q5, q7 and q8
-# are chains of jobs, see README "Nexmark"); INPUTS `=t`: the job reads t as its declared table
+# writes the query's output topic; `@x` is the topic of the same run's job x (q4 is a chain of
+# jobs, q5, q7 and q8 one job of stages each, see README "Nexmark"); INPUTS `=t`: the job reads t as its declared table
 # (no --input), its offsets are still what tells it caught up.
 chain_of() {
   local ten="INTERVAL '10' SECOND"
@@ -83,20 +83,24 @@ chain_of() {
       echo "|=@max|--table finals=@max| SELECT category, avg(final) AS avg_final FROM finals GROUP BY category" ;;
     q5)
       local hop="hop(\"dateTime\", INTERVAL '2' SECOND, $ten)"
-      echo "counts|nexmark-bid|| SELECT auction, count(*) AS num, CAST($hop AS BIGINT) AS starttime FROM \"nexmark-bid\" GROUP BY auction, $hop"
-      echo "max|@counts|| SELECT max(num) AS maxn, starttime FROM \"@counts\" GROUP BY starttime, tumble(_timestamp, INTERVAL '2' SECOND)"
-      echo "|@counts,@max|| SELECT c.auction, c.num FROM \"@counts\" c JOIN \"@max\" m ON c.starttime = m.starttime AND m._timestamp BETWEEN c._timestamp AND c._timestamp WHERE c.num >= m.maxn" ;;
+      echo "|nexmark-bid|| WITH counts AS (SELECT auction, count(*) AS num, CAST($hop AS BIGINT) AS starttime FROM \"nexmark-bid\" GROUP BY auction, $hop), maxes AS (SELECT max(num) AS maxn, starttime FROM counts GROUP BY starttime, tumble(_timestamp, INTERVAL '2' SECOND)) SELECT c.auction, c.num FROM counts c JOIN maxes m ON c.starttime = m.starttime AND m._timestamp BETWEEN c._timestamp AND c._timestamp WHERE c.num >= m.maxn" ;;
     q7)
       local tumble="tumble(\"dateTime\", $ten)"
-      echo "max|nexmark-bid|| SELECT max(price) AS maxprice, CAST($tumble AS BIGINT) AS starttime FROM \"nexmark-bid\" GROUP BY $tumble"
-      echo "|nexmark-bid,@max|| SELECT b.auction, b.price, b.bidder, b.\"dateTime\", b.extra FROM \"nexmark-bid\" b JOIN \"@max\" m ON b.price = m.maxprice AND to_timestamp_millis(b.\"dateTime\") BETWEEN m._timestamp - INTERVAL '9999' MILLISECOND AND m._timestamp + INTERVAL '1' MILLISECOND" ;;
+      echo "|nexmark-bid|| WITH highest AS (SELECT max(price) AS maxprice, CAST($tumble AS BIGINT) AS starttime FROM \"nexmark-bid\" GROUP BY $tumble) SELECT b.auction, b.price, b.bidder, b.\"dateTime\", b.extra FROM \"nexmark-bid\" b JOIN highest m ON b.price = m.maxprice AND to_timestamp_millis(b.\"dateTime\") BETWEEN m._timestamp - INTERVAL '9999' MILLISECOND AND m._timestamp + INTERVAL '1' MILLISECOND" ;;
     q8)
       local tumble="tumble(\"dateTime\", $ten)"
-      echo "persons|nexmark-person|| SELECT id, name, CAST($tumble AS BIGINT) AS starttime FROM \"nexmark-person\" GROUP BY id, name, $tumble"
-      echo "sellers|nexmark-auction|| SELECT seller, CAST($tumble AS BIGINT) AS starttime FROM \"nexmark-auction\" GROUP BY seller, $tumble"
-      echo "|@persons,@sellers|| SELECT p.id, p.name, p.starttime FROM \"@persons\" p JOIN \"@sellers\" a ON p.id = a.seller AND p.starttime = a.starttime AND a._timestamp BETWEEN p._timestamp AND p._timestamp" ;;
+      echo "|nexmark-person,nexmark-auction|| WITH persons AS (SELECT id, name, CAST($tumble AS BIGINT) AS starttime FROM \"nexmark-person\" GROUP BY id, name, $tumble), sellers AS (SELECT seller, CAST($tumble AS BIGINT) AS starttime FROM \"nexmark-auction\" GROUP BY seller, $tumble) SELECT p.id, p.name, p.starttime FROM persons p JOIN sellers a ON p.id = a.seller AND p.starttime = a.starttime AND a._timestamp BETWEEN p._timestamp AND p._timestamp" ;;
     q12) echo "||| SELECT bidder, count(*) AS bid_count, CAST(tumble(\"dateTime\", $ten) AS BIGINT) AS starttime
           FROM \"nexmark-bid\" GROUP BY bidder, tumble(\"dateTime\", $ten)" | tr '\n' ' '; echo ;;
+  esac
+}
+# The jobs whose committed offsets tell that a query run as stages (one job, a WITH) caught
+# up: a line per stage, "NAME|INPUTS" ("" the job itself; @x the results of stage x).
+stages_of() {
+  case $1 in
+    q5) printf '%s\n' "counts|nexmark-bid" "maxes|@counts" "|@counts,@maxes" ;;
+    q7) printf '%s\n' "highest|nexmark-bid" "|nexmark-bid,@highest" ;;
+    q8) printf '%s\n' "persons|nexmark-person" "sellers|nexmark-auction" "|@persons,@sellers" ;;
   esac
 }
 # The input records a query's rate is counted in.
@@ -135,6 +139,14 @@ run_weir() {
       --checkpoint-max-records "${CHECKPOINT_MAX_RECORDS:-50000}" > "$work/$job_out.log" 2>&1 &
     pids+=($!); names+=("$job_out"); job_inputs+=("$inputs")
   done < <(chain_of "$q")
+  if [ -n "$(stages_of "$q")" ]; then
+    names=() job_inputs=()
+    while IFS='|' read -r name inputs; do
+      names+=("$out${name:+-$name}")
+      inputs=$(echo "$inputs" | sed -E "s/@([a-z]+)/weir-$out-\1-results/g")
+      job_inputs+=("$inputs")
+    done < <(stages_of "$q")
+  fi
   while :; do
     caught=1 signature=
     for k in "${!names[@]}"; do

@@ -1,6 +1,6 @@
 //! A job's settings.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use datafusion::arrow::datatypes::Schema;
 
@@ -69,6 +69,11 @@ pub struct JobConfig {
     /// The only input is a declared table's topic, whose changes the query aggregates
     /// (`crate::window::changes`); set by [`JobConfig::resolved`].
     pub table_as_input: bool,
+    /// A stage of a job (`crate::job::stages`) whose results go to its results topic as chunks
+    /// of rows (`crate::job::chunks`).
+    pub output_in_chunks: bool,
+    /// The inputs that are stages' results topics: chunks, expanded into their rows.
+    pub inputs_in_chunks: BTreeSet<String>,
 }
 
 impl JobConfig {
@@ -101,6 +106,8 @@ impl JobConfig {
             late_topic: None,
             max_state_entries: 1_000_000,
             table_as_input: false,
+            output_in_chunks: false,
+            inputs_in_chunks: BTreeSet::new(),
         }
     }
 

@@ -12,6 +12,7 @@
 //! While it processes one checkpoint, a helper thread polls the next one's records (`prefetch`)
 //! and another commits the previous one (`committer`): each says what keeps that exactly-once.
 
+mod chunks;
 mod committer;
 mod config;
 mod consumer;
@@ -354,7 +355,7 @@ impl Loop<'_, '_> {
     ) -> Result<()> {
         while !self.stop.load(Ordering::SeqCst) {
             let started = Instant::now();
-            let Prefetched { polled, group } = self.prefetch.take()?;
+            let Prefetched { mut polled, group } = self.prefetch.take()?;
             let filled = Instant::now();
             if self.consumer.context().take_rebalanced() {
                 // The checkpoint in flight commits or aborts under the old assignment; the new
@@ -380,9 +381,11 @@ impl Loop<'_, '_> {
             };
             let mut done = JobStats {
                 checkpoints: 1,
-                records_in: polled.input_len() as u64,
                 ..JobStats::default()
             };
+            // Committed offsets are the chunks'; the query sees their rows.
+            expand_chunks(self.config, &mut polled, &mut checkpoint, &mut done);
+            done.records_in = polled.input_len() as u64;
             self.processor
                 .announce_idle(&polled, &mut checkpoint, &mut done)?;
             if polled.is_empty() && ending.is_none() && checkpoint.records.is_empty() {
@@ -501,6 +504,38 @@ impl Loop<'_, '_> {
     }
 }
 
+/// The inputs that are stages' results: each chunk → its rows; a record that is not a chunk
+/// is a dead letter.
+fn expand_chunks(
+    config: &JobConfig,
+    polled: &mut Polled,
+    checkpoint: &mut Checkpoint,
+    stats: &mut JobStats,
+) {
+    for (topic, records) in &mut polled.inputs {
+        if !config.inputs_in_chunks.contains(topic) || records.is_empty() {
+            continue;
+        }
+        let mut rows = Vec::with_capacity(records.len());
+        for record in records.drain(..) {
+            match chunks::expand(&record) {
+                Ok(expanded) => rows.extend(expanded),
+                Err(error) => {
+                    tracing::warn!(job = %config.name, %topic, partition = record.partition, offset = record.offset, %error, "record rejected");
+                    stats.records_rejected += 1;
+                    checkpoint.records.push(Outgoing {
+                        destination: Destination::DeadLetter,
+                        key: record.key,
+                        value: record.value,
+                        timestamp_ms: None,
+                    });
+                }
+            }
+        }
+        *records = rows;
+    }
+}
+
 /// The records a JSON schema is inferred from: the input topic's first records, so every
 /// restart infers the same schema (`Some(empty)` when the schema is known; `None` when stopped
 /// while waiting for a first record).
@@ -554,6 +589,14 @@ fn first_records(
             Limit::StopAt(config.schema_sample_records),
             CLUSTER_TIMEOUT,
         )?;
+        let mut sample = sample;
+        if config.inputs_in_chunks.contains(input) {
+            sample = sample
+                .iter()
+                .flat_map(|r| chunks::expand(r).unwrap_or_default())
+                .collect();
+            sample.truncate(config.schema_sample_records);
+        }
         if !sample.is_empty() {
             return Ok(Some(sample));
         }
@@ -694,7 +737,9 @@ fn fill(
     // `quiet`, the checkpoint is due that long after it.
     let mut last_record: Option<Instant> = None;
     let mut record_came = false;
-    while polled.len() < config.checkpoint_max_records && !stop.load(Ordering::SeqCst) {
+    // The bound counts rows: a stage's results come as chunks of many (`chunks`).
+    let mut rows = 0;
+    while rows < config.checkpoint_max_records && !stop.load(Ordering::SeqCst) {
         let now = Instant::now();
         if record_came {
             last_record = Some(now);
@@ -712,6 +757,12 @@ fn fill(
         match message {
             Ok(message) => {
                 record_came = true;
+                rows += match !config.inputs_in_chunks.is_empty()
+                    && config.inputs_in_chunks.contains(message.topic())
+                {
+                    true => chunks::rows_in(message.payload()),
+                    false => 1,
+                };
                 let record = InputRecord::from_message(&message);
                 match polled.inputs.iter_mut().find(|(t, _)| t == message.topic()) {
                     Some((_, records)) => records.push(record),

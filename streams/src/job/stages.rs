@@ -10,8 +10,8 @@
 //!
 //! Each stage is a job of its own (windowed, interval join, table join or stateless, whatever
 //! its SQL is), named `{job}-{cte}` (its consumer group, transactional id and internal topics),
-//! writing its results to `weir-{job}-{cte}-results`, which the stages that name the CTE read
-//! under the CTE's name — the same as a chain of `weir job run`s, each exactly once, in one
+//! writing its results to `weir-{job}-{cte}-results` (as chunks of rows, `chunks`), which the
+//! stages that name the CTE read under the CTE's name — the same as a chain of `weir job run`s, each exactly once, in one
 //! process. A CTE that neither groups nor joins is not a stage: it is carried into the stages
 //! that read it, as a `WITH` of theirs.
 //!
@@ -215,9 +215,9 @@ fn stage(
         stage.input_format = ValueFormat::Json;
     }
     for name in internal {
-        stage
-            .inputs
-            .push(results_topic(&format!("{}-{name}", config.name)));
+        let topic = results_topic(&format!("{}-{name}", config.name));
+        stage.inputs_in_chunks.insert(topic.clone());
+        stage.inputs.push(topic);
         stage.input_names.push(name.to_string());
     }
     stage.tables.retain(|(name, _)| named.contains(name));
@@ -228,6 +228,7 @@ fn stage(
         stage.name = format!("{}-{cte}", config.name);
         stage.output = results_topic(&stage.name);
         stage.output_format = ValueFormat::Json;
+        stage.output_in_chunks = true;
     }
     if stage.inputs.is_empty() && stage.tables.is_empty() {
         return Err(StreamsError::Config(format!(

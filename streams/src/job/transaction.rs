@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 
 use rdkafka::consumer::ConsumerGroupMetadata;
 use rdkafka::{Offset, TopicPartitionList};
-use weir_client::{CheckpointProducer, Outgoing as ProducedRecord};
+use weir_client::{CheckpointProducer, Outgoing as ProducedRecord, CLUSTER_TIMEOUT};
 
 use crate::error::{Result, StreamsError};
+use crate::job::chunks::{self, Row};
 use crate::job::JobConfig;
+use crate::topic_reader;
 
 /// Records without a key (windows' results, most often) each go to a partition of their own
 /// choosing rather than stick to one partition for a while (librdkafka's default, 10 ms):
@@ -55,6 +57,8 @@ pub(super) struct CheckpointWriter {
     late_topic: Option<String>,
     repartition_topic: String,
     changelog_topic: String,
+    /// A stage writing its results as chunks of rows: the output topic's partitions.
+    chunk_partitions: Option<i32>,
 }
 
 impl CheckpointWriter {
@@ -67,7 +71,17 @@ impl CheckpointWriter {
             u64::from(config.transaction_timeout_ms),
             &[OUTPUT_SPREAD],
         )?;
+        let chunk_partitions = match config.output_in_chunks {
+            true => {
+                let reader = topic_reader::consumer(&config.client)?;
+                let partitions =
+                    topic_reader::partitions(&reader, &config.output, CLUSTER_TIMEOUT)?;
+                Some(partitions.len() as i32)
+            }
+            false => None,
+        };
         Ok(CheckpointWriter {
+            chunk_partitions,
             producer,
             output: config.output.clone(),
             dead_letter_topic: config.dead_letter_topic.clone(),
@@ -102,8 +116,17 @@ impl CheckpointWriter {
         group: Option<&ConsumerGroupMetadata>,
         checkpoint: &Checkpoint,
     ) -> Result<()> {
+        let mut rows = Vec::new();
         for record in &checkpoint.records {
             let (topic, partition) = match record.destination {
+                Destination::Output if self.chunk_partitions.is_some() => {
+                    rows.push(Row {
+                        key: record.key.as_deref(),
+                        value: record.value.as_deref(),
+                        timestamp_ms: record.timestamp_ms,
+                    });
+                    continue;
+                }
                 Destination::Output => (self.output.as_str(), None),
                 Destination::DeadLetter => match &self.dead_letter_topic {
                     Some(topic) => (topic.as_str(), None),
@@ -121,6 +144,14 @@ impl CheckpointWriter {
                 timestamp_ms: record.timestamp_ms,
                 ..ProducedRecord::new(topic, record.key.as_deref(), record.value.as_deref())
             })?;
+        }
+        if let Some(partitions) = self.chunk_partitions {
+            for (partition, chunk) in chunks::chunk(rows, partitions) {
+                self.producer.send(&ProducedRecord {
+                    partition: Some(partition),
+                    ..ProducedRecord::new(&self.output, None, Some(&chunk))
+                })?;
+            }
         }
         let mut positions = TopicPartitionList::new();
         for ((topic, partition), (next, metadata)) in &checkpoint.offsets {
