@@ -6,16 +6,16 @@
 # query runs once on each engine (which goes first alternates run by run), exactly once, from
 # the start of its input, reading the same topics of the same broker on the same cores:
 # - Weir: `weir job run` (checkpoints every second, at 50,000 records, or once the input was quiet
-#   for 100 ms; q5, q7, q8: one job whose WITH runs as stages; q4: a chain of jobs running at
-#   once), timed from the start until every job's (stage's) committed offsets cover its inputs
-#   and stopped moving (repartition topics included), so it includes start-up and the group join;
+#   for 100 ms; q4, q5, q7, q8: one job whose WITH runs as stages), timed from the start
+#   until every job's (stage's) committed offsets cover its inputs and stopped moving
+#   (repartition topics included), so it includes start-up and the group join;
 # - Flink 2.x: scripts/bench/flink/NexmarkFlink.java on a local MiniCluster (parallelism 2, a
 #   checkpoint every second to files, Kafka SQL connector, read_committed, exactly-once sink), its input
 #   bounded at the latest offsets so the job ends when done; timed from the INSERT's submission
 #   until the job finished (MiniCluster start, planning and the final checkpoint included; the
 #   JVM's start, the DDL and the shutdown left out).
 # Each run prints the input records per second (q8: persons and auctions; q4: auctions and
-# bids; q3: auctions; the others: bids), the engine's peak RSS (a chain: its jobs' sum) and its output record
+# bids; q3: auctions; the others: bids), the engine's peak RSS (several jobs: their sum) and its output record
 # count (read back committed); the end prints each engine's mean rate per query and Weir/Flink.
 # The queries are cli/tests/nexmark.rs's (checked there against an oracle).
 # Usage: [EVENTS=n] [RUNS=n] [QUERIES="q0 q1"] [ENGINES="weir flink"] scripts/bench/nexmark.sh [weir]
@@ -65,8 +65,8 @@ inputs[nexmark-auction]=$(count_of nexmark-auction)
 inputs[nexmark-person]=$(count_of nexmark-person)
 
 # A query's Weir jobs, one per line: NAME|INPUTS|EXTRA ARGUMENTS|SQL. The last job (no name)
-# writes the query's output topic; `@x` is the topic of the same run's job x (q4 is a chain of
-# jobs, q5, q7 and q8 one job of stages each, see README "Nexmark"); INPUTS `=t`: the job reads t as its declared table
+# writes the query's output topic; `@x` is the topic of the same run's job x (q4, q5, q7 and q8
+# are one job of stages each, see README "Nexmark"); INPUTS `=t`: the job reads t as its declared table
 # (no --input), its offsets are still what tells it caught up.
 chain_of() {
   local ten="INTERVAL '10' SECOND"
@@ -78,9 +78,7 @@ chain_of() {
           FROM \"nexmark-auction\" a JOIN person p ON a.seller = p._key
           WHERE a.category = 10 AND (p.state = 'OR' OR p.state = 'ID' OR p.state = 'CA')" | tr '\n' ' '; echo ;;
     q4)
-      echo "joined|nexmark-auction,nexmark-bid|| SELECT a.id, a.category, b.price FROM \"nexmark-auction\" a JOIN \"nexmark-bid\" b ON a.id = b.auction AND to_timestamp_millis(b.\"dateTime\") BETWEEN to_timestamp_millis(a.\"dateTime\") AND to_timestamp_millis(a.\"dateTime\") + $ten WHERE b.\"dateTime\" <= a.expires"
-      echo "max|@joined|| SELECT id, category, max(price) AS final FROM \"@joined\" GROUP BY id, category"
-      echo "|=@max|--table finals=@max| SELECT category, avg(final) AS avg_final FROM finals GROUP BY category" ;;
+      echo "|nexmark-auction,nexmark-bid|| WITH joined AS (SELECT a.id, a.category, b.price FROM \"nexmark-auction\" a JOIN \"nexmark-bid\" b ON a.id = b.auction AND to_timestamp_millis(b.\"dateTime\") BETWEEN to_timestamp_millis(a.\"dateTime\") AND to_timestamp_millis(a.\"dateTime\") + $ten WHERE b.\"dateTime\" <= a.expires), maxes AS (SELECT id, category, max(price) AS final FROM joined GROUP BY id, category) SELECT category, avg(final) AS avg_final FROM maxes GROUP BY category" ;;
     q5)
       local hop="hop(\"dateTime\", INTERVAL '2' SECOND, $ten)"
       echo "|nexmark-bid|| WITH counts AS (SELECT auction, count(*) AS num, CAST($hop AS BIGINT) AS starttime FROM \"nexmark-bid\" GROUP BY auction, $hop), maxes AS (SELECT max(num) AS maxn, starttime FROM counts GROUP BY starttime, tumble(_timestamp, INTERVAL '2' SECOND)) SELECT c.auction, c.num FROM counts c JOIN maxes m ON c.starttime = m.starttime AND m._timestamp BETWEEN c._timestamp AND c._timestamp WHERE c.num >= m.maxn" ;;
@@ -98,6 +96,7 @@ chain_of() {
 # up: a line per stage, "NAME|INPUTS" ("" the job itself; @x the results of stage x).
 stages_of() {
   case $1 in
+    q4) printf '%s\n' "joined|nexmark-auction,nexmark-bid" "maxes|@joined" "|@maxes" ;;
     q5) printf '%s\n' "counts|nexmark-bid" "maxes|@counts" "|@counts,@maxes" ;;
     q7) printf '%s\n' "highest|nexmark-bid" "|nexmark-bid,@highest" ;;
     q8) printf '%s\n' "persons|nexmark-person" "sellers|nexmark-auction" "|@persons,@sellers" ;;

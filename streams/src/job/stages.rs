@@ -13,7 +13,10 @@
 //! writing its results to `weir-{job}-{cte}-results` (as chunks of rows, `chunks`), which the
 //! stages that name the CTE read under the CTE's name — the same as a chain of `weir job run`s, each exactly once, in one
 //! process. A CTE that neither groups nor joins is not a stage: it is carried into the stages
-//! that read it, as a `WITH` of theirs.
+//! that read it, as a `WITH` of theirs. A CTE that groups without a window (an updating
+//! aggregate, its results upserts by group) is read by the stages naming it as a table — each
+//! key's latest row, from its compacted results topic — as `--table` reads a topic: a stage
+//! that aggregates it alone aggregates its changes (Nexmark q4's last step).
 //!
 //! Invariants: stages are in the order of the `WITH` (a CTE reads only earlier ones); the last
 //! stage is the job itself (its name and output); every stage reads at least one input.
@@ -25,7 +28,8 @@ use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
-    Cte, GroupByExpr, Ident, ObjectName, Query, SetExpr, Statement, Visit, Visitor, With,
+    visit_expressions, Cte, Expr, GroupByExpr, Ident, ObjectName, Query, SetExpr, Statement, Visit,
+    Visitor, With,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -66,17 +70,26 @@ pub fn plan(config: &JobConfig) -> Result<Option<Vec<JobConfig>>> {
         .filter(|(_, cte)| is_stateful(&cte.query))
         .map(|(name, _)| name.as_str())
         .collect();
+    let updating: Vec<&str> = ctes
+        .iter()
+        .filter(|(name, cte)| stateful.contains(&name.as_str()) && is_updating(&cte.query))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let upstream = Upstream {
+        stateful: &stateful,
+        updating: &updating,
+    };
     let mut stages = Vec::new();
     for (at, (name, cte)) in ctes.iter().enumerate() {
         if stateful.contains(&name.as_str()) {
             let sql = with_carried(&cte.query, &ctes[..at], &stateful);
-            stages.push(stage(config, Some(name), sql, &stateful)?);
+            stages.push(stage(config, Some(name), sql, &upstream)?);
         }
     }
     let mut last = (*query).clone();
     last.with = None;
     let sql = with_carried(&last, &ctes, &stateful);
-    stages.push(stage(config, None, sql, &stateful)?);
+    stages.push(stage(config, None, sql, &upstream)?);
     Ok(Some(stages))
 }
 
@@ -142,6 +155,33 @@ fn is_stateful(query: &Query) -> bool {
     query.visit(&mut Stateful).is_break()
 }
 
+/// Whether a stateful CTE is an updating aggregate — `GROUP BY` without a window function
+/// (`tumble`, `hop`, `session`) and without a join: its results are upserts by group, which the
+/// stages that name it read as a table (each key's latest row), not as a stream.
+fn is_updating(query: &Query) -> bool {
+    let SetExpr::Select(select) = query.body.as_ref() else {
+        return false;
+    };
+    let GroupByExpr::Expressions(groups, _) = &select.group_by else {
+        return false;
+    };
+    let joins = select.from.len() > 1 || select.from.iter().any(|t| !t.joins.is_empty());
+    !groups.is_empty() && !joins && !groups.iter().any(mentions_window)
+}
+
+/// Whether an expression calls a window function.
+fn mentions_window(expression: &Expr) -> bool {
+    let mut found = false;
+    let _ = visit_expressions(expression, |expression| {
+        if let Expr::Function(function) = expression {
+            let name = function.name.to_string().to_lowercase();
+            found |= ["tumble", "hop", "session"].contains(&name.as_str());
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    found
+}
+
 /// `query` with, before its own `WITH`, the stateless CTEs among `earlier` that it reads
 /// (directly or through each other), in their order.
 fn with_carried(query: &Query, earlier: &[(String, &Cte)], stateful: &[&str]) -> String {
@@ -172,13 +212,21 @@ pub fn results_topic(stage_name: &str) -> String {
     format!("weir-{stage_name}-results")
 }
 
+/// The stages a stage may read: every stateful CTE, and which of them are updating aggregates
+/// (read as tables).
+struct Upstream<'a> {
+    stateful: &'a [&'a str],
+    updating: &'a [&'a str],
+}
+
 /// The job of one stage: `cte` names it (`None`: the last stage, the job itself); it reads
-/// the job's inputs and tables and the stateful CTEs its SQL names.
+/// the job's inputs and tables and the stateful CTEs its SQL names (updating aggregates as
+/// tables, the others as streams).
 fn stage(
     config: &JobConfig,
     cte: Option<&str>,
     sql: String,
-    stateful: &[&str],
+    upstream: &Upstream,
 ) -> Result<JobConfig> {
     let parsed = parse(&sql)?.ok_or_else(|| {
         StreamsError::Config(format!("a stage's SQL does not parse again: {sql}"))
@@ -201,17 +249,22 @@ fn stage(
             }
         }
     }
-    let internal: Vec<&&str> = stateful
+    let read: Vec<&&str> = upstream
+        .stateful
         .iter()
         .filter(|name| named.contains(**name) && Some(**name) != cte)
         .collect();
-    if !internal.is_empty() && !stage.inputs.is_empty() && config.input_format == ValueFormat::Raw {
+    let (tables, internal): (Vec<&&str>, Vec<&&str>) = read
+        .into_iter()
+        .partition(|name| upstream.updating.contains(name));
+    let reads_stages = !internal.is_empty() || !tables.is_empty();
+    if reads_stages && !stage.inputs.is_empty() && config.input_format == ValueFormat::Raw {
         return Err(StreamsError::Config(format!(
             "{}: a stage cannot read a raw input and another stage's (JSON) results",
             cte.unwrap_or("the final SELECT")
         )));
     }
-    if !internal.is_empty() {
+    if reads_stages {
         stage.input_format = ValueFormat::Json;
     }
     for name in internal {
@@ -221,6 +274,10 @@ fn stage(
         stage.input_names.push(name.to_string());
     }
     stage.tables.retain(|(name, _)| named.contains(name));
+    for name in tables {
+        let topic = results_topic(&format!("{}-{name}", config.name));
+        stage.tables.push((name.to_string(), topic));
+    }
     stage
         .table_schemas
         .retain(|name, _| stage.tables.iter().any(|(table, _)| table == name));
@@ -228,7 +285,8 @@ fn stage(
         stage.name = format!("{}-{cte}", config.name);
         stage.output = results_topic(&stage.name);
         stage.output_format = ValueFormat::Json;
-        stage.output_in_chunks = true;
+        // An updating aggregate's upserts stay records of their own (a table, compacted).
+        stage.output_in_chunks = !upstream.updating.contains(&cte);
     }
     if stage.inputs.is_empty() && stage.tables.is_empty() {
         return Err(StreamsError::Config(format!(
@@ -260,7 +318,14 @@ pub fn ensure_results_topics(config: &JobConfig, stages: &[JobConfig]) -> Result
         .collect();
     let topics: Vec<NewTopic> = names
         .iter()
-        .map(|name| NewTopic::new(name, partitions as i32, TopicReplication::Fixed(-1)))
+        .zip(stages)
+        .map(|(name, stage)| {
+            let topic = NewTopic::new(name, partitions as i32, TopicReplication::Fixed(-1));
+            match stage.output_in_chunks {
+                true => topic,
+                false => topic.set("cleanup.policy", "compact"),
+            }
+        })
         .collect();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -168,3 +168,39 @@ fn the_stages_metrics_render_as_one_text_each_family_once() {
         "{text}"
     );
 }
+
+#[test]
+fn an_updating_aggregate_is_read_as_a_table_the_others_as_streams() {
+    let query = r#"WITH joined AS (SELECT a.id, a.category, b.price FROM "nexmark-auction" a JOIN "nexmark-bid" b
+            ON a.id = b.auction AND b._timestamp BETWEEN a._timestamp AND a._timestamp + INTERVAL '10' SECOND),
+        maxes AS (SELECT id, category, max(price) AS final FROM joined GROUP BY id, category),
+        hourly AS (SELECT category, count(*) AS n FROM joined GROUP BY category, TUMBLE(_timestamp, INTERVAL '1' HOUR))
+        SELECT category, avg(final) AS avg_final FROM maxes GROUP BY category"#;
+    let stages = plan(&job(&["nexmark-auction", "nexmark-bid"], query))
+        .unwrap()
+        .expect("stages");
+    let names: Vec<&str> = stages.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["q5-joined", "q5-maxes", "q5-hourly", "q5"]);
+    assert!(stages[0].output_in_chunks, "a join's results are a stream");
+    assert!(
+        !stages[1].output_in_chunks,
+        "an updating aggregate's upserts stay records"
+    );
+    assert!(
+        stages[2].output_in_chunks,
+        "a window's results are a stream"
+    );
+    assert_eq!(stages[1].inputs, vec![results_topic("q5-joined")]);
+    assert!(stages[1]
+        .inputs_in_chunks
+        .contains(&results_topic("q5-joined")));
+    assert!(stages[3].inputs.is_empty());
+    assert_eq!(
+        stages[3].tables,
+        vec![("maxes".to_string(), results_topic("q5-maxes"))]
+    );
+    assert!(
+        stages[3].resolved().table_as_input,
+        "aggregating a table alone: its changes"
+    );
+}
