@@ -571,6 +571,9 @@ fn table_sample(
 /// job's output starts as soon as the first result is committed).
 const FIRST_RECORD_WAIT: Duration = Duration::from_millis(100);
 
+/// How many chunks of a stage's results the schema of its rows is inferred from (at most).
+const CHUNKS_SAMPLED: usize = 10;
+
 /// The first records of `input` (with a value), waiting for one while it is empty; `None` when
 /// stopped while waiting.
 fn first_records(
@@ -581,16 +584,22 @@ fn first_records(
     let reader = topic_reader::consumer(&config.client)?;
     let partitions = topic_reader::partitions(&reader, input, CLUSTER_TIMEOUT)?;
     let mut waiting = false;
+    let in_chunks = config.inputs_in_chunks.contains(input);
+    // A chunk holds up to CHUNK_MAX_ROWS rows: a few are sample enough, and bound its memory.
+    let records = match in_chunks {
+        true => CHUNKS_SAMPLED,
+        false => config.schema_sample_records,
+    };
     while !stop.load(Ordering::SeqCst) {
         let sample = topic_reader::read(
             &reader,
             input,
             &partitions,
-            Limit::StopAt(config.schema_sample_records),
+            Limit::StopAt(records),
             CLUSTER_TIMEOUT,
         )?;
         let mut sample = sample;
-        if config.inputs_in_chunks.contains(input) {
+        if in_chunks {
             sample = sample
                 .iter()
                 .flat_map(|r| chunks::expand(r).unwrap_or_default())
