@@ -156,7 +156,7 @@ pub(crate) async fn run(args: JobArgs) -> anyhow::Result<()> {
         on_signal.store(true, Ordering::SeqCst);
     });
     // A WITH of grouping or joining CTEs runs as stages, each a job of its own.
-    let stages = job::stages::plan(&config)?.unwrap_or_else(|| vec![config.clone()]);
+    let mut stages = job::stages::plan(&config)?.unwrap_or_else(|| vec![config.clone()]);
     let metrics: Arc<Vec<JobMetrics>> = Arc::new(
         stages
             .iter()
@@ -173,7 +173,7 @@ pub(crate) async fn run(args: JobArgs) -> anyhow::Result<()> {
             for (at, stage) in stages.iter().enumerate() {
                 tracing::info!(stage = %stage.name, inputs = ?stage.inputs, output = %stage.output, query = %stage.query, "stage {} of {}", at + 1, stages.len());
             }
-            job::stages::ensure_results_topics(&config, &stages)?;
+            job::stages::ensure_results_topics(&config, &mut stages)?;
             job::stages::run(&stages, &stop, &metrics)
         }
     })

@@ -54,6 +54,9 @@ pub fn consumer(client: &ClientSettings) -> Result<Reader> {
             ("enable.auto.commit", "false"),
             ("enable.partition.eof", "true"),
             ("isolation.level", "read_committed"),
+            // A read ends at the partitions' ends: a fetch past the last record should come
+            // back at once (the end), not wait at the broker for records (default 500 ms).
+            ("fetch.wait.max.ms", "10"),
         ])
         .create_with_context(ReaderContext)
         .map_err(StreamsError::kafka("creating the consumer"))

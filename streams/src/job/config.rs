@@ -72,6 +72,9 @@ pub struct JobConfig {
     /// A stage of a job (`crate::job::stages`) whose results go to its results topic as chunks
     /// of rows (`crate::job::chunks`).
     pub output_in_chunks: bool,
+    /// The output topic's partitions when known before the job starts (a stage's results
+    /// topic, created by the job): spares a lookup when the stage starts.
+    pub output_partitions: Option<i32>,
     /// The inputs that are stages' results topics: chunks, expanded into their rows.
     pub inputs_in_chunks: BTreeSet<String>,
 }
@@ -107,6 +110,7 @@ impl JobConfig {
             max_state_entries: 1_000_000,
             table_as_input: false,
             output_in_chunks: false,
+            output_partitions: None,
             inputs_in_chunks: BTreeSet::new(),
         }
     }

@@ -39,7 +39,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use weir_client::CLUSTER_TIMEOUT;
 
 use crate::error::{Result, StreamsError};
-use crate::job::{run_with_metrics, JobConfig, JobMetrics, JobStats};
+use crate::job::{run_with_metrics, topics, JobConfig, JobMetrics, JobStats};
 use crate::record::ValueFormat;
 use crate::topic_reader;
 
@@ -298,8 +298,8 @@ fn stage(
 }
 
 /// Creates the stages' results topics (with as many partitions as the job's first input, or
-/// its first table) when missing.
-pub fn ensure_results_topics(config: &JobConfig, stages: &[JobConfig]) -> Result<()> {
+/// its first table) when missing, and notes each one's partitions in its stage.
+pub fn ensure_results_topics(config: &JobConfig, stages: &mut [JobConfig]) -> Result<()> {
     let reader = topic_reader::consumer(&config.client)?;
     let first = config
         .inputs
@@ -318,7 +318,7 @@ pub fn ensure_results_topics(config: &JobConfig, stages: &[JobConfig]) -> Result
         .collect();
     let topics: Vec<NewTopic> = names
         .iter()
-        .zip(stages)
+        .zip(stages.iter())
         .map(|(name, stage)| {
             let topic = NewTopic::new(name, partitions as i32, TopicReplication::Fixed(-1));
             match stage.output_in_chunks {
@@ -347,6 +347,11 @@ pub fn ensure_results_topics(config: &JobConfig, stages: &[JobConfig]) -> Result
                 )))
             }
         }
+    }
+    let last = stages.len() - 1;
+    for stage in &mut stages[..last] {
+        // (Metadata may lag a moment behind a topic just created.)
+        stage.output_partitions = Some(topics::wait_for(&reader, &stage.output)?);
     }
     Ok(())
 }

@@ -60,7 +60,7 @@ pub(super) fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> R
 }
 
 /// The partition count of a topic just created (metadata may lag for a moment).
-fn wait_for(reader: &topic_reader::Reader, topic: &str) -> Result<i32> {
+pub(super) fn wait_for(reader: &topic_reader::Reader, topic: &str) -> Result<i32> {
     let mut attempts = 0;
     loop {
         match topic_reader::partitions(reader, topic, CLUSTER_TIMEOUT) {

@@ -72,6 +72,7 @@ impl CheckpointWriter {
             &[OUTPUT_SPREAD],
         )?;
         let chunk_partitions = match config.output_in_chunks {
+            true if config.output_partitions.is_some() => config.output_partitions,
             true => {
                 let reader = topic_reader::consumer(&config.client)?;
                 let partitions =
