@@ -89,30 +89,7 @@ const QUERY: &str = "SELECT CAST(tumble(_timestamp, INTERVAL '10 seconds') AS BI
 
 #[test]
 fn a_windowed_job_killed_9_again_and_again_emits_each_window_once_with_exact_counts() {
-    let seed = Rng::seed_from_clock();
-    eprintln!("window crash test seed {seed}");
-    let mut rng = Rng::new(seed);
-    let events = generate(&mut rng);
-    let expected = oracle(&events);
-    assert!(
-        !expected.late.is_empty() && expected.windows.len() > 50,
-        "the input exercises lateness and windows"
-    );
-    let lateness = LATENESS_MS.to_string();
-    windowed::run_and_check(
-        seed,
-        &mut rng,
-        events,
-        &expected,
-        &[
-            "--name",
-            "window-job",
-            "--query",
-            QUERY,
-            "--allowed-lateness-ms",
-            &lateness,
-        ],
-    );
+    killed_again_and_again("window-job", QUERY);
 }
 
 /// The same windows computed by a stage: the job's query is a `WITH` whose CTE is the windowed
@@ -121,8 +98,18 @@ fn a_windowed_job_killed_9_again_and_again_emits_each_window_once_with_exact_cou
 /// every stage exactly once through the kills.
 #[test]
 fn a_job_in_stages_killed_9_again_and_again_hands_each_window_on_once() {
+    let query = format!(
+        "WITH per_user AS ({QUERY}) \
+         SELECT \"window\", user, n, total, fingerprints FROM per_user WHERE n > 0"
+    );
+    killed_again_and_again("staged-job", &query);
+}
+
+/// Job `name` running `query` over generated events, its copies killed -9 again and again; its
+/// output checked against the oracle.
+fn killed_again_and_again(name: &str, query: &str) {
     let seed = Rng::seed_from_clock();
-    eprintln!("staged window crash test seed {seed}");
+    eprintln!("{name} crash test seed {seed}");
     let mut rng = Rng::new(seed);
     let events = generate(&mut rng);
     let expected = oracle(&events);
@@ -131,10 +118,6 @@ fn a_job_in_stages_killed_9_again_and_again_hands_each_window_on_once() {
         "the input exercises lateness and windows"
     );
     let lateness = LATENESS_MS.to_string();
-    let query = format!(
-        "WITH per_user AS ({QUERY}) \
-         SELECT \"window\", user, n, total, fingerprints FROM per_user WHERE n > 0"
-    );
     windowed::run_and_check(
         seed,
         &mut rng,
@@ -142,9 +125,9 @@ fn a_job_in_stages_killed_9_again_and_again_hands_each_window_on_once() {
         &expected,
         &[
             "--name",
-            "staged-job",
+            name,
             "--query",
-            &query,
+            query,
             "--allowed-lateness-ms",
             &lateness,
         ],

@@ -33,9 +33,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::admin::{NewTopic, TopicReplication};
 use weir_client::CLUSTER_TIMEOUT;
 
 use crate::error::{Result, StreamsError};
@@ -307,11 +305,6 @@ pub fn ensure_results_topics(config: &JobConfig, stages: &mut [JobConfig]) -> Re
         .or(config.tables.first().map(|(_, topic)| topic));
     let first = first.ok_or_else(|| StreamsError::Config("a job needs an input".into()))?;
     let partitions = topic_reader::partitions(&reader, first, CLUSTER_TIMEOUT)?.len();
-    let admin: AdminClient<DefaultClientContext> = config
-        .client
-        .config(&[])
-        .create()
-        .map_err(StreamsError::kafka("creating the admin client"))?;
     let names: Vec<String> = stages[..stages.len() - 1]
         .iter()
         .map(|stage| stage.output.clone())
@@ -331,23 +324,7 @@ pub fn ensure_results_topics(config: &JobConfig, stages: &mut [JobConfig]) -> Re
         .enable_all()
         .build()
         .map_err(|e| StreamsError::Config(format!("cannot start a runtime: {e}")))?;
-    let options = AdminOptions::new().operation_timeout(Some(CLUSTER_TIMEOUT));
-    let results = runtime
-        .block_on(admin.create_topics(&topics, &options))
-        .map_err(StreamsError::kafka("creating the stages' results topics"))?;
-    for result in results {
-        match result {
-            Ok(topic) => {
-                tracing::info!(job = %config.name, %topic, partitions, "stage results topic created")
-            }
-            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((topic, code)) => {
-                return Err(StreamsError::Config(format!(
-                    "cannot create {topic}: {code}"
-                )))
-            }
-        }
-    }
+    topics::create(config, &runtime, &topics, "stage results topic created")?;
     let last = stages.len() - 1;
     for stage in &mut stages[..last] {
         // (Metadata may lag a moment behind a topic just created.)

@@ -17,11 +17,6 @@ pub(super) fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> R
     let reader = topic_reader::consumer(&config.client)?;
     let input_partitions =
         topic_reader::partitions(&reader, config.input(), CLUSTER_TIMEOUT)?.len() as i32;
-    let admin: AdminClient<DefaultClientContext> = config
-        .client
-        .config(&[])
-        .create()
-        .map_err(StreamsError::kafka("creating the admin client"))?;
     let repartition = config.repartition_topic();
     let changelog = config.changelog_topic();
     let topics = [
@@ -29,23 +24,7 @@ pub(super) fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> R
         NewTopic::new(&changelog, input_partitions, TopicReplication::Fixed(-1))
             .set("cleanup.policy", "compact"),
     ];
-    let options = AdminOptions::new().operation_timeout(Some(CLUSTER_TIMEOUT));
-    let results = runtime
-        .block_on(admin.create_topics(&topics, &options))
-        .map_err(StreamsError::kafka("creating the internal topics"))?;
-    for result in results {
-        match result {
-            Ok(topic) => {
-                tracing::info!(job = %config.name, %topic, partitions = input_partitions, "internal topic created")
-            }
-            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((topic, code)) => {
-                return Err(StreamsError::Config(format!(
-                    "cannot create {topic}: {code}"
-                )))
-            }
-        }
-    }
+    create(config, runtime, &topics, "internal topic created")?;
     for topic in [&repartition, &changelog] {
         let partitions = wait_for(&reader, topic)?;
         if partitions != input_partitions {
@@ -57,6 +36,36 @@ pub(super) fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> R
         }
     }
     Ok(input_partitions)
+}
+
+/// Creates `topics` (logging `created` for each one made; one that exists already is fine).
+pub(super) fn create(
+    config: &JobConfig,
+    runtime: &tokio::runtime::Runtime,
+    topics: &[NewTopic],
+    created: &str,
+) -> Result<()> {
+    let admin: AdminClient<DefaultClientContext> = config
+        .client
+        .config(&[])
+        .create()
+        .map_err(StreamsError::kafka("creating the admin client"))?;
+    let options = AdminOptions::new().operation_timeout(Some(CLUSTER_TIMEOUT));
+    let results = runtime
+        .block_on(admin.create_topics(topics, &options))
+        .map_err(StreamsError::kafka("creating topics"))?;
+    for result in results {
+        match result {
+            Ok(topic) => tracing::info!(job = %config.name, %topic, "{created}"),
+            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                return Err(StreamsError::Config(format!(
+                    "cannot create {topic}: {code}"
+                )))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The partition count of a topic just created (metadata may lag for a moment).
