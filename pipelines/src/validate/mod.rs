@@ -235,6 +235,12 @@ async fn sql_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
             )]
         }
     }
+    if weir_streams::job::stages::is_staged(&transform.sql) {
+        hint.push_str(
+            "; a WITH whose CTEs group or join runs as stages in `weir job run` only, \
+             not in a pipeline's transform: run it as a job reading the pipeline's topic",
+        );
+    }
     match planned_transform(&pipeline.config, &decoder).await {
         Ok(_) => Vec::new(),
         Err(error) => vec![pipeline.diagnostic("transform.sql", without_pipeline(error), Some(hint))],

@@ -99,6 +99,32 @@ async fn sql_errors_name_the_columns() {
 }
 
 #[tokio::test]
+async fn a_with_of_stages_is_refused_with_where_it_runs() {
+    let staged = "WITH per_path AS (SELECT path, count(*) AS n FROM requests \
+                  GROUP BY path, tumble(timestamp, INTERVAL '1' MINUTE)) \
+                  SELECT path, max(n) AS peak FROM per_path GROUP BY path";
+    let found = problems(&GOOD.replace(
+        "SELECT status, path FROM requests WHERE status >= 500",
+        staged,
+    ))
+    .await;
+    assert!(found.contains("transform.sql: "), "{found}");
+    assert!(
+        found.contains("runs as stages in `weir job run` only"),
+        "{found}"
+    );
+    // A WITH that neither groups nor joins is one job, planned as before: no such hint.
+    let plain = "WITH errors AS (SELECT path, status FROM requests WHERE status >= 500) \
+                 SELECT path FROM errors";
+    let found = problems(&GOOD.replace(
+        "SELECT status, path FROM requests WHERE status >= 500",
+        plain,
+    ))
+    .await;
+    assert_eq!(found, "");
+}
+
+#[tokio::test]
 async fn connector_settings_are_checked_where_they_are() {
     let text = GOOD.replace(
         "    path: /tmp/warehouse\n",

@@ -591,14 +591,13 @@ fn first_records(
         false => config.schema_sample_records,
     };
     while !stop.load(Ordering::SeqCst) {
-        let sample = topic_reader::read(
+        let mut sample = topic_reader::read(
             &reader,
             input,
             &partitions,
             Limit::StopAt(records),
             CLUSTER_TIMEOUT,
         )?;
-        let mut sample = sample;
         if in_chunks {
             sample = sample
                 .iter()

@@ -41,18 +41,28 @@ use crate::job::{run_with_metrics, topics, JobConfig, JobMetrics, JobStats};
 use crate::record::ValueFormat;
 use crate::topic_reader;
 
+/// Whether `sql` runs as stages: a query whose `WITH` holds a CTE that groups or joins.
+pub fn is_staged(sql: &str) -> bool {
+    staged_query(sql).is_some()
+}
+
+/// `sql` parsed, when it runs as stages.
+fn staged_query(sql: &str) -> Option<Box<Query>> {
+    let query = parse(sql)?;
+    let with = query.with.as_ref()?;
+    with.cte_tables
+        .iter()
+        .any(|cte| is_stateful(&cte.query))
+        .then_some(query)
+}
+
 /// The stages of `config`'s query, in the order they feed each other (the last one is the job
 /// itself); `None` when the query is one stage.
 pub fn plan(config: &JobConfig) -> Result<Option<Vec<JobConfig>>> {
-    let Some(query) = parse(&config.query)? else {
+    let Some(query) = staged_query(&config.query) else {
         return Ok(None);
     };
-    let Some(with) = &query.with else {
-        return Ok(None);
-    };
-    if !with.cte_tables.iter().any(|cte| is_stateful(&cte.query)) {
-        return Ok(None);
-    }
+    let with = query.with.as_ref().expect("a staged query has a WITH");
     if with.recursive {
         return Err(StreamsError::Config(
             "WITH RECURSIVE cannot run over a stream".into(),
@@ -93,13 +103,11 @@ pub fn plan(config: &JobConfig) -> Result<Option<Vec<JobConfig>>> {
 
 /// The job's one statement, a query; `None` when it is not one (the single-stage planner says
 /// what is wrong with it).
-fn parse(sql: &str) -> Result<Option<Box<Query>>> {
-    let Ok(mut statements) = Parser::parse_sql(&GenericDialect {}, sql) else {
-        return Ok(None);
-    };
+fn parse(sql: &str) -> Option<Box<Query>> {
+    let mut statements = Parser::parse_sql(&GenericDialect {}, sql).ok()?;
     match (statements.pop(), statements.is_empty()) {
-        (Some(Statement::Query(query)), true) => Ok(Some(query)),
-        _ => Ok(None),
+        (Some(Statement::Query(query)), true) => Some(query),
+        _ => None,
     }
 }
 
@@ -226,7 +234,7 @@ fn stage(
     sql: String,
     upstream: &Upstream,
 ) -> Result<JobConfig> {
-    let parsed = parse(&sql)?.ok_or_else(|| {
+    let parsed = parse(&sql).ok_or_else(|| {
         StreamsError::Config(format!("a stage's SQL does not parse again: {sql}"))
     })?;
     let named = relations(&parsed);
