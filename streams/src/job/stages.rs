@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use datafusion::sql::sqlparser::ast::helpers::attached_token::AttachedToken;
 use datafusion::sql::sqlparser::ast::{
-    visit_expressions, Cte, Expr, GroupByExpr, Ident, ObjectName, Query, SetExpr, Statement, Visit,
-    Visitor, With,
+    visit_expressions, Cte, Expr, GroupByExpr, Ident, ObjectName, Query, Select, SetExpr,
+    Statement, Visit, Visitor, With,
 };
 use datafusion::sql::sqlparser::dialect::GenericDialect;
 use datafusion::sql::sqlparser::parser::Parser;
@@ -151,8 +151,7 @@ fn is_stateful(query: &Query) -> bool {
                 GroupByExpr::All(_) => true,
                 GroupByExpr::Expressions(expressions, _) => !expressions.is_empty(),
             };
-            let joins = select.from.len() > 1 || select.from.iter().any(|t| !t.joins.is_empty());
-            match groups || joins || select.distinct.is_some() {
+            match groups || joins(select) || select.distinct.is_some() {
                 true => ControlFlow::Break(()),
                 false => ControlFlow::Continue(()),
             }
@@ -171,8 +170,12 @@ fn is_updating(query: &Query) -> bool {
     let GroupByExpr::Expressions(groups, _) = &select.group_by else {
         return false;
     };
-    let joins = select.from.len() > 1 || select.from.iter().any(|t| !t.joins.is_empty());
-    !groups.is_empty() && !joins && !groups.iter().any(mentions_window)
+    !groups.is_empty() && !joins(select) && !groups.iter().any(mentions_window)
+}
+
+/// Whether a SELECT reads more than one relation (a join, or a comma between tables).
+fn joins(select: &Select) -> bool {
+    select.from.len() > 1 || select.from.iter().any(|t| !t.joins.is_empty())
 }
 
 /// Whether an expression calls a window function.
@@ -216,6 +219,11 @@ fn with_carried(query: &Query, earlier: &[(String, &Cte)], stateful: &[&str]) ->
 /// The internal topic of a stage's results.
 pub fn results_topic(stage_name: &str) -> String {
     format!("weir-{stage_name}-results")
+}
+
+/// The name of the stage computing CTE `cte` of job `job`.
+fn stage_name(job: &str, cte: &str) -> String {
+    format!("{job}-{cte}")
 }
 
 /// The stages a stage may read: every stateful CTE, and which of them are updating aggregates
@@ -274,21 +282,21 @@ fn stage(
         stage.input_format = ValueFormat::Json;
     }
     for name in internal {
-        let topic = results_topic(&format!("{}-{name}", config.name));
+        let topic = results_topic(&stage_name(&config.name, name));
         stage.inputs_in_chunks.insert(topic.clone());
         stage.inputs.push(topic);
         stage.input_names.push(name.to_string());
     }
     stage.tables.retain(|(name, _)| named.contains(name));
     for name in tables {
-        let topic = results_topic(&format!("{}-{name}", config.name));
+        let topic = results_topic(&stage_name(&config.name, name));
         stage.tables.push((name.to_string(), topic));
     }
     stage
         .table_schemas
         .retain(|name, _| stage.tables.iter().any(|(table, _)| table == name));
     if let Some(cte) = cte {
-        stage.name = format!("{}-{cte}", config.name);
+        stage.name = stage_name(&config.name, cte);
         stage.output = results_topic(&stage.name);
         stage.output_format = ValueFormat::Json;
         // An updating aggregate's upserts stay records of their own (a table, compacted).
@@ -313,15 +321,15 @@ pub fn ensure_results_topics(config: &JobConfig, stages: &mut [JobConfig]) -> Re
         .or(config.tables.first().map(|(_, topic)| topic));
     let first = first.ok_or_else(|| StreamsError::Config("a job needs an input".into()))?;
     let partitions = topic_reader::partitions(&reader, first, CLUSTER_TIMEOUT)?.len();
-    let names: Vec<String> = stages[..stages.len() - 1]
+    let last = stages.len() - 1;
+    let topics: Vec<NewTopic> = stages[..last]
         .iter()
-        .map(|stage| stage.output.clone())
-        .collect();
-    let topics: Vec<NewTopic> = names
-        .iter()
-        .zip(stages.iter())
-        .map(|(name, stage)| {
-            let topic = NewTopic::new(name, partitions as i32, TopicReplication::Fixed(-1));
+        .map(|stage| {
+            let topic = NewTopic::new(
+                &stage.output,
+                partitions as i32,
+                TopicReplication::Fixed(-1),
+            );
             match stage.output_in_chunks {
                 true => topic,
                 false => topic.set("cleanup.policy", "compact"),
@@ -333,7 +341,6 @@ pub fn ensure_results_topics(config: &JobConfig, stages: &mut [JobConfig]) -> Re
         .build()
         .map_err(|e| StreamsError::Config(format!("cannot start a runtime: {e}")))?;
     topics::create(config, &runtime, &topics, "stage results topic created")?;
-    let last = stages.len() - 1;
     for stage in &mut stages[..last] {
         // (Metadata may lag a moment behind a topic just created.)
         stage.output_partitions = Some(topics::wait_for(&reader, &stage.output)?);
