@@ -213,6 +213,8 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         min: None,
         choices: &["TLSv1.2", "TLSv1.3"],
     },
+    // Unset: rustls' suites, in the client's order of preference.
+    prop_unset("ssl.cipher.suites", ConfigType::List),
     // SASL listeners (also per listener as listener.name.<name>.…; a mechanism's JAAS entry and
     // re-authentication bound as listener.name.<name>.<mechanism>.…, see `LISTENER_MECHANISM`).
     prop("sasl.enabled.mechanisms", ConfigType::List, "GSSAPI"),

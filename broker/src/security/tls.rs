@@ -4,7 +4,9 @@
 //! Secret mounts `tls.crt` and `tls.key`: `ssl.keystore.location` then holds the chain only),
 //! or the inline `ssl.keystore.certificate.chain` + `ssl.keystore.key`; `ssl.truststore.location` or
 //! `ssl.truststore.certificates` (the CAs client certificates must chain to);
-//! `ssl.client.auth=none|requested|required`; `ssl.enabled.protocols` (TLSv1.2, TLSv1.3).
+//! `ssl.client.auth=none|requested|required`; `ssl.enabled.protocols` (TLSv1.2, TLSv1.3);
+//! `ssl.cipher.suites` (IANA names, as Kafka's; the broker then prefers them in the order given,
+//! as a Kafka broker on Java 13 or later does).
 //! Each may be given for one listener as `listener.name.<listener>.<property>`.
 //!
 //! A listener's [`TlsAcceptorCell`] holds the acceptor built from the files; [`watch_files`]
@@ -46,6 +48,8 @@ pub(crate) struct TlsSettings {
     truststore: Option<PemSource>,
     client_auth: ClientAuth,
     protocols: Vec<&'static rustls::SupportedProtocolVersion>,
+    /// `ssl.cipher.suites` in the order given; `None`: rustls' defaults, in the client's order.
+    cipher_suites: Option<Vec<rustls::SupportedCipherSuite>>,
 }
 
 /// PEM text from a file (re-read when it changes) or given inline.
@@ -199,6 +203,13 @@ impl TlsSettings {
         if protocols.is_empty() {
             return Err(bad("ssl.enabled.protocols", "", "no protocol enabled"));
         }
+        let cipher_suites =
+            match get("ssl.cipher.suites") {
+                Some(names) => Some(cipher_suites(&names, &protocols).map_err(
+                    |(value, reason)| invalid(listener, "ssl.cipher.suites", &value, reason),
+                )?),
+                None => None,
+            };
         Ok(TlsSettings {
             listener: listener.to_string(),
             keystore,
@@ -206,6 +217,7 @@ impl TlsSettings {
             truststore,
             client_auth,
             protocols,
+            cipher_suites,
         })
     }
 
@@ -277,7 +289,11 @@ impl TlsSettings {
                 format!("no unencrypted private key in the PEM: {e}"),
             )
         })?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut provider = rustls::crypto::ring::default_provider();
+        if let Some(suites) = &self.cipher_suites {
+            provider.cipher_suites = suites.clone();
+        }
+        let provider = Arc::new(provider);
         let builder = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
             .with_protocol_versions(&self.protocols)
             .map_err(|e| bad("ssl.enabled.protocols", e.to_string()))?;
@@ -313,9 +329,11 @@ impl TlsSettings {
             }
             _ => builder.with_no_client_auth(),
         };
-        let server = builder
+        let mut server = builder
             .with_single_cert(chain, key)
             .map_err(|e| bad("ssl.keystore.location", format!("key and certificate: {e}")))?;
+        // Suites the operator listed are preferred in the operator's order.
+        server.ignore_client_order = self.cipher_suites.is_some();
         Ok(TlsAcceptor::from(Arc::new(server)))
     }
 
@@ -329,6 +347,75 @@ impl TlsSettings {
         .flatten()
         .map(PemSource::modified)
         .collect()
+    }
+}
+
+/// The suites `ssl.cipher.suites` names, in its order, by their IANA names (`TLS_AES_128_GCM_SHA256`,
+/// `TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384`, as Kafka and the JDK spell them) or rustls' (`TLS13_…`).
+/// Refused, with the names offered: a suite rustls does not offer, and a list that leaves an
+/// enabled protocol version without a suite (that version could never be negotiated).
+fn cipher_suites(
+    names: &str,
+    protocols: &[&'static rustls::SupportedProtocolVersion],
+) -> Result<Vec<rustls::SupportedCipherSuite>, (String, String)> {
+    let offered = rustls::crypto::ring::ALL_CIPHER_SUITES;
+    let mut chosen = Vec::new();
+    for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let suite = offered
+            .iter()
+            .find(|suite| {
+                iana_name(suite).eq_ignore_ascii_case(name)
+                    || rustls_name(suite).eq_ignore_ascii_case(name)
+            })
+            .ok_or_else(|| {
+                let known: Vec<String> = offered.iter().map(iana_name).collect();
+                (
+                    name.to_string(),
+                    format!(
+                        "not a cipher suite Weir offers; it offers {}",
+                        known.join(", ")
+                    ),
+                )
+            })?;
+        if !chosen.contains(suite) {
+            chosen.push(*suite);
+        }
+    }
+    for protocol in protocols {
+        if !chosen
+            .iter()
+            .any(|suite| suite.version().version == protocol.version)
+        {
+            return Err((
+                names.to_string(),
+                format!(
+                    "no {} suite listed while ssl.enabled.protocols enables it",
+                    protocol_name(protocol)
+                ),
+            ));
+        }
+    }
+    Ok(chosen)
+}
+
+/// rustls' name of a suite: `TLS13_AES_128_GCM_SHA256`, `TLS_ECDHE_…`.
+fn rustls_name(suite: &rustls::SupportedCipherSuite) -> &'static str {
+    suite.suite().as_str().unwrap_or("unnamed")
+}
+
+/// The IANA name (Kafka's and the JDK's): TLS 1.3 suites as `TLS_AES_128_GCM_SHA256`.
+fn iana_name(suite: &rustls::SupportedCipherSuite) -> String {
+    let name = rustls_name(suite);
+    match name.strip_prefix("TLS13_") {
+        Some(rest) => format!("TLS_{rest}"),
+        None => name.to_string(),
+    }
+}
+
+fn protocol_name(protocol: &rustls::SupportedProtocolVersion) -> &'static str {
+    match protocol.version {
+        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3",
+        _ => "TLSv1.2",
     }
 }
 
@@ -377,5 +464,57 @@ pub(crate) async fn watch_files(cell: Arc<TlsAcceptorCell>, mut shutdown: watch:
                 tracing::error!(listener = %cell.settings.listener, %error, "TLS files changed but do not make a valid configuration: the previous certificates stay")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BOTH: &[&rustls::SupportedProtocolVersion] =
+        &[&rustls::version::TLS12, &rustls::version::TLS13];
+
+    fn names(suites: &[rustls::SupportedCipherSuite]) -> Vec<String> {
+        suites.iter().map(iana_name).collect()
+    }
+
+    #[test]
+    fn cipher_suites_keep_the_order_given_by_iana_or_rustls_names() {
+        let suites = cipher_suites(
+            "TLS_CHACHA20_POLY1305_SHA256, tls13_aes_128_gcm_sha256,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_AES_128_GCM_SHA256",
+            BOTH,
+        )
+        .unwrap();
+        assert_eq!(
+            names(&suites),
+            [
+                "TLS_CHACHA20_POLY1305_SHA256",
+                "TLS_AES_128_GCM_SHA256",
+                "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unknown_suite_is_refused_with_the_suites_offered() {
+        let (value, reason) = cipher_suites(
+            "TLS_AES_128_GCM_SHA256,TLS_RSA_WITH_AES_128_CBC_SHA",
+            &[&rustls::version::TLS13],
+        )
+        .unwrap_err();
+        assert_eq!(value, "TLS_RSA_WITH_AES_128_CBC_SHA");
+        assert!(reason.contains("TLS_AES_256_GCM_SHA384"), "{reason}");
+        assert!(
+            reason.contains("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn an_enabled_protocol_without_a_listed_suite_is_refused() {
+        let (_, reason) = cipher_suites("TLS_AES_128_GCM_SHA256", BOTH).unwrap_err();
+        assert!(reason.contains("no TLSv1.2 suite"), "{reason}");
+        let tls13_only = cipher_suites("TLS_AES_128_GCM_SHA256", &[&rustls::version::TLS13]);
+        assert_eq!(names(&tls13_only.unwrap()), ["TLS_AES_128_GCM_SHA256"]);
     }
 }

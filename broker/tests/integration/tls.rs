@@ -387,3 +387,89 @@ async fn a_certificate_no_principal_mapping_rule_names_is_refused() {
     );
     broker.shutdown().await.unwrap();
 }
+
+/// The suite a rustls client offering `offered` (in its order of preference) agrees on with the
+/// SSL listener on `port`, by rustls' name, or why the handshake failed.
+async fn negotiated_suite(
+    port: u16,
+    ca: &Path,
+    offered: &[tokio_rustls::rustls::SupportedCipherSuite],
+) -> Result<String, String> {
+    use rustls_pki_types::pem::PemObject;
+    use tokio_rustls::rustls;
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.cipher_suites = offered.to_vec();
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in rustls_pki_types::CertificateDer::pem_file_iter(ca).unwrap() {
+        roots.add(certificate.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let stream = tokio::time::timeout(TIMEOUT, connector.connect(name, tcp))
+        .await
+        .expect("the handshake ends in time")
+        .map_err(|error| error.to_string())?;
+    let suite = stream.get_ref().1.negotiated_cipher_suite().unwrap();
+    Ok(suite.suite().as_str().unwrap().to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssl_cipher_suites_are_the_only_suites_served_preferred_in_their_order() {
+    use tokio_rustls::rustls::crypto::ring::cipher_suite as suite;
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new("Weir test CA");
+    let (keystore, ca) = (dir.path().join("broker.pem"), dir.path().join("ca.pem"));
+    authority.write_server_keystore(&keystore);
+    authority.write_ca(&ca);
+    // rcgen's keys are ECDSA P-256: the TLS 1.2 suite listed is an ECDSA one.
+    let listed = "TLS_CHACHA20_POLY1305_SHA256,TLS_AES_128_GCM_SHA256,\
+                  TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256";
+    let (broker, ssl) = ssl_broker(
+        dir.path(),
+        &keystore,
+        None,
+        &[("ssl.cipher.suites", listed)],
+    )
+    .await;
+
+    // A client preferring AES-256 (rustls' and OpenSSL's first choice) gets the broker's first.
+    let everything = tokio_rustls::rustls::crypto::ring::ALL_CIPHER_SUITES;
+    assert_eq!(
+        negotiated_suite(ssl, &ca, everything).await.unwrap(),
+        "TLS13_CHACHA20_POLY1305_SHA256"
+    );
+    let aes = [
+        suite::TLS13_AES_256_GCM_SHA384,
+        suite::TLS13_AES_128_GCM_SHA256,
+    ];
+    assert_eq!(
+        negotiated_suite(ssl, &ca, &aes).await.unwrap(),
+        "TLS13_AES_128_GCM_SHA256"
+    );
+    // Suites not listed are not served, in TLS 1.3 or 1.2.
+    let unlisted = [
+        suite::TLS13_AES_256_GCM_SHA384,
+        suite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+    ];
+    let refused = negotiated_suite(ssl, &ca, &unlisted).await.unwrap_err();
+    assert!(
+        refused.contains("HandshakeFailure") || refused.contains("handshake"),
+        "{refused}"
+    );
+    let tls12 = [suite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256];
+    assert_eq!(
+        negotiated_suite(ssl, &ca, &tls12).await.unwrap(),
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"
+    );
+    // librdkafka (OpenSSL's defaults) still connects, after the refused handshake.
+    assert!(reaches(&tls_client(ssl, &ca, None)), "librdkafka over TLS");
+    broker.shutdown().await.unwrap();
+}
