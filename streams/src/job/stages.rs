@@ -272,9 +272,12 @@ fn stage(
         .into_iter()
         .partition(|name| upstream.updating.contains(name));
     let reads_stages = !internal.is_empty() || !tables.is_empty();
-    if reads_stages && !stage.inputs.is_empty() && config.input_format == ValueFormat::Raw {
+    // A stage has one value format for everything it reads: another stage's results are JSON.
+    let reads_user_tables = config.tables.iter().any(|(name, _)| named.contains(name));
+    let reads_raw = !stage.inputs.is_empty() || reads_user_tables;
+    if reads_stages && reads_raw && config.input_format == ValueFormat::Raw {
         return Err(StreamsError::Config(format!(
-            "{}: a stage cannot read a raw input and another stage's (JSON) results",
+            "{}: a stage cannot read a raw input or table and another stage's (JSON) results",
             cte.unwrap_or("the final SELECT")
         )));
     }

@@ -148,6 +148,15 @@ fn refused_with_the_reason() {
     raw.input_format = crate::record::ValueFormat::Raw;
     let error = plan(&raw).unwrap_err().to_string();
     assert!(error.contains("raw input"), "{error}");
+    // A raw table beside a stage's results would be decoded as JSON: refused too.
+    let mut raw_table = job(
+        &["a"],
+        r#"WITH c AS (SELECT value, count(*) AS n FROM a GROUP BY value) SELECT * FROM c JOIN t ON c.value = t._key"#,
+    );
+    raw_table.input_format = crate::record::ValueFormat::Raw;
+    raw_table.tables = vec![("t".to_string(), "t-topic".to_string())];
+    let error = plan(&raw_table).unwrap_err().to_string();
+    assert!(error.contains("raw input or table"), "{error}");
 }
 
 #[test]
