@@ -451,8 +451,11 @@ impl Loop<'_, '_> {
                     end.sent.store(true, Ordering::SeqCst);
                 }
                 stats.add(&flight.done);
-                self.metrics
-                    .committed(&flight.done, flight.started.elapsed().as_secs_f64());
+                // Timed to when the commit completed, not to now (the loop may have been
+                // polling the next checkpoint meanwhile).
+                let finished = self.committer.finished().unwrap_or_else(Instant::now);
+                let took = finished.saturating_duration_since(flight.started);
+                self.metrics.committed(&flight.done, took.as_secs_f64());
                 let (entries, windows) = self.processor.state_size();
                 self.metrics.window_state(entries, windows);
                 tracing::debug!(job = %config.name, input = flight.input, internal = flight.internal, produced = flight.produced, poll_ms = flight.polled_ms, process_ms = flight.processed_ms, commit_ms = commit_ms(&flight, self.committer.finished()), "checkpoint committed");
