@@ -79,6 +79,12 @@ mod connectors {
         fn applies_changes(&self) -> bool {
             false
         }
+        /// What is wrong with writing rows of `rows`' columns to this sink (an updating
+        /// aggregate's changes when `changes`), each "field: problem": checked by `pipeline
+        /// validate` against the planned query, and again when the sink opens.
+        fn rows_problems(&self, _rows: &arrow::datatypes::Schema, _changes: bool) -> Vec<String> {
+            Vec::new()
+        }
         /// Whether the destination answers within `timeout`.
         async fn reach(&self, _timeout: Duration) -> Result<(), Unreachable> {
             Ok(())

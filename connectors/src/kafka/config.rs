@@ -114,6 +114,31 @@ impl KafkaSinkConfig {
         ClientSettings::new(&self.bootstrap).with_properties(self.client_properties.clone())
     }
 
+    /// What is wrong with `key_column` for rows of `rows`' columns (an updating aggregate's
+    /// changes when `changes`: keyed by their group already).
+    #[cfg(feature = "runtime")]
+    pub fn key_column_problem(
+        &self,
+        rows: &arrow::datatypes::Schema,
+        changes: bool,
+    ) -> Option<String> {
+        let column = self.key_column.as_ref()?;
+        if changes {
+            return Some(
+                "key_column: an updating aggregate's records are keyed by their group; leave \
+                 key_column out"
+                    .into(),
+            );
+        }
+        let names: Vec<&str> = rows.fields().iter().map(|f| f.name().as_str()).collect();
+        (!names.contains(&column.as_str())).then(|| {
+            format!(
+                "key_column: no column '{column}' in the rows (they have {})",
+                names.join(", ")
+            )
+        })
+    }
+
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.bootstrap.trim().is_empty() {
@@ -159,6 +184,10 @@ impl crate::registry::SinkConnector for KafkaSinkConfig {
 
     fn problems(&self) -> Vec<String> {
         KafkaSinkConfig::problems(self)
+    }
+
+    fn rows_problems(&self, rows: &arrow::datatypes::Schema, changes: bool) -> Vec<String> {
+        self.key_column_problem(rows, changes).into_iter().collect()
     }
 
     fn open(

@@ -225,12 +225,13 @@ impl KafkaSink {
 #[async_trait::async_trait]
 impl Sink for KafkaSink {
     async fn open(&mut self, schema: SchemaRef) -> Result<SinkOffsets, ConnectorError> {
-        if let Some(column) = &self.config.key_column {
-            let index = schema.index_of(column).map_err(|_| {
-                ConnectorError::Config(format!("key_column: no column '{column}' in the rows"))
-            })?;
-            self.key_index = Some(index);
+        if let Some(problem) = self.config.key_column_problem(&schema, self.changes) {
+            return Err(ConnectorError::Config(problem));
         }
+        self.key_index = match &self.config.key_column {
+            Some(column) => schema.index_of(column).ok(),
+            None => None,
+        };
         self.create_topics().await?;
         let transactional_id =
             format!("weir-pipeline-{}-sink-{}", self.pipeline, self.config.topic);
@@ -250,12 +251,9 @@ impl Sink for KafkaSink {
     }
 
     fn expect_changes(&mut self) -> Result<(), ConnectorError> {
-        if self.config.key_column.is_some() {
-            return Err(ConnectorError::Config(
-                "key_column: an updating aggregate's records are keyed by their group; \
-                 leave key_column out"
-                    .into(),
-            ));
+        let no_columns = arrow::datatypes::Schema::empty();
+        if let Some(problem) = self.config.key_column_problem(&no_columns, true) {
+            return Err(ConnectorError::Config(problem));
         }
         self.changes = true;
         Ok(())

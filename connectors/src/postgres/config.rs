@@ -77,6 +77,22 @@ impl PostgresSinkConfig {
     }
 
     #[cfg(feature = "runtime")]
+    /// What is wrong with `key_column` for rows of `rows`' columns: an updating aggregate's
+    /// (`changes`) key goes in a column of its own, which must not be one of the rows'.
+    #[cfg(feature = "runtime")]
+    pub fn key_column_problem(
+        &self,
+        rows: &arrow::datatypes::Schema,
+        changes: bool,
+    ) -> Option<String> {
+        (changes && rows.index_of(&self.key_column).is_ok()).then(|| {
+            format!(
+                "key_column: the rows have a column {} already; name the key column differently",
+                self.key_column
+            )
+        })
+    }
+
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.key_column.trim().is_empty() {
@@ -140,6 +156,10 @@ impl crate::registry::SinkConnector for PostgresSinkConfig {
 
     fn problems(&self) -> Vec<String> {
         PostgresSinkConfig::problems(self)
+    }
+
+    fn rows_problems(&self, rows: &arrow::datatypes::Schema, changes: bool) -> Vec<String> {
+        self.key_column_problem(rows, changes).into_iter().collect()
     }
 
     /// Keyed `<pipeline>/<table>` in `weir_offsets`.

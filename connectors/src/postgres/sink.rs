@@ -474,11 +474,11 @@ fn describe(error: &tokio_postgres::Error) -> String {
 impl Sink for PostgresSink {
     async fn open(&mut self, schema: SchemaRef) -> Result<SinkOffsets, ConnectorError> {
         let mut backoff = Duration::from_millis(self.config.retry_backoff_ms);
-        if self.upserting.is_some() && schema.index_of(&self.config.key_column).is_ok() {
-            return Err(ConnectorError::Config(format!(
-                "key_column: the rows have a column {} already; name the key column differently",
-                self.config.key_column
-            )));
+        if let Some(problem) = self
+            .config
+            .key_column_problem(&schema, self.upserting.is_some())
+        {
+            return Err(ConnectorError::Config(problem));
         }
         let schema = self.table_schema(&schema);
         let (types, offsets) = loop {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::load::{load_checked, LoadedPipeline};
 use crate::error::PipelineError;
-use crate::schema::{planned_transform, stream_schemas, table_schemas, topic_decoder};
+use crate::schema::{emits_changes, planned_transform, stream_schemas, table_schemas, topic_decoder};
 
 const REACH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -187,11 +187,11 @@ fn table_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
 /// The transform planned against the topic's columns: unknown columns, bad syntax, a windowed
 /// query where one is not possible yet.
 async fn sql_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
-    let Some(transform) = &pipeline.config.transform else {
-        return Vec::new();
-    };
     let Ok(decoder) = topic_decoder(&pipeline.config) else {
         return Vec::new();
+    };
+    let Some(transform) = &pipeline.config.transform else {
+        return sink_rows_problems(pipeline, &decoder.value_schema(), false);
     };
     let schema = decoder.schema();
     let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
@@ -242,9 +242,27 @@ async fn sql_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
         );
     }
     match planned_transform(&pipeline.config, &decoder).await {
-        Ok(_) => Vec::new(),
+        Ok(Some(planned)) => {
+            sink_rows_problems(pipeline, &planned.output_schema(), emits_changes(&planned))
+        }
+        Ok(None) => Vec::new(),
         Err(error) => vec![pipeline.diagnostic("transform.sql", without_pipeline(error), Some(hint))],
     }
+}
+
+/// What each sink says of the rows it would be given (an updating aggregate's changes when
+/// `changes`): a key column that is not among them, for one.
+fn sink_rows_problems(
+    pipeline: &LoadedPipeline,
+    rows: &arrow::datatypes::Schema,
+    changes: bool,
+) -> Vec<Diagnostic> {
+    let mut problems = Vec::new();
+    for (index, sink) in pipeline.config.sinks.iter().enumerate() {
+        let found = sink.connector().rows_problems(rows, changes);
+        problems.extend(connector_problems(pipeline, &format!("sinks[{index}]"), found));
+    }
+    problems
 }
 
 /// The error's message without the pipeline's name (the diagnostic names it).

@@ -415,6 +415,39 @@ async fn an_updating_aggregate_needs_sinks_that_apply_upserts() {
     }
 }
 
+#[tokio::test]
+async fn a_sink_key_column_is_checked_against_the_rows_the_query_gives() {
+    let kafka = |key_column: &str| {
+        format!("  - kind: kafka\n    bootstrap: 127.0.0.1:9092\n    topic: hits\n    key_column: {key_column}\n")
+    };
+    let with_sink = |text: &str, sink: &str| text.replace("  - kind: parquet\n    path: /tmp/warehouse\n", sink);
+    // A stream's rows keyed by one of their columns: fine; by one they lack: pointed at.
+    assert_eq!(problems(&with_sink(GOOD, &kafka("path"))).await, "");
+    let found = problems(&with_sink(GOOD, &kafka("host"))).await;
+    assert!(found.contains("sinks[0].key_column: no column 'host' in the rows (they have status, path)"), "{found}");
+    // Without a transform the rows are the topic's columns.
+    let untransformed = with_sink(GOOD, &kafka("no_such_column")).replace(
+        "transform:\n  table: requests\n  sql: SELECT status, path FROM requests WHERE status >= 500\n",
+        "",
+    );
+    let found = problems(&untransformed).await;
+    assert!(found.contains("sinks[0].key_column: no column 'no_such_column'"), "{found}");
+    // An updating aggregate is keyed by its group: a kafka sink's key_column is refused, a
+    // postgres sink's must not be one of the row's columns.
+    let updating = GOOD.replace(
+        "SELECT status, path FROM requests WHERE status >= 500",
+        "SELECT path, count(*) AS hits FROM requests GROUP BY path",
+    );
+    let found = problems(&with_sink(&updating, &kafka("path"))).await;
+    assert!(found.contains("sinks[0].key_column: an updating aggregate's records are keyed by their group"), "{found}");
+    let postgres = |key_column: &str| {
+        format!("  - kind: postgres\n    url: postgres://weir@127.0.0.1/weir\n    table: hits\n    key_column: {key_column}\n")
+    };
+    let found = problems(&with_sink(&updating, &postgres("hits"))).await;
+    assert!(found.contains("sinks[0].key_column: the rows have a column hits already"), "{found}");
+    assert_eq!(problems(&with_sink(&updating, &postgres("page"))).await, "");
+}
+
 const WITH_STREAM: &str = "  sql: >
     SELECT r.path, d.version FROM requests r JOIN deploys d ON r.path = d.path
      AND d.at BETWEEN r.timestamp - INTERVAL '1' MINUTE AND r.timestamp
