@@ -92,6 +92,11 @@ struct RunArgs {
     /// Windowed queries: the most groups (and distinct values) open windows may hold.
     #[arg(long, default_value_t = 1_000_000)]
     max_state_entries: usize,
+    /// How often (ms, at the least) records of the job's internal topics (repartition, and
+    /// stages' results) that every reader has committed past are deleted (Kafka Streams'
+    /// repartition.purge.interval.ms). Those topics keep records without time limit until then.
+    #[arg(long, default_value_t = job::purge::DEFAULT_PURGE_INTERVAL_MS)]
+    purge_interval_ms: u64,
     /// Serve the job's Prometheus metrics on http://HOST:PORT/metrics (off by default).
     #[arg(long)]
     metrics_listen: Option<std::net::SocketAddr>,
@@ -145,6 +150,7 @@ pub(crate) async fn run(args: JobArgs) -> anyhow::Result<()> {
     config.idle_timeout_ms = run.idle_timeout_ms;
     config.late_topic = run.late_topic;
     config.max_state_entries = run.max_state_entries;
+    config.purge_interval_ms = run.purge_interval_ms;
     config.client = args.connect.settings()?;
     let stop = Arc::new(AtomicBool::new(false));
     let on_signal = Arc::clone(&stop);

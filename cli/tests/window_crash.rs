@@ -89,7 +89,7 @@ const QUERY: &str = "SELECT CAST(tumble(_timestamp, INTERVAL '10 seconds') AS BI
 
 #[test]
 fn a_windowed_job_killed_9_again_and_again_emits_each_window_once_with_exact_counts() {
-    killed_again_and_again("window-job", QUERY);
+    killed_again_and_again("window-job", QUERY, &[]);
 }
 
 /// The same windows computed by a stage: the job's query is a `WITH` whose CTE is the windowed
@@ -102,12 +102,32 @@ fn a_job_in_stages_killed_9_again_and_again_hands_each_window_on_once() {
         "WITH per_user AS ({QUERY}) \
          SELECT \"window\", user, n, total, fingerprints FROM per_user WHERE n > 0"
     );
-    killed_again_and_again("staged-job", &query);
+    // Purged often: what the final SELECT committed past is deleted while the copies are
+    // killed, and each window still arrives once.
+    let broker = killed_again_and_again("staged-job", &query, &["--purge-interval-ms", "200"]);
+    let results = "weir-staged-job-per_user-results";
+    let purged: i64 = (0..2)
+        .map(|partition| log_start_offset(&broker.bootstrap(), results, partition))
+        .sum();
+    assert!(purged > 0, "{results}: nothing was purged");
+}
+
+/// Where `topic`'s `partition` begins (its records before it deleted).
+fn log_start_offset(bootstrap: &str, topic: &str, partition: i32) -> i64 {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .unwrap();
+    let (low, _) = consumer
+        .fetch_watermarks(topic, partition, std::time::Duration::from_secs(10))
+        .unwrap();
+    low
 }
 
 /// Job `name` running `query` over generated events, its copies killed -9 again and again; its
 /// output checked against the oracle.
-fn killed_again_and_again(name: &str, query: &str) {
+fn killed_again_and_again(name: &str, query: &str, more: &[&str]) -> broker::BrokerProcess {
     let seed = Rng::seed_from_clock();
     eprintln!("{name} crash test seed {seed}");
     let mut rng = Rng::new(seed);
@@ -118,18 +138,14 @@ fn killed_again_and_again(name: &str, query: &str) {
         "the input exercises lateness and windows"
     );
     let lateness = LATENESS_MS.to_string();
-    windowed::run_and_check(
-        seed,
-        &mut rng,
-        events,
-        &expected,
-        &[
-            "--name",
-            name,
-            "--query",
-            query,
-            "--allowed-lateness-ms",
-            &lateness,
-        ],
-    );
+    let mut arguments = vec![
+        "--name",
+        name,
+        "--query",
+        query,
+        "--allowed-lateness-ms",
+        &lateness,
+    ];
+    arguments.extend_from_slice(more);
+    windowed::run_and_check(seed, &mut rng, events, &expected, &arguments)
 }

@@ -94,14 +94,15 @@ pub(crate) fn run_killing(rng: &mut Rng, events: Vec<Event>, job_arguments: &[&s
 }
 
 /// [`run_killing`], then checks the output: rows {window: start ms, user, n, total,
-/// fingerprints}, each expected window exactly once, and exactly the late records.
+/// fingerprints}, each expected window exactly once, and exactly the late records. The broker
+/// is handed back (the jobs stopped) for further checks.
 pub(crate) fn run_and_check(
     seed: u64,
     rng: &mut Rng,
     events: Vec<Event>,
     expected: &Expected,
     job_arguments: &[&str],
-) {
+) -> BrokerProcess {
     let Run {
         broker,
         bootstrap,
@@ -173,6 +174,7 @@ pub(crate) fn run_and_check(
         late_ids, expected_late,
         "seed {seed}: the late topic holds exactly the late records once"
     );
+    broker
 }
 
 fn produce_events(bootstrap: &str, events: &[Event]) {

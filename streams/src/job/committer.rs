@@ -16,6 +16,7 @@ use std::time::Instant;
 use rdkafka::consumer::ConsumerGroupMetadata;
 
 use crate::error::{Result, StreamsError};
+use crate::job::purge::Purger;
 use crate::job::transaction::{Checkpoint, CheckpointWriter};
 
 type Request = (Option<ConsumerGroupMetadata>, Checkpoint);
@@ -29,10 +30,13 @@ pub(super) struct Committer {
 }
 
 impl Committer {
-    /// Starts the helper in `scope`; it ends once this is dropped.
+    /// Starts the helper in `scope`; it ends once this is dropped. After a commit, `purger`
+    /// (if any) deletes what the job's internal topics hold below the committed offsets, once
+    /// its interval has passed — after the answer, off the loop's path.
     pub(super) fn start<'scope, 'env>(
         scope: &'scope Scope<'scope, 'env>,
         writer: &'env mut CheckpointWriter,
+        mut purger: Option<Purger>,
     ) -> Self {
         let (requests, requested) = sync_channel::<Request>(1);
         let (answer, answers) = sync_channel(1);
@@ -41,8 +45,12 @@ impl Committer {
                 let committed = writer.commit(group.as_ref(), &checkpoint);
                 // The records are dropped here, off the loop's thread.
                 drop(checkpoint);
+                let purge = committed.is_ok();
                 if answer.send((committed, Instant::now())).is_err() {
                     break;
+                }
+                if let Some(purger) = purger.as_mut().filter(|_| purge) {
+                    purger.purge_if_due();
                 }
             }
         });

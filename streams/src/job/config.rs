@@ -77,9 +77,16 @@ pub struct JobConfig {
     pub output_partitions: Option<i32>,
     /// The inputs that are stages' results topics: chunks, expanded into their rows.
     pub inputs_in_chunks: BTreeSet<String>,
+    /// How often (ms, at the least) the records of the job's internal topics that every reader
+    /// committed past are deleted (`job::purge`; Kafka Streams' repartition.purge.interval.ms).
+    pub purge_interval_ms: u64,
 }
 
 impl JobConfig {
+    pub(crate) fn purge_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.purge_interval_ms)
+    }
+
     /// A job with Kafka-like defaults: checkpoints every second or 10,000 records.
     pub fn new(name: &str, bootstrap: &str, input: &str, output: &str, query: &str) -> Self {
         JobConfig {
@@ -112,6 +119,7 @@ impl JobConfig {
             output_in_chunks: false,
             output_partitions: None,
             inputs_in_chunks: BTreeSet::new(),
+            purge_interval_ms: super::purge::DEFAULT_PURGE_INTERVAL_MS,
         }
     }
 

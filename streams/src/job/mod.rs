@@ -20,6 +20,7 @@ mod idle;
 mod interval_join;
 mod metrics;
 mod prefetch;
+pub mod purge;
 mod route;
 pub mod stages;
 mod stateful;
@@ -284,7 +285,15 @@ pub fn run_with_metrics(
     tracing::info!(job = %config.name, instance = %config.instance_id, inputs = ?config.inputs, output = %config.output, windowed = internal_topic.is_some(), "job started");
     let stats = std::thread::scope(|scope| {
         let prefetch = Prefetch::start(scope, config, &consumer, internal_topic.as_deref(), stop);
-        let committer = Committer::start(scope, &mut writer);
+        // The repartition topic is read by this job's group alone.
+        let purger = internal_topic.clone().map(|topic| {
+            let purge = purge::Purge {
+                topic,
+                readers: vec![config.name.clone()],
+            };
+            purge::Purger::new(&config.client, vec![purge], config.purge_interval())
+        });
+        let committer = Committer::start(scope, &mut writer, purger);
         let mut job = Loop {
             config,
             stop,

@@ -37,6 +37,7 @@ use rdkafka::admin::{NewTopic, TopicReplication};
 use weir_client::CLUSTER_TIMEOUT;
 
 use crate::error::{Result, StreamsError};
+use crate::job::purge::{Purge, Purger, NO_TIME_RETENTION};
 use crate::job::{run_with_metrics, topics, JobConfig, JobMetrics, JobStats};
 use crate::record::ValueFormat;
 use crate::topic_reader;
@@ -334,7 +335,8 @@ pub fn ensure_results_topics(config: &JobConfig, stages: &mut [JobConfig]) -> Re
                 TopicReplication::Fixed(-1),
             );
             match stage.output_in_chunks {
-                true => topic,
+                // Read as a stream: purged once every reading stage committed past (`purge`).
+                true => topic.set(NO_TIME_RETENTION.0, NO_TIME_RETENTION.1),
                 false => topic.set("cleanup.policy", "compact"),
             }
         })
@@ -351,6 +353,22 @@ pub fn ensure_results_topics(config: &JobConfig, stages: &mut [JobConfig]) -> Re
     Ok(())
 }
 
+/// Each results topic read as a stream, with the stages (groups) that read it.
+pub(crate) fn purges(stages: &[JobConfig]) -> Vec<Purge> {
+    stages
+        .iter()
+        .filter(|stage| stage.output_in_chunks)
+        .map(|stage| Purge {
+            topic: stage.output.clone(),
+            readers: stages
+                .iter()
+                .filter(|reader| reader.inputs_in_chunks.contains(&stage.output))
+                .map(|reader| reader.name.clone())
+                .collect(),
+        })
+        .collect()
+}
+
 /// How often the stages' runner looks at `stop` and at stages that ended.
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -359,6 +377,11 @@ const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// every stage's rejected and late records.
 pub fn run(stages: &[JobConfig], stop: &AtomicBool, metrics: &[JobMetrics]) -> Result<JobStats> {
     let all_stop = AtomicBool::new(false);
+    let mut purger = Purger::new(
+        &stages[0].client,
+        purges(stages),
+        stages[0].purge_interval(),
+    );
     let results: Vec<Result<JobStats>> = std::thread::scope(|scope| {
         let handles: Vec<_> = stages
             .iter()
@@ -382,6 +405,7 @@ pub fn run(stages: &[JobConfig], stop: &AtomicBool, metrics: &[JobMetrics]) -> R
             if stop.load(Ordering::SeqCst) {
                 all_stop.store(true, Ordering::SeqCst);
             }
+            purger.purge_if_due();
             std::thread::sleep(WATCH_INTERVAL);
         }
         handles

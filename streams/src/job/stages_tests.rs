@@ -1,6 +1,7 @@
 //! How a query with a `WITH` is split into stages.
 
-use crate::job::stages::{plan, results_topic};
+use crate::job::purge::Purge;
+use crate::job::stages::{plan, purges, results_topic};
 use crate::job::{JobConfig, JobMetrics};
 
 fn job(inputs: &[&str], query: &str) -> JobConfig {
@@ -127,6 +128,35 @@ fn tables_schemas_and_formats_go_to_the_stages_that_read_them() {
         stages[1].input_schemas.is_empty(),
         "the results are inferred, not --schema"
     );
+}
+
+#[test]
+fn a_results_topic_read_as_a_stream_is_purged_below_every_reading_stage() {
+    let stages = plan(&job(&["nexmark-bid"], Q5)).unwrap().expect("stages");
+    assert_eq!(
+        purges(&stages),
+        vec![
+            Purge {
+                topic: results_topic("q5-counts"),
+                readers: vec!["q5-maxes".to_string(), "q5".to_string()],
+            },
+            Purge {
+                topic: results_topic("q5-maxes"),
+                readers: vec!["q5".to_string()],
+            },
+        ]
+    );
+    // An updating aggregate's results are a table (compacted, loaded whole): never purged.
+    let q4 = r#"WITH prices AS (SELECT auction, max(price) AS top FROM "nexmark-bid" GROUP BY auction)
+        SELECT count(*) AS n FROM "nexmark-bid" b JOIN prices p ON b.auction = p._key GROUP BY tumble(b._timestamp, INTERVAL '1' SECOND)"#;
+    if let Ok(Some(stages)) = plan(&job(&["nexmark-bid"], q4)) {
+        assert_eq!(
+            purges(&stages),
+            vec![],
+            "{:?}",
+            stages.iter().map(|s| &s.name).collect::<Vec<_>>()
+        );
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! A windowed job's internal topics, created when missing with as many partitions as the input
-//! (the changelog compacted), and checked when present.
+//! (the changelog compacted; the repartition topic without time retention, purged instead:
+//! `job::purge`), and checked when present.
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use weir_client::CLUSTER_TIMEOUT;
 
 use crate::error::{Result, StreamsError};
+use crate::job::purge::NO_TIME_RETENTION;
 use crate::job::JobConfig;
 use crate::topic_reader;
 
@@ -20,7 +22,8 @@ pub(super) fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> R
     let repartition = config.repartition_topic();
     let changelog = config.changelog_topic();
     let topics = [
-        NewTopic::new(&repartition, input_partitions, TopicReplication::Fixed(-1)),
+        NewTopic::new(&repartition, input_partitions, TopicReplication::Fixed(-1))
+            .set(NO_TIME_RETENTION.0, NO_TIME_RETENTION.1),
         NewTopic::new(&changelog, input_partitions, TopicReplication::Fixed(-1))
             .set("cleanup.policy", "compact"),
     ];
