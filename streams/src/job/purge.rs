@@ -160,9 +160,15 @@ impl Purger {
         let consumer = match self.groups.get(group) {
             Some(consumer) => consumer,
             None => {
+                // read_uncommitted: the offsets committed last, without waiting for a
+                // transaction that is committing more (what it commits is not cut yet).
                 let consumer: BaseConsumer = self
                     .client
-                    .config(&[("group.id", group), ("enable.auto.commit", "false")])
+                    .config(&[
+                        ("group.id", group),
+                        ("enable.auto.commit", "false"),
+                        ("isolation.level", "read_uncommitted"),
+                    ])
                     .create()
                     .map_err(StreamsError::kafka("creating a consumer"))?;
                 self.groups.entry(group.to_string()).or_insert(consumer)
