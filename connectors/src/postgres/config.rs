@@ -76,7 +76,6 @@ impl PostgresSinkConfig {
         }
     }
 
-    #[cfg(feature = "runtime")]
     /// What is wrong with `key_column` for rows of `rows`' columns: an updating aggregate's
     /// (`changes`) key goes in a column of its own, which must not be one of the rows'.
     #[cfg(feature = "runtime")]
@@ -93,6 +92,7 @@ impl PostgresSinkConfig {
         })
     }
 
+    #[cfg(feature = "runtime")]
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.key_column.trim().is_empty() {
