@@ -84,8 +84,19 @@ start_service() {
   fi
   export "${var?}"
 }
+# What runs in the background (below) keeps its output and status here.
+background=$(mktemp -d)
+# Background jobs still running when the command ends early are stopped with it.
+stop_background() {
+  local pid_file
+  for pid_file in "$background"/*.pid; do
+    [ -e "$pid_file" ] || continue
+    pkill -TERM -P "$(cat "$pid_file")" 2>/dev/null || true
+  done
+  rm -rf "$background"
+}
 # The stop scripts are idempotent, so the trap is set before anything starts.
-trap 'scripts/postgres/stop.sh; scripts/s3/stop.sh; KAFKA_PORT=29192 compat/kafka/stop.sh; print_stages' EXIT
+trap 'stop_background; scripts/postgres/stop.sh; scripts/s3/stop.sh; KAFKA_PORT=29192 compat/kafka/stop.sh; print_stages' EXIT
 start_service WEIR_TEST_POSTGRES_URL PostgreSQL scripts/postgres/start.sh
 start_service WEIR_TEST_S3_ENDPOINT "the S3 server" scripts/s3/start.sh
 # The reference Kafka (jars from Maven) for the pipeline bridge test, with a SASL_SSL listener the
@@ -94,11 +105,44 @@ start_service WEIR_TEST_KAFKA_BOOTSTRAP "the reference Kafka" env KAFKA_PORT=291
 export WEIR_TEST_KAFKA_SASL_SSL=${WEIR_TEST_KAFKA_SASL_SSL:-localhost:29195}
 export WEIR_TEST_KAFKA_CA=${WEIR_TEST_KAFKA_CA:-${WEIR_CACHE:-$HOME/.cache/weir}/kafka-test-tls-29192/ca.pem}
 
+# Work that overlaps a stage runs in the background at the lowest priority, on the cores the
+# stage leaves idle; what it printed is shown, and its status counted, in the stage it serves.
+in_background() {
+  local name=$1
+  shift
+  (
+    renice -n 19 -p "$BASHPID" > /dev/null
+    status=0
+    "$@" > "$background/$name.log" 2>&1 || status=$?
+    echo "$status" > "$background/$name.status"
+  ) &
+  echo $! > "$background/$name.pid"
+}
+# Waits for a background job, prints its output, and answers its status.
+joined() {
+  local name=$1
+  wait "$(cat "$background/$name.pid")" || true
+  cat "$background/$name.log"
+  [ "$(cat "$background/$name.status" 2>/dev/null)" = 0 ]
+}
+lints() {
+  cargo clippy --release --workspace --all-targets -- -D warnings || return 1
+  # The settings-only build the pipeline fuzz target uses (no `runtime` feature).
+  cargo clippy --release -p weir-pipelines -p weir-connectors --no-default-features --lib \
+    -- -D warnings
+}
+
 # One build for binaries and tests: building them together unifies the dev-dependencies'
 # features, so `cargo test` reuses every artifact (DataFusion is compiled once, not twice).
 # --timings leaves the build's per-crate report in $CARGO_TARGET_DIR/cargo-timings/.
+# Meanwhile the compatibility yardsticks' jars, classes and Go packages are fetched and built.
 stage build
+in_background compat-prepare compat/prepare.sh
 cargo build --release --workspace --all-targets --timings
+# While the tests run: clippy's check build (it waits for `cargo test` to finish building,
+# which is nothing after the build stage) and the fuzz targets' instrumented build.
+in_background clippy lints
+in_background fuzz-build scripts/fuzz.sh --build-only
 stage cargo-test
 cargo test --release --workspace
 # The yardsticks compare against a fresh Kafka (no topics left by the bridge test).
@@ -107,21 +151,26 @@ status=0
 # Formatting and lints: a failure fails the run, after the remaining stages have run.
 stage lint
 cargo fmt --all --check || status=1
-cargo clippy --release --workspace --all-targets -- -D warnings || status=1
-# The settings-only build the pipeline fuzz target uses (no `runtime` feature).
-cargo clippy --release -p weir-pipelines -p weir-connectors --no-default-features --lib \
-  -- -D warnings || status=1
+joined clippy || status=1
 # Coverage-guided fuzzing (libFuzzer) of request frames, record batches, segment recovery, log
 # lines, HTTP bodies and pipeline files: the committed corpus and regressions replayed, then a
 # bounded run per target.
 stage fuzz
-scripts/fuzz.sh || status=1
-# The broker's layers: no module imports one above it (the order is in the script).
+if joined fuzz-build; then
+  scripts/fuzz.sh --no-build || status=1
+else
+  status=1
+fi
+# Every crate's layers: no module imports one above it, no import cycle over two files (the
+# layers are in the script). And the cold build's budget: crates compiled, crates in two
+# versions, linked executables (scripts/build_budget.py says why each counts).
 stage layers
-scripts/layers/check.py --self-test && scripts/layers/check.py broker/src || status=1
+scripts/layers/check.py --self-test && scripts/layers/check.py || status=1
+scripts/build_budget.py || status=1
 stage smoke
 scripts/smoke/run.sh "$CARGO_TARGET_DIR/release/weir" "$venv/bin/python" "$node_dir/node_modules" || status=1
 stage compat
+joined compat-prepare || echo "compat/prepare.sh failed: the yardsticks fetch what they miss themselves"
 compat/run.sh "$CARGO_TARGET_DIR/release/weir" "$CARGO_TARGET_DIR/release/weir-compat-scenario" || status=1
 stage helm
 helm/check.sh "$venv/bin" "$CARGO_TARGET_DIR/release/weir" || status=1

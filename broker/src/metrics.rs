@@ -194,6 +194,7 @@ impl Metrics {
         }
     }
 
+    #[allow(clippy::too_many_lines)] // one registration per metric
     pub fn new() -> Self {
         let registry = Registry::new_custom(Some("weir".into()), None).expect("valid registry");
         let request_duration_seconds = HistogramVec::new(

@@ -4,6 +4,7 @@
 //! records (for a torn tail: exactly a prefix, losing only records of the active segment).
 
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+#![allow(clippy::too_many_lines)] // a test is one scenario, read top to bottom
 
 use std::path::Path;
 

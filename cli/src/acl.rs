@@ -116,6 +116,7 @@ fn text(value: &str) -> StrBytes {
     StrBytes::from_string(value.to_string())
 }
 
+#[allow(clippy::too_many_lines)] // one arm per subcommand
 pub(crate) async fn run(args: AclArgs) -> anyhow::Result<()> {
     let mut client = crate::protocol_client::connect(&args.connect).await?;
     match args.command {

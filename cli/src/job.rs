@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
-use weir_streams::decode::parse_schema;
+use weir_streams::io::decode::parse_schema;
 use weir_streams::job::{self, JobConfig, JobMetrics};
 use weir_streams::record::ValueFormat;
 

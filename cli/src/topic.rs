@@ -110,6 +110,7 @@ fn admin(connect: &ConnectArgs) -> anyhow::Result<AdminClient<DefaultClientConte
         .context("cannot create admin client")
 }
 
+#[allow(clippy::too_many_lines)] // one arm per subcommand
 pub(crate) async fn run(args: TopicArgs) -> anyhow::Result<()> {
     let options = AdminOptions::new().request_timeout(Some(REQUEST_TIMEOUT));
     match args.command {

@@ -66,6 +66,7 @@ fn text(value: &str) -> StrBytes {
     StrBytes::from_string(value.to_string())
 }
 
+#[allow(clippy::too_many_lines)] // one arm per subcommand
 pub(crate) async fn run(args: TxnArgs) -> anyhow::Result<()> {
     let connect = &args.connect;
     match args.command {

@@ -16,8 +16,13 @@
 //!   [`kafka`] bridges to other Kafka clusters both ways (source and sink), its clients and
 //!   transactional producer from `weir_client`.
 //!
-//! - [`registry`]: every `kind:` a pipeline may name, its config type, and what a pipeline asks
-//!   of it (problems, the source's format, the source or sink itself, reachability).
+//! - [`connector`]: what a pipeline asks of any connector's config (problems, the source's
+//!   format, the source or sink itself, reachability); [`registry`]: every `kind:` a pipeline
+//!   may name and its config type.
+//!
+//! Layers, bottom first (`scripts/layers/check.py connectors/src`): [`error`]; the traits
+//! ([`source`], [`sink`], [`connector`]); the connector folders, which know only those; the
+//! registry, which knows every folder.
 //!
 //! Every connector folder has the same shape: `config.rs` (serde, unknown fields refused,
 //! `problems()` listing what is wrong, the registry's trait implemented), the source or sink,
@@ -30,6 +35,8 @@
 //! Invariant: a sink's commit publishes rows and offsets together or not at all, and a
 //! replay of rows it already holds (same offsets) never adds them twice.
 
+#[cfg(feature = "runtime")]
+pub mod connector;
 #[cfg(feature = "runtime")]
 pub mod error;
 pub mod file;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use weir_client::{ClientSettings, CLUSTER_TIMEOUT};
-use weir_streams::topic_reader::{self, Limit};
+use weir_streams::io::topic_reader::{self, Limit};
 
 use crate::error::{PipelineError, Result};
 

@@ -11,7 +11,7 @@ use arrow::array::{new_null_array, Array};
 use arrow::compute::interleave;
 use arrow::record_batch::RecordBatch;
 use weir_connectors::sink::Changes;
-use weir_streams::decode::RecordDecoder;
+use weir_streams::io::decode::RecordDecoder;
 use weir_streams::record::{InputRecord, ValueFormat};
 use weir_streams::sql::SqlTransform;
 
@@ -143,7 +143,7 @@ impl Worker {
     fn changes(
         &self,
         records: &[InputRecord],
-        decoded: weir_streams::decode::Decoded,
+        decoded: weir_streams::io::decode::Decoded,
     ) -> Result<Rows> {
         let stage = |e: arrow::error::ArrowError| PipelineError::Stage {
             pipeline: self.pipeline.clone(),

@@ -50,6 +50,7 @@ enum Finished {
     Sink(SinkSummary),
 }
 
+#[allow(clippy::too_many_lines)] // a pipeline's stages wired in order; to be split (#51)
 pub async fn run(
     pipelines: Vec<LoadedPipeline>,
     options: RunOptions,
@@ -121,7 +122,7 @@ pub async fn run(
             until_caught_up: options.until_caught_up,
         };
         let done = Arc::clone(&source_done);
-        if let Some(http) = config.source.connector().served() {
+        if let Some(http) = config.source.served() {
             let served = serve(
                 config.clone(),
                 http.clone(),

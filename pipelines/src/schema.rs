@@ -2,10 +2,10 @@
 
 use arrow::datatypes::{Schema, SchemaRef};
 use weir_connectors::weblog::LogFormat;
-use weir_streams::decode::{parse_schema, RecordDecoder};
+use weir_streams::io::decode::{parse_schema, RecordDecoder};
 use weir_streams::record::ValueFormat;
 use weir_streams::sql::SqlTransform;
-use weir_streams::window::spec::Windows;
+use weir_streams::plan::window_spec::Windows;
 
 use crate::config::{PipelineConfig, TableConfig};
 use crate::error::{PipelineError, Result};

@@ -16,10 +16,10 @@ use std::time::Duration;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 use weir_client::{ClientSettings, CLUSTER_TIMEOUT};
-use weir_streams::decode::RecordDecoder;
+use weir_streams::io::decode::RecordDecoder;
 use weir_streams::job::{self, EndOfInput, JobConfig, JobMetrics};
 use weir_streams::record::ValueFormat;
-use weir_streams::topic_reader::{self, Limit, Range};
+use weir_streams::io::topic_reader::{self, Limit, Range};
 
 use crate::config::PipelineConfig;
 use crate::error::{PipelineError, Result};

@@ -17,7 +17,7 @@
 # Each run prints the input records per second (q8: persons and auctions; q4: auctions and
 # bids; q3: auctions; the others: bids), the engine's peak RSS (several jobs: their sum) and its output record
 # count (read back committed); the end prints each engine's mean rate per query and Weir/Flink.
-# The queries are cli/tests/nexmark.rs's (checked there against an oracle).
+# The queries are cli/tests/end_to_end/nexmark.rs's (checked there against an oracle).
 # Usage: [EVENTS=n] [RUNS=n] [QUERIES="q0 q1"] [ENGINES="weir flink"] scripts/bench/nexmark.sh [weir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,128 +1,26 @@
 //! The SQL transform: a query planned by DataFusion once, when the job starts, over a table named
 //! after the input whose rows each checkpoint replaces. A query without GROUP BY is stateless
 //! (projections, filters, scalar functions, CASE, casts: each checkpoint's rows on their own); a
-//! query grouped by `tumble(…)`/`hop(…)` is windowed and taken apart by `crate::window::query`.
+//! query grouped by `tumble(…)`/`hop(…)` is windowed and taken apart by `crate::aggregate::query`.
 //!
 //! The table's name is the topic's, taken whole (a topic `web.logs` is one table, not table `logs`
 //! of schema `web`); names that are not plain lowercase identifiers are quoted in SQL:
 //! `SELECT … FROM "web.logs"`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
-use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::RecordBatch;
-use datafusion::catalog::MemTable;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{Column, DFSchemaRef, TableReference};
-use datafusion::datasource::provider_as_source;
-use datafusion::execution::context::SQLOptions;
-use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::logical_expr::LogicalPlan;
 
+use crate::aggregate::query::WindowedQuery;
 use crate::error::{Result, StreamsError};
+use crate::io::record_time;
 use crate::join::interval::plan::IntervalJoinPlan;
 use crate::join::{self, plan::TableJoin, table::TableState};
-use crate::record_time;
-use crate::streaming;
-use crate::window::functions;
-use crate::window::query::WindowedQuery;
-
-/// A DataFusion session with the input tables registered once: each checkpoint swaps the
-/// tables' rows and runs plans made at start-up (no SQL parsing or logical planning per batch).
-pub struct Session {
-    context: SessionContext,
-    inputs: Vec<Arc<MemTable>>,
-}
-
-impl Session {
-    /// A session whose tables are `tables` (name, schema), in the order inputs are given.
-    pub fn new(tables: &[(&str, SchemaRef)]) -> Result<Self> {
-        // One partition: a checkpoint's batch is small, and rows keep their input order (the
-        // windows' per-partition watermarks rely on it).
-        let context =
-            SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1));
-        functions::register(&context);
-        let mut inputs = Vec::new();
-        for (table, schema) in tables {
-            let input = Arc::new(MemTable::try_new(Arc::clone(schema), vec![vec![]])?);
-            context.register_table(TableReference::bare(*table), input.clone())?;
-            inputs.push(input);
-        }
-        Ok(Session { context, inputs })
-    }
-
-    /// The logical plan of `query`, not yet optimized. Only a query: DDL, DML (`COPY … TO`,
-    /// `INSERT`) and statements (`SET`) are refused, so a job's SQL cannot create tables or
-    /// write files.
-    pub async fn plan(&self, query: &str) -> Result<LogicalPlan> {
-        let read_only = SQLOptions::new()
-            .with_allow_ddl(false)
-            .with_allow_dml(false)
-            .with_allow_statements(false);
-        let frame = self.context.sql_with_options(query, read_only).await?;
-        Ok(frame.logical_plan().clone())
-    }
-
-    /// Fails as running `plan` would on a type error (at start-up rather than at a checkpoint).
-    pub fn check(&self, plan: &LogicalPlan) -> Result<()> {
-        self.optimize(plan)?;
-        Ok(())
-    }
-
-    /// `plan` optimized as running it would (projections pushed into the scans), or the type
-    /// error running it would meet.
-    pub fn optimize(&self, plan: &LogicalPlan) -> Result<LogicalPlan> {
-        Ok(self.context.state().optimize(plan)?)
-    }
-
-    /// Input table `index` holds `batch` (and nothing else) from now on.
-    pub async fn set_input(&self, index: usize, batch: RecordBatch) {
-        *self.inputs[index].batches[0].write().await = vec![batch];
-    }
-
-    pub async fn clear_inputs(&self) {
-        for input in &self.inputs {
-            input.batches[0].write().await.clear();
-        }
-    }
-
-    pub async fn run(&self, plan: &LogicalPlan) -> Result<Vec<RecordBatch>> {
-        let frame = self.context.execute_logical_plan(plan.clone()).await?;
-        Ok(frame.collect().await?)
-    }
-}
-
-/// A table whose columns are `schema`'s, named `c0…` (so qualified duplicates such as two
-/// `_key`s cannot clash), and a scan of it, named `name`, renamed back to `schema`'s qualified
-/// columns: what replaces a node the job computes itself (a window's aggregate, a table join),
-/// so everything above it reads the columns unchanged.
-pub(crate) fn renamed_scan(
-    schema: &DFSchemaRef,
-    name: &str,
-) -> datafusion::error::Result<(Arc<MemTable>, LogicalPlan)> {
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| f.as_ref().clone().with_name(format!("c{i}")))
-        .collect();
-    let table = Arc::new(MemTable::try_new(
-        Arc::new(Schema::new(fields)),
-        vec![vec![]],
-    )?);
-    let renamed: Vec<Expr> = (0..schema.fields().len())
-        .map(|i| {
-            let (qualifier, field) = schema.qualified_field(i);
-            Expr::Column(Column::new(Some(name), format!("c{i}")))
-                .alias_qualified(qualifier.cloned(), field.name())
-        })
-        .collect();
-    let scan = LogicalPlanBuilder::scan(name, provider_as_source(table.clone()), None)?
-        .project(renamed)?
-        .build()?;
-    Ok((table, scan))
-}
+use crate::plan::streaming;
+pub use crate::plan::Session;
 
 /// Per table, the columns the `optimized` plan reads from it (projections pushed into the
 /// scans): what the decoders need to parse.
@@ -220,7 +118,7 @@ impl SqlTransform {
             }
             Some(windowed) => Transform::Windowed(Box::new(windowed)),
             None => {
-                // Output records keep their input record's timestamp (`crate::record_time`).
+                // Output records keep their input record's timestamp (`crate::io::record_time`).
                 let plan = record_time::stamped(&plan).unwrap_or(plan);
                 columns_read = self::columns_read(&session.optimize(&plan)?)?;
                 Transform::Stateless(plan)
@@ -292,7 +190,7 @@ impl SqlTransform {
     }
 
     /// [`SqlTransform::apply_with_tables`], with each output row's input record timestamp when
-    /// the query keeps one (`crate::record_time`).
+    /// the query keeps one (`crate::io::record_time`).
     pub async fn apply_timed(
         &self,
         batches: Vec<RecordBatch>,
@@ -323,8 +221,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::decode::RecordDecoder;
-    use crate::encode::encode;
+    use crate::io::decode::RecordDecoder;
+    use crate::io::encode::encode;
     use crate::record::{InputRecord, ValueFormat};
 
     fn input(values: &[&str]) -> Vec<InputRecord> {

@@ -138,6 +138,7 @@ impl MetadataImage {
 
     /// Applies one record. Records come from the controller, which checked them against this
     /// same image; one that does not fit (a topic already deleted, say) changes nothing.
+    #[allow(clippy::too_many_lines)] // one arm per metadata record type
     pub fn apply(&mut self, record: &MetadataRecord) {
         match record {
             MetadataRecord::SetClusterId { cluster_id } => {

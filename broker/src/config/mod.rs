@@ -20,6 +20,7 @@
 
 mod broker;
 mod dynamic;
+mod error;
 mod listeners;
 mod live;
 mod properties;
@@ -33,6 +34,7 @@ pub use broker::{
 pub use dynamic::{
     is_dynamic, validate_combined, validate_dynamic, BrokerResource, ConfigSource, DynamicConfigs,
 };
+pub use error::ConfigError;
 pub use listeners::{Listener, SecurityProtocol};
 pub use live::LiveConfig;
 pub use properties::{
@@ -40,21 +42,3 @@ pub use properties::{
     BROKER_PROPERTIES, MAX_DECOMPRESSED_BATCH_BYTES, TOPIC_CONFIGS,
 };
 pub use topic::{LogConfig, TopicCompression};
-
-/// A configuration property that is unknown or has a bad value.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum ConfigError {
-    #[error("unknown configuration property '{name}'")]
-    Unknown { name: String },
-    #[error("invalid value '{value}' for '{name}': {reason}")]
-    InvalidValue {
-        name: String,
-        value: String,
-        reason: String,
-    },
-    #[error("configuration '{name}' is not supported yet: {reason}")]
-    Unsupported { name: String, reason: String },
-    /// Static broker properties in a dynamic change (Kafka's wording).
-    #[error("Cannot update these configs dynamically: [{}]", names.join(", "))]
-    NotDynamic { names: Vec<String> },
-}

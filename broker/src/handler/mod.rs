@@ -46,6 +46,7 @@ pub mod offset_for_leader_epoch;
 pub mod partition_reassignments;
 pub mod produce;
 pub mod produce_txn;
+pub mod request;
 pub mod request_gate;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
@@ -56,10 +57,10 @@ pub mod write_txn_markers;
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
 use crate::context::BrokerContext;
+pub use request::{led_partition, HandlerOutput, RequestOrigin};
 
 /// Kafka APIs this broker implements, with the version ranges it implements.
 pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
@@ -118,53 +119,8 @@ pub fn supported_versions(api_key: ApiKey) -> Option<(i16, i16)> {
         .map(|(_, min, max)| (*min, *max))
 }
 
-/// The partition `index` of `topic` if this broker leads it: a partition it holds no replica
-/// of, or follows, is NOT_LEADER_OR_FOLLOWER (the client refreshes its metadata).
-pub fn led_partition(
-    topic: &crate::topic::Topic,
-    index: i32,
-) -> Result<&Arc<crate::partition::Partition>, kafka_protocol::ResponseError> {
-    use kafka_protocol::ResponseError;
-    if !(0..topic.partition_count()).contains(&index) {
-        return Err(ResponseError::UnknownTopicOrPartition);
-    }
-    match topic.partition(index) {
-        Some(partition) if partition.is_leader() => Ok(partition),
-        _ => Err(ResponseError::NotLeaderOrFollower),
-    }
-}
-
-/// What a handler produces.
-pub enum HandlerOutput {
-    /// The response is ready.
-    Ready(Box<ResponseKind>),
-    /// The request's effects are applied; the response waits for something (e.g. an fsync)
-    /// and is sent, in order, when ready. Later requests on the connection proceed meanwhile.
-    Deferred(BoxFuture<'static, ResponseKind>),
-    /// No response is sent (Produce with acks=0).
-    None,
-    /// The request cannot be answered; the connection is closed, as Kafka does.
-    Close,
-}
-
-/// Who sent a request: the header's client id, the connection's peer and the listener it
-/// came in on (Metadata answers that listener's addresses).
-pub struct RequestOrigin<'a> {
-    pub client_id: &'a str,
-    pub peer: std::net::SocketAddr,
-    pub listener: &'a str,
-    /// Who the connection authenticated as (`User:ANONYMOUS` without authentication).
-    pub principal: &'a crate::security::KafkaPrincipal,
-}
-
-impl RequestOrigin<'_> {
-    /// The client host as Kafka shows it in DescribeGroups ("/127.0.0.1").
-    pub fn client_host(&self) -> String {
-        format!("/{}", self.peer.ip())
-    }
-}
-
 /// Dispatches one decoded request to its handler.
+#[allow(clippy::too_many_lines)] // one arm per Kafka API
 pub async fn handle(
     context: &Arc<BrokerContext>,
     version: i16,

@@ -62,6 +62,7 @@ fn values(offset: &Option<CommittedOffset>) -> (i64, i32, String) {
     }
 }
 
+#[allow(clippy::too_many_lines)] // both request versions and their checks; to be split (#51)
 pub fn handle(
     context: &Arc<BrokerContext>,
     access: &Access,

@@ -246,6 +246,7 @@ fn stored_batch(
     }
 }
 
+#[allow(clippy::too_many_lines)] // the checks of one partition in order; to be split (#51)
 fn produce_partition(
     context: &Arc<BrokerContext>,
     topic: &Arc<Topic>,

@@ -9,9 +9,11 @@
 //! Data flow: Produce → `PartitionLog::append` checks the batch against the state under the log
 //! lock, appends it (or answers a duplicate with the original offsets) and records it.
 
+pub mod error;
 pub mod id_manager;
 pub mod snapshot;
 pub mod state;
 
+pub use error::ProducerError;
 pub use id_manager::ProducerIdManager;
-pub use state::{ProducerError, ProducerStateManager, SequenceCheck};
+pub use state::{ProducerStateManager, SequenceCheck};

@@ -2,6 +2,7 @@
 //! (rdkafka) and, for protocol edge cases no client will send, by raw kafka-protocol frames.
 
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+#![allow(clippy::too_many_lines)] // a test is one scenario, read top to bottom
 
 mod acls;
 mod admin;

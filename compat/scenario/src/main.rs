@@ -1,13 +1,17 @@
-//! A scripted client session for the differential test (`compat/diff.sh`): the same requests go
-//! to Weir and to a real Apache Kafka broker, and each prints a JSON transcript of what it
-//! observed (error codes, offsets, records, configs, metadata shape). Values that legitimately
-//! differ between any two brokers (ids, ports, append times) are left out.
+//! A scripted client session for the differential test (`compat/run.sh`, compared by
+//! `compat/compare.py`): the same requests go to Weir and to a real Apache Kafka broker, and
+//! each prints a JSON transcript of what it observed (error codes, offsets, records, configs,
+//! metadata shape). Values that legitimately differ between any two brokers (ids, ports, append
+//! times) are left out.
 //!
 //! Usage: weir-compat-scenario HOST:PORT RUN_ID [SECTION]  (one section only, while developing it)
 //!        weir-compat-scenario HOST:PORT RUN_ID security SASL_SSL_HOST:PORT CA_FILE
 //!        (the security section alone: `compat/security/run.sh` configures the brokers for it)
 //!        weir-compat-scenario HOST:PORT RUN_ID oauth SASL_SSL_HOST:PORT CA_FILE KEYS_DIR
 //!        weir-compat-scenario oauth-keys DIR   (the JWKS and signing keys, before the brokers start)
+
+// The session is a script: each section one sequence of steps, read top to bottom.
+#![allow(clippy::too_many_lines)]
 
 mod broker_configs;
 mod compression;

@@ -95,7 +95,7 @@ impl FileSourceConfig {
 }
 
 #[cfg(feature = "runtime")]
-impl crate::registry::SourceConnector for FileSourceConfig {
+impl crate::connector::SourceConnector for FileSourceConfig {
     fn problems(&self) -> Vec<String> {
         FileSourceConfig::problems(self)
     }

@@ -62,7 +62,7 @@ impl GeneratorSourceConfig {
 }
 
 #[cfg(feature = "runtime")]
-impl crate::registry::SourceConnector for GeneratorSourceConfig {
+impl crate::connector::SourceConnector for GeneratorSourceConfig {
     fn problems(&self) -> Vec<String> {
         GeneratorSourceConfig::problems(self)
     }

@@ -145,7 +145,7 @@ impl HttpSourceConfig {
 }
 
 #[cfg(feature = "runtime")]
-impl crate::registry::SourceConnector for HttpSourceConfig {
+impl crate::connector::SourceConnector for HttpSourceConfig {
     fn problems(&self) -> Vec<String> {
         HttpSourceConfig::problems(self)
     }
@@ -158,9 +158,5 @@ impl crate::registry::SourceConnector for HttpSourceConfig {
         Err(crate::ConnectorError::Config(
             "the http source is served, not polled".into(),
         ))
-    }
-
-    fn served(&self) -> Option<&HttpSourceConfig> {
-        Some(self)
     }
 }

@@ -155,7 +155,7 @@ impl KafkaSinkConfig {
 }
 
 #[cfg(feature = "runtime")]
-impl crate::registry::SourceConnector for KafkaSourceConfig {
+impl crate::connector::SourceConnector for KafkaSourceConfig {
     fn problems(&self) -> Vec<String> {
         KafkaSourceConfig::problems(self)
     }
@@ -166,7 +166,7 @@ impl crate::registry::SourceConnector for KafkaSourceConfig {
 
     /// The far cluster, with the reason it cannot be used (a refused login, an untrusted
     /// certificate, no Describe on the topic…).
-    fn reach(&self, timeout: std::time::Duration) -> Result<(), crate::registry::Unreachable> {
+    fn reach(&self, timeout: std::time::Duration) -> Result<(), crate::connector::Unreachable> {
         far_cluster(&self.client(), &self.bootstrap, &self.topic, timeout)
     }
 
@@ -177,7 +177,7 @@ impl crate::registry::SourceConnector for KafkaSourceConfig {
 
 #[cfg(feature = "runtime")]
 #[async_trait::async_trait]
-impl crate::registry::SinkConnector for KafkaSinkConfig {
+impl crate::connector::SinkConnector for KafkaSinkConfig {
     fn applies_changes(&self) -> bool {
         true
     }
@@ -192,7 +192,7 @@ impl crate::registry::SinkConnector for KafkaSinkConfig {
 
     fn open(
         &self,
-        target: &crate::registry::SinkTarget<'_>,
+        target: &crate::connector::SinkTarget<'_>,
     ) -> Result<Box<dyn crate::sink::Sink>, crate::ConnectorError> {
         let sink = super::KafkaSink::new(self.clone(), target.pipeline, target.topic)?;
         Ok(Box::new(sink))
@@ -203,7 +203,7 @@ impl crate::registry::SinkConnector for KafkaSinkConfig {
     async fn reach(
         &self,
         timeout: std::time::Duration,
-    ) -> Result<(), crate::registry::Unreachable> {
+    ) -> Result<(), crate::connector::Unreachable> {
         let client = self.client();
         tokio::task::block_in_place(|| far_cluster(&client, &self.bootstrap, &self.topic, timeout))
     }
@@ -217,10 +217,10 @@ fn far_cluster(
     bootstrap: &str,
     topic: &str,
     timeout: std::time::Duration,
-) -> Result<(), crate::registry::Unreachable> {
+) -> Result<(), crate::connector::Unreachable> {
     client
         .reach_for(&[topic], timeout)
-        .map_err(|unreached| crate::registry::Unreachable {
+        .map_err(|unreached| crate::connector::Unreachable {
             field: "bootstrap",
             message: format!("cluster {bootstrap} cannot be used: {}", unreached.message),
             hint: unreached.hint,

@@ -108,14 +108,14 @@ impl ParquetSinkConfig {
 
 #[cfg(feature = "runtime")]
 #[async_trait::async_trait]
-impl crate::registry::SinkConnector for ParquetSinkConfig {
+impl crate::connector::SinkConnector for ParquetSinkConfig {
     fn problems(&self) -> Vec<String> {
         ParquetSinkConfig::problems(self)
     }
 
     fn open(
         &self,
-        _target: &crate::registry::SinkTarget<'_>,
+        _target: &crate::connector::SinkTarget<'_>,
     ) -> Result<Box<dyn crate::sink::Sink>, crate::ConnectorError> {
         Ok(Box::new(super::ParquetSink::new(self.clone())?))
     }
@@ -123,13 +123,18 @@ impl crate::registry::SinkConnector for ParquetSinkConfig {
     async fn reach(
         &self,
         timeout: std::time::Duration,
-    ) -> Result<(), crate::registry::Unreachable> {
-        let message = match tokio::time::timeout(timeout, super::reach(self)).await {
+    ) -> Result<(), crate::connector::Unreachable> {
+        let message = match tokio::time::timeout(
+            timeout,
+            super::store::reach(&self.path, &self.storage_options),
+        )
+        .await
+        {
             Ok(Ok(())) => return Ok(()),
             Ok(Err(error)) => error.to_string(),
             Err(_) => format!("no answer within {} s", timeout.as_secs()),
         };
-        Err(crate::registry::Unreachable {
+        Err(crate::connector::Unreachable {
             field: "path",
             message: format!("the object store does not answer: {message}"),
             hint: Some(

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::store::FileStore;
 use crate::error::ConnectorError;
 
 /// Where staged (not yet published) files are written, relative to the sink's root.
@@ -59,22 +58,4 @@ pub(super) fn decode(bytes: &[u8], location: &str) -> Result<Manifest, Connector
              directory was changed by something else"
         ))
     })
-}
-
-/// The newest manifest, if any commit happened.
-pub(super) async fn latest(store: &dyn FileStore) -> Result<Option<Manifest>, ConnectorError> {
-    match store.manifest_sequences().await?.pop() {
-        Some(sequence) => Ok(Some(store.read_manifest(sequence).await?)),
-        None => Ok(None),
-    }
-}
-
-/// Deletes all but the newest `keep` manifests.
-pub(super) async fn prune(store: &dyn FileStore, keep: usize) -> Result<(), ConnectorError> {
-    let sequences = store.manifest_sequences().await?;
-    let excess = sequences.len().saturating_sub(keep);
-    for sequence in &sequences[..excess] {
-        store.delete_manifest(*sequence).await?;
-    }
-    Ok(())
 }

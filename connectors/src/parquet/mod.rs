@@ -30,19 +30,11 @@ pub use config::{ParquetCompression, ParquetSinkConfig};
 #[cfg(feature = "runtime")]
 pub use manifest::Manifest;
 #[cfg(feature = "runtime")]
-pub use read::{published_files, read_published, read_published_at};
+pub use read::{read_published, read_published_at};
 #[cfg(feature = "runtime")]
 pub use sink::ParquetSink;
-
-/// Checks that an object-store sink's bucket answers with the given settings (a local
-/// directory needs no check: it is created on open).
 #[cfg(feature = "runtime")]
-pub async fn reach(config: &ParquetSinkConfig) -> Result<(), crate::error::ConnectorError> {
-    match store::is_object_store(&config.path) {
-        true => store::open(config)?.prepare().await,
-        false => Ok(()),
-    }
-}
+pub use store::published_files;
 
 #[cfg(test)]
 mod tests;

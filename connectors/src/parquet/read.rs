@@ -1,8 +1,8 @@
 //! Reading what a Parquet sink published (for `weir sql --parquet`, summaries and tests).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow::datatypes::{Schema, SchemaRef};
@@ -10,7 +10,7 @@ use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::reader::ChunkReader;
 
-use super::store;
+use super::store::{self, published_files};
 
 use crate::error::ConnectorError;
 
@@ -98,25 +98,4 @@ impl Collected {
         let schema = self.schema.unwrap_or_else(|| Arc::new(Schema::empty()));
         Ok((schema, self.batches))
     }
-}
-
-/// The published Parquet files under `root` (for tests and summaries).
-pub fn published_files(root: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() && entry.file_name() != "_weir" {
-                pending.push(path);
-            } else if path.extension().is_some_and(|e| e == "parquet") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
 }

@@ -14,7 +14,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use super::config::{ParquetCompression, ParquetSinkConfig};
-use super::manifest::{self, Manifest, PublishedFile, STAGING_DIR};
+use super::manifest::{Manifest, PublishedFile, STAGING_DIR};
 use super::partitioning::{row_directories, PartitionSpec};
 use super::store::{self, FileStore};
 use crate::error::ConnectorError;
@@ -57,7 +57,7 @@ impl ParquetSink {
             .map(|spec| PartitionSpec::parse(spec).map_err(ConnectorError::Config))
             .collect::<Result<_, _>>()?;
         Ok(ParquetSink {
-            store: store::open(&config)?,
+            store: store::open_location(&config.path, &config.storage_options)?,
             config,
             specs,
             file_columns: Vec::new(),
@@ -75,7 +75,7 @@ impl ParquetSink {
     /// published, every other staged file is deleted.
     async fn recover(&mut self) -> Result<(), ConnectorError> {
         self.store.prepare().await?;
-        if let Some(latest) = manifest::latest(self.store.as_ref()).await? {
+        if let Some(latest) = self.store.latest_manifest().await? {
             self.store.publish(&latest.files).await?;
             self.sequence = latest.sequence + 1;
             self.committed = latest.offsets;
@@ -260,7 +260,9 @@ impl Sink for ParquetSink {
         };
         self.store.write_manifest(&manifest).await?;
         self.store.publish(&manifest.files).await?;
-        manifest::prune(self.store.as_ref(), self.config.manifests_kept).await?;
+        self.store
+            .prune_manifests(self.config.manifests_kept)
+            .await?;
         self.stats.commits += 1;
         self.stats.files_published += manifest.files.len() as u64;
         self.stats.rows_committed += manifest.files.iter().map(|f| f.rows).sum::<u64>();

@@ -8,7 +8,7 @@ use arrow::record_batch::RecordBatch;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::manifest;
-use super::read::published_files;
+use super::store::published_files;
 use super::store::{FileStore, LocalStore};
 use super::*;
 use crate::sink::{Sink, SinkOffsets};

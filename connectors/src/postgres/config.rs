@@ -149,7 +149,7 @@ impl PostgresSinkConfig {
 
 #[cfg(feature = "runtime")]
 #[async_trait::async_trait]
-impl crate::registry::SinkConnector for PostgresSinkConfig {
+impl crate::connector::SinkConnector for PostgresSinkConfig {
     fn applies_changes(&self) -> bool {
         true
     }
@@ -165,7 +165,7 @@ impl crate::registry::SinkConnector for PostgresSinkConfig {
     /// Keyed `<pipeline>/<table>` in `weir_offsets`.
     fn open(
         &self,
-        target: &crate::registry::SinkTarget<'_>,
+        target: &crate::connector::SinkTarget<'_>,
     ) -> Result<Box<dyn crate::sink::Sink>, crate::ConnectorError> {
         let sink_id = format!("{}/{}", target.pipeline, self.table);
         let sink = super::PostgresSink::new(self.clone(), &sink_id, target.topic)?;
@@ -175,10 +175,10 @@ impl crate::registry::SinkConnector for PostgresSinkConfig {
     async fn reach(
         &self,
         timeout: std::time::Duration,
-    ) -> Result<(), crate::registry::Unreachable> {
+    ) -> Result<(), crate::connector::Unreachable> {
         reach(self, timeout)
             .await
-            .map_err(|message| crate::registry::Unreachable {
+            .map_err(|message| crate::connector::Unreachable {
                 field: "url",
                 hint: hint(&message),
                 message: format!("PostgreSQL does not answer: {message}"),

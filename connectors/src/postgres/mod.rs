@@ -16,6 +16,8 @@
 mod cell;
 mod config;
 #[cfg(feature = "runtime")]
+mod connection;
+#[cfg(feature = "runtime")]
 mod schema;
 #[cfg(feature = "runtime")]
 mod sink;
@@ -24,26 +26,6 @@ pub mod tls;
 
 pub use config::PostgresSinkConfig;
 #[cfg(feature = "runtime")]
+pub use connection::Connection;
+#[cfg(feature = "runtime")]
 pub use sink::PostgresSink;
-
-/// How to reach the database: tokio-postgres' settings and the TLS connector for the URL's
-/// `sslmode`.
-#[cfg(feature = "runtime")]
-pub struct Connection {
-    pub config: tokio_postgres::Config,
-    connector: tokio_postgres_rustls::MakeRustlsConnect,
-}
-
-#[cfg(feature = "runtime")]
-impl Connection {
-    /// Connects, and drives the connection on a task of its own.
-    pub async fn connect(&self) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
-        let (client, driver) = self.config.connect(self.connector.clone()).await?;
-        tokio::spawn(async move {
-            if let Err(error) = driver.await {
-                tracing::debug!(%error, "PostgreSQL connection ended");
-            }
-        });
-        Ok(client)
-    }
-}

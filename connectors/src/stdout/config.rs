@@ -7,14 +7,14 @@ use serde::{Deserialize, Serialize};
 pub struct StdoutSinkConfig {}
 
 #[cfg(feature = "runtime")]
-impl crate::registry::SinkConnector for StdoutSinkConfig {
+impl crate::connector::SinkConnector for StdoutSinkConfig {
     fn applies_changes(&self) -> bool {
         true
     }
 
     fn open(
         &self,
-        _target: &crate::registry::SinkTarget<'_>,
+        _target: &crate::connector::SinkTarget<'_>,
     ) -> Result<Box<dyn crate::sink::Sink>, crate::ConnectorError> {
         Ok(Box::new(super::StdoutSink::new(self.clone())))
     }

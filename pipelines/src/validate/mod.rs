@@ -127,7 +127,10 @@ fn static_problems(pipeline: &LoadedPipeline) -> Vec<Diagnostic> {
         problems.push(pipeline.diagnostic(
             "",
             "the pipeline has no sinks",
-            Some("add `sinks:` with at least one of parquet, postgres, stdout".into()),
+            Some(format!(
+                "add `sinks:` with at least one of {}",
+                weir_connectors::registry::SinkConfig::KINDS.join(", ")
+            )),
         ));
     }
     for (index, sink) in config.sinks.iter().enumerate() {

@@ -487,3 +487,18 @@ async fn declared_streams_are_planned_with_the_query_offline() {
     let found = problems(&good.replace("format: nginx_combined", "format: raw")).await;
     assert!(found.contains("not raw lines"), "{found}");
 }
+
+#[tokio::test]
+async fn a_pipeline_without_sinks_is_told_every_kind_of_sink() {
+    let text = GOOD.replace(
+        "sinks:\n  - kind: parquet\n    path: /tmp/warehouse\n",
+        "sinks: []\n",
+    );
+    let found = problems(&text).await;
+    assert!(found.contains("the pipeline has no sinks"), "{found}");
+    // The hint lists the registry's kinds, the `kafka` sink among them.
+    assert!(
+        found.contains("add `sinks:` with at least one of parquet, postgres, kafka, stdout"),
+        "{found}"
+    );
+}

@@ -17,8 +17,8 @@
 //! unique; committed offsets are the chunks'). A record that is not a well-formed chunk is a
 //! dead letter, never a panic: every length is checked against what remains.
 
+use crate::aggregate::codec::partition_of;
 use crate::record::InputRecord;
-use crate::window::codec::partition_of;
 
 /// What a chunk starts with (and its format's version), followed by its row count (u32).
 const MAGIC: &[u8; 5] = b"WRCH1";

@@ -67,7 +67,7 @@ pub struct JobConfig {
     /// Windowed queries: the most groups (and distinct values) the open windows may hold.
     pub max_state_entries: usize,
     /// The only input is a declared table's topic, whose changes the query aggregates
-    /// (`crate::window::changes`); set by [`JobConfig::resolved`].
+    /// (`crate::aggregate::changes`); set by [`JobConfig::resolved`].
     pub table_as_input: bool,
     /// A stage of a job (`crate::job::stages`) whose results go to its results topic as chunks
     /// of rows (`crate::job::chunks`).

@@ -10,7 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use crate::job::Polled;
+use crate::job::poll::Polled;
 
 pub(super) struct IdleInputs {
     timeout: Option<Duration>,

@@ -16,25 +16,29 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
 use weir_client::CLUSTER_TIMEOUT;
 
-use crate::decode::RecordDecoder;
-use crate::encode::encode;
+use crate::aggregate::codec::{from_json, partition_of, to_json};
+use crate::aggregate::datum::{to_array, Datum};
 use crate::error::{Result, StreamsError};
+use crate::io::decode::RecordDecoder;
+use crate::io::encode::encode;
+use crate::io::record_time;
+use crate::io::topic_reader;
 use crate::job::consumer::JobConsumer;
 use crate::job::idle::IdleInputs;
+use crate::job::input::decode_input;
+use crate::job::poll::Polled;
+use crate::job::processor::Processor;
 use crate::job::route::Route;
+use crate::job::stats::JobStats;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
-use crate::job::{decode_input, stateful, JobConfig, JobStats, Polled, Processor};
+use crate::job::{stateful, JobConfig};
 use crate::join::interval::plan::{IntervalJoinPlan, SidePlan};
 use crate::join::interval::state::{
     IntervalJoinConfig, IntervalJoinState, JoinChange, JoinChangeKey, JoinRecord, JoinRow, Joined,
     RowId, Side,
 };
 use crate::record::InputRecord;
-use crate::record_time;
 use crate::sql::SqlTransform;
-use crate::topic_reader;
-use crate::window::codec::{from_json, partition_of, to_json};
-use crate::window::datum::{to_array, Datum};
 
 pub(super) struct IntervalJoin<'a> {
     config: &'a JobConfig,
@@ -335,7 +339,7 @@ impl<'a> IntervalJoin<'a> {
         for (index, field) in schema.fields().iter().enumerate() {
             let data_type = field.data_type();
             let column = match index.checked_sub(left_width) {
-                // The last column: the joined row's time (`crate::record_time`).
+                // The last column: the joined row's time (`crate::io::record_time`).
                 _ if index == width => {
                     let times: Vec<Datum> = joined.iter().map(|r| Datum::Int(r.time_ms)).collect();
                     to_array(&times, data_type)?

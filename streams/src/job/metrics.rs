@@ -6,7 +6,7 @@ use prometheus::{
     Encoder, Histogram, HistogramOpts, IntCounter, IntGauge, Opts, Registry, TextEncoder,
 };
 
-use crate::job::JobStats;
+use crate::job::stats::JobStats;
 
 pub struct JobMetrics {
     registry: Registry,

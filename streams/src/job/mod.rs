@@ -17,14 +17,18 @@ mod committer;
 mod config;
 mod consumer;
 mod idle;
+mod input;
 mod interval_join;
 mod metrics;
+mod poll;
 mod prefetch;
+mod processor;
 pub mod purge;
 mod route;
 pub mod stages;
 mod stateful;
 mod stateless;
+mod stats;
 mod topics;
 mod transaction;
 mod windowed;
@@ -44,135 +48,24 @@ mod table_join_tests;
 #[cfg(test)]
 mod window_order_tests;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use datafusion::arrow::record_batch::RecordBatch;
 use rdkafka::consumer::Consumer;
-use rdkafka::message::Message;
-use weir_client::CLUSTER_TIMEOUT;
 
 pub use config::JobConfig;
 pub use metrics::JobMetrics;
+pub use poll::Polled;
+pub use stats::JobStats;
 
-use crate::decode::RecordDecoder;
 use crate::error::{Result, StreamsError};
-use crate::join::table::TableState;
-use crate::record::{InputRecord, ValueFormat};
-use crate::sql::SqlTransform;
-use crate::topic_reader::{self, Limit};
-use crate::window::spec::Windows;
+use crate::plan::window_spec::Windows;
 use committer::Committer;
 use consumer::JobConsumer;
+use input::{expand_chunks, prepare, schema_sample, table_sample};
 use prefetch::{Prefetch, Prefetched};
-use transaction::{Checkpoint, CheckpointWriter, Destination, Outgoing};
-
-/// What a job did, for logs, metrics and tests.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct JobStats {
-    pub checkpoints: u64,
-    pub records_in: u64,
-    pub records_out: u64,
-    pub records_rejected: u64,
-    /// Windowed jobs: records too late for every window they fall in.
-    pub records_late: u64,
-    /// Windowed jobs: groups emitted (one per window and key).
-    pub windows_emitted: u64,
-    /// Windowed jobs: partial groups that reached their owner after the window was emitted.
-    pub partials_too_late: u64,
-    pub checkpoints_aborted: u64,
-    pub rebalances: u64,
-}
-
-impl JobStats {
-    fn add(&mut self, other: &JobStats) {
-        self.checkpoints += other.checkpoints;
-        self.records_in += other.records_in;
-        self.records_out += other.records_out;
-        self.records_rejected += other.records_rejected;
-        self.records_late += other.records_late;
-        self.windows_emitted += other.windows_emitted;
-        self.partials_too_late += other.partials_too_late;
-    }
-}
-
-/// The records of one checkpoint: from each input topic (in the order of the job's inputs), and
-/// (windowed jobs) from the job's repartition topic.
-#[derive(Default)]
-pub struct Polled {
-    pub inputs: Vec<(String, Vec<InputRecord>)>,
-    pub internal: Vec<InputRecord>,
-    internal_topic: String,
-}
-
-impl Polled {
-    fn input_len(&self) -> usize {
-        self.inputs.iter().map(|(_, records)| records.len()).sum()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn len(&self) -> usize {
-        self.input_len() + self.internal.len()
-    }
-
-    /// Per consumed partition, the offset after its last record: what the checkpoint commits.
-    fn next_offsets(&self) -> BTreeMap<(String, i32), (i64, String)> {
-        let mut offsets = BTreeMap::new();
-        let internal = (&self.internal_topic, &self.internal);
-        let topics = self.inputs.iter().map(|(topic, records)| (topic, records));
-        for (topic, records) in topics.chain([internal]) {
-            for record in records {
-                let next = offsets
-                    .entry((topic.clone(), record.partition))
-                    .or_insert((0, String::new()));
-                next.0 = next.0.max(record.offset + 1);
-            }
-        }
-        offsets
-    }
-}
-
-/// One kind of job's work per checkpoint.
-trait Processor {
-    /// After a rebalance or an aborted checkpoint: rebuild what the owned partitions need.
-    fn reload(&mut self, consumer: &JobConsumer) -> Result<()>;
-    /// Window state held: (groups and distinct values, open windows).
-    fn state_size(&self) -> (usize, usize) {
-        (0, 0)
-    }
-    /// A bounded run's input ended (everything was consumed and committed): adds what announces
-    /// it to `checkpoint`.
-    fn end_of_input(
-        &mut self,
-        _consumer: &JobConsumer,
-        _checkpoint: &mut Checkpoint,
-        _stats: &mut JobStats,
-    ) -> Result<()> {
-        Ok(())
-    }
-    /// Announces the owned input partitions that became idle (`--idle-timeout-ms`) to
-    /// `checkpoint` — also when nothing was polled, which is when they become idle.
-    fn announce_idle(
-        &mut self,
-        _polled: &Polled,
-        _checkpoint: &mut Checkpoint,
-        _stats: &mut JobStats,
-    ) -> Result<()> {
-        Ok(())
-    }
-    /// Adds what one checkpoint produces to `checkpoint` (which holds the consumed offsets);
-    /// `stats` counts what it did.
-    fn checkpoint(
-        &mut self,
-        polled: &Polled,
-        checkpoint: &mut Checkpoint,
-        stats: &mut JobStats,
-    ) -> Result<()>;
-}
+use processor::Processor;
+use transaction::{Checkpoint, CheckpointWriter};
 
 /// The end of a bounded run's input, told to a running job: whoever watches the input requests it
 /// once the job consumed and committed everything; the job announces it in its next checkpoint
@@ -514,283 +407,4 @@ impl Loop<'_, '_> {
         self.metrics.window_state(entries, windows);
         Ok(())
     }
-}
-
-/// The inputs that are stages' results: each chunk → its rows; a record that is not a chunk
-/// is a dead letter.
-fn expand_chunks(
-    config: &JobConfig,
-    polled: &mut Polled,
-    checkpoint: &mut Checkpoint,
-    stats: &mut JobStats,
-) {
-    for (topic, records) in &mut polled.inputs {
-        if !config.inputs_in_chunks.contains(topic) || records.is_empty() {
-            continue;
-        }
-        let mut rows = Vec::with_capacity(records.len());
-        for record in records.drain(..) {
-            match chunks::expand(&record) {
-                Ok(expanded) => rows.extend(expanded),
-                Err(error) => {
-                    tracing::warn!(job = %config.name, %topic, partition = record.partition, offset = record.offset, %error, "record rejected");
-                    stats.records_rejected += 1;
-                    checkpoint.records.push(Outgoing {
-                        destination: Destination::DeadLetter,
-                        key: record.key,
-                        value: record.value,
-                        timestamp_ms: None,
-                    });
-                }
-            }
-        }
-        *records = rows;
-    }
-}
-
-/// The records a JSON schema is inferred from: the input topic's first records, so every
-/// restart infers the same schema (`Some(empty)` when the schema is known; `None` when stopped
-/// while waiting for a first record).
-fn schema_sample(
-    config: &JobConfig,
-    input: &str,
-    stop: &AtomicBool,
-) -> Result<Option<Vec<InputRecord>>> {
-    if config.schema.is_some()
-        || config.input_schemas.contains_key(input)
-        || config.input_format == ValueFormat::Raw
-    {
-        return Ok(Some(Vec::new()));
-    }
-    first_records(config, input, stop)
-}
-
-/// A declared table's first records, its JSON schema inferred from them (`--schema` describes
-/// the inputs, not the tables), unless its schema was declared.
-fn table_sample(
-    config: &JobConfig,
-    name: &str,
-    topic: &str,
-    stop: &AtomicBool,
-) -> Result<Option<Vec<InputRecord>>> {
-    if config.input_format == ValueFormat::Raw || config.table_schemas.contains_key(name) {
-        return Ok(Some(Vec::new()));
-    }
-    first_records(config, topic, stop)
-}
-
-/// How often a job waiting for its input's first record looks again (a job reading another
-/// job's output starts as soon as the first result is committed).
-const FIRST_RECORD_WAIT: Duration = Duration::from_millis(100);
-
-/// How many chunks of a stage's results the schema of its rows is inferred from (at most).
-const CHUNKS_SAMPLED: usize = 10;
-
-/// The first records of `input` (with a value), waiting for one while it is empty; `None` when
-/// stopped while waiting.
-fn first_records(
-    config: &JobConfig,
-    input: &str,
-    stop: &AtomicBool,
-) -> Result<Option<Vec<InputRecord>>> {
-    let reader = topic_reader::consumer(&config.client)?;
-    let partitions = topic_reader::partitions(&reader, input, CLUSTER_TIMEOUT)?;
-    let mut waiting = false;
-    let in_chunks = config.inputs_in_chunks.contains(input);
-    // A chunk holds up to CHUNK_MAX_ROWS rows: a few are sample enough, and bound its memory.
-    let records = match in_chunks {
-        true => CHUNKS_SAMPLED,
-        false => config.schema_sample_records,
-    };
-    while !stop.load(Ordering::SeqCst) {
-        let mut sample = topic_reader::read(
-            &reader,
-            input,
-            &partitions,
-            Limit::StopAt(records),
-            CLUSTER_TIMEOUT,
-        )?;
-        if in_chunks {
-            sample = sample
-                .iter()
-                .flat_map(|r| chunks::expand(r).unwrap_or_default())
-                .collect();
-            sample.truncate(config.schema_sample_records);
-        }
-        if !sample.is_empty() {
-            return Ok(Some(sample));
-        }
-        if !waiting {
-            tracing::info!(job = %config.name, %input, "waiting for a first record to infer the schema from");
-            waiting = true;
-        }
-        std::thread::sleep(FIRST_RECORD_WAIT);
-    }
-    Ok(None)
-}
-
-/// Each input's decoder (with the declared schema, or one inferred from its sample) and the
-/// planned query.
-fn prepare(
-    config: &JobConfig,
-    runtime: &tokio::runtime::Runtime,
-    samples: &[Vec<InputRecord>],
-    table_samples: &[Vec<InputRecord>],
-) -> Result<(Vec<RecordDecoder>, Vec<TableState>, SqlTransform)> {
-    let mut decoders = Vec::new();
-    for (input, sample) in config.inputs.iter().zip(samples) {
-        let declared = config.input_schemas.get(input).or(config.schema.as_ref());
-        let schema = match (declared, config.input_format) {
-            (_, ValueFormat::Raw) => None,
-            (Some(schema), _) => Some(schema.clone()),
-            (None, _) => Some(RecordDecoder::infer(sample)?),
-        };
-        decoders.push(RecordDecoder::new(config.input_format, schema)?);
-    }
-    let mut tables = Vec::new();
-    for ((name, _), sample) in config.tables.iter().zip(table_samples) {
-        let decoder = match (config.table_schemas.get(name), config.input_format) {
-            (Some(declared), _) => RecordDecoder::new(ValueFormat::Json, Some(declared.clone()))?,
-            (None, ValueFormat::Raw) => RecordDecoder::new(ValueFormat::Raw, None)?,
-            (None, ValueFormat::Json) => {
-                RecordDecoder::new(ValueFormat::Json, Some(RecordDecoder::infer(sample)?))?
-            }
-        };
-        tables.push(TableState::new(
-            name,
-            decoder,
-            config.table_history_ms,
-            config.max_state_entries,
-        ));
-    }
-    let inputs: Vec<_> = config
-        .table_names()
-        .into_iter()
-        .zip(&decoders)
-        .map(|(table, decoder)| (table, decoder.schema()))
-        .collect();
-    let declared: Vec<_> = tables
-        .iter()
-        .map(|t| (t.name.as_str(), t.decoder.schema()))
-        .collect();
-    let transform =
-        runtime.block_on(SqlTransform::with_tables(&inputs, &declared, &config.query))?;
-    // Each input's values are parsed only as far as the query reads them.
-    for (decoder, table) in decoders.iter_mut().zip(config.table_names()) {
-        if let Some(columns) = transform.columns_read(table) {
-            decoder.read_only(columns);
-        }
-    }
-    if !tables.is_empty() && !transform.joins_tables() {
-        return Err(StreamsError::Config(
-            "tables are declared but the query joins none of them".into(),
-        ));
-    }
-    Ok((decoders, tables, transform))
-}
-
-/// Decodes a checkpoint's input; records that do not decode become dead letters.
-fn decode_input(
-    config: &JobConfig,
-    decoder: &RecordDecoder,
-    input: &[InputRecord],
-    checkpoint: &mut Checkpoint,
-    stats: &mut JobStats,
-) -> Result<RecordBatch> {
-    Ok(decode_input_rejecting(config, decoder, input, checkpoint, stats)?.0)
-}
-
-/// [`decode_input`], also answering the (partition, offset) of the records that did not decode.
-fn decode_input_rejecting(
-    config: &JobConfig,
-    decoder: &RecordDecoder,
-    input: &[InputRecord],
-    checkpoint: &mut Checkpoint,
-    stats: &mut JobStats,
-) -> Result<(RecordBatch, Vec<(i32, i64)>)> {
-    let decoded = decoder.decode(input)?;
-    for rejected in &decoded.rejected {
-        tracing::warn!(job = %config.name, partition = rejected.partition, offset = rejected.offset, reason = %rejected.reason, "record rejected");
-        let record = &input[rejected.index];
-        checkpoint.records.push(Outgoing {
-            destination: Destination::DeadLetter,
-            key: record.key.clone(),
-            value: record.value.clone(),
-            timestamp_ms: None,
-        });
-    }
-    stats.records_rejected += decoded.rejected.len() as u64;
-    let rejected = decoded
-        .rejected
-        .iter()
-        .map(|r| (r.partition, r.offset))
-        .collect();
-    Ok((decoded.batch, rejected))
-}
-
-/// The longest a job's poll blocks before it looks at `stop` and rebalances again.
-const POLL_SLICE: Duration = Duration::from_millis(100);
-
-/// Polls until the checkpoint is due: its interval has passed, it holds the most records a
-/// checkpoint may, or it holds records and the input has been quiet for
-/// `checkpoint_quiet_ms` (what a burst brought is committed without waiting out the
-/// interval); returns early on a rebalance or `stop`.
-fn fill(
-    config: &JobConfig,
-    consumer: &JobConsumer,
-    internal_topic: Option<&str>,
-    stop: &AtomicBool,
-) -> Polled {
-    let due = Instant::now() + Duration::from_millis(config.checkpoint_interval_ms);
-    let quiet =
-        (config.checkpoint_quiet_ms > 0).then(|| Duration::from_millis(config.checkpoint_quiet_ms));
-    let mut polled = Polled {
-        inputs: config
-            .inputs
-            .iter()
-            .map(|t| (t.clone(), Vec::new()))
-            .collect(),
-        internal_topic: internal_topic.unwrap_or_default().to_string(),
-        ..Polled::default()
-    };
-    // When the newest record came — the next turn's clock read, not one more per record: with
-    // `quiet`, the checkpoint is due that long after it.
-    let mut last_record: Option<Instant> = None;
-    let mut record_came = false;
-    // The bound counts rows: a stage's results come as chunks of many (`chunks`).
-    let mut rows = 0;
-    while rows < config.checkpoint_max_records && !stop.load(Ordering::SeqCst) {
-        let now = Instant::now();
-        if record_came {
-            last_record = Some(now);
-            record_came = false;
-        }
-        let quiet_until = quiet.zip(last_record).map(|(quiet, last)| last + quiet);
-        let until = quiet_until.map_or(due, |quiet_until| quiet_until.min(due));
-        if now >= until || consumer.context().rebalanced() {
-            break;
-        }
-        // In slices, so that `stop` and a rebalance are seen at once whatever the interval.
-        let Some(message) = consumer.poll((until - now).min(POLL_SLICE)) else {
-            continue;
-        };
-        match message {
-            Ok(message) => {
-                record_came = true;
-                rows += match !config.inputs_in_chunks.is_empty()
-                    && config.inputs_in_chunks.contains(message.topic())
-                {
-                    true => chunks::rows_in(message.payload()),
-                    false => 1,
-                };
-                let record = InputRecord::from_message(&message);
-                match polled.inputs.iter_mut().find(|(t, _)| t == message.topic()) {
-                    Some((_, records)) => records.push(record),
-                    None => polled.internal.push(record),
-                }
-            }
-            Err(error) => tracing::warn!(job = %config.name, %error, "consumer error"),
-        }
-    }
-    polled
 }

@@ -25,7 +25,8 @@ use rdkafka::consumer::{Consumer, ConsumerGroupMetadata};
 
 use crate::error::{Result, StreamsError};
 use crate::job::consumer::JobConsumer;
-use crate::job::{fill, JobConfig, Polled};
+use crate::job::poll::{fill, Polled};
+use crate::job::JobConfig;
 
 /// One poll's records and the group metadata they were fetched under.
 pub(super) struct Prefetched {

@@ -22,7 +22,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use weir_client::{ClientSettings, CLUSTER_TIMEOUT};
 
 use crate::error::{Result, StreamsError};
-use crate::topic_reader;
+use crate::io::topic_reader;
 
 /// The topic setting internal topics are created with (see the module's tour).
 pub(crate) const NO_TIME_RETENTION: (&str, &str) = ("retention.ms", "-1");

@@ -26,11 +26,11 @@ use rdkafka::{Offset, TopicPartitionList};
 use weir_client::CLUSTER_TIMEOUT;
 
 use crate::error::{Result, StreamsError};
+use crate::io::topic_reader::{self, Limit, Range};
 use crate::job::consumer::JobConsumer;
 use crate::job::transaction::Checkpoint;
 use crate::job::JobConfig;
 use crate::record::InputRecord;
-use crate::topic_reader::{self, Limit, Range};
 
 /// The most unread repartition records a reload reads to merge directly (a few checkpoints'
 /// worth of a busy job; each is one input row or an event time).

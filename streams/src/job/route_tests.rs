@@ -155,6 +155,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+#[allow(clippy::too_many_lines)] // a test: one scenario read top to bottom
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_unread_in_the_repartition_topic_are_merged_before_rows_merged_directly() {
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();

@@ -37,10 +37,11 @@ use rdkafka::admin::{NewTopic, TopicReplication};
 use weir_client::CLUSTER_TIMEOUT;
 
 use crate::error::{Result, StreamsError};
+use crate::io::topic_reader;
 use crate::job::purge::{Purge, Purger, NO_TIME_RETENTION};
-use crate::job::{run_with_metrics, topics, JobConfig, JobMetrics, JobStats};
+use crate::job::stats::JobStats;
+use crate::job::{run_with_metrics, topics, JobConfig, JobMetrics};
 use crate::record::ValueFormat;
-use crate::topic_reader;
 
 /// Whether `sql` runs as stages: a query whose `WITH` holds a CTE that groups or joins.
 pub fn is_staged(sql: &str) -> bool {

@@ -114,7 +114,7 @@ fn tables_schemas_and_formats_go_to_the_stages_that_read_them() {
     let mut config = job(&["nexmark-bid"], query);
     config.table = Some("bids".into());
     config.tables = vec![("auctions".into(), "nexmark-auction".into())];
-    config.schema = Some(crate::decode::parse_schema("auction:int,dateTime:int").unwrap());
+    config.schema = Some(crate::io::decode::parse_schema("auction:int,dateTime:int").unwrap());
     let stages = plan(&config).unwrap().expect("stages");
     assert_eq!(stages[0].input_names, vec!["bids"]);
     assert!(stages[0].tables.is_empty());

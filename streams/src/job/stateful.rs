@@ -11,13 +11,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use weir_client::CLUSTER_TIMEOUT;
 
+use crate::aggregate::codec::{from_json, to_json};
 use crate::error::{Result, StreamsError};
+use crate::io::topic_reader::{self, Limit};
 use crate::job::consumer::JobConsumer;
+use crate::job::stats::JobStats;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
-use crate::job::{JobConfig, JobStats};
+use crate::job::JobConfig;
 use crate::record::OutputRecord;
-use crate::topic_reader::{self, Limit};
-use crate::window::codec::{from_json, to_json};
 
 /// What this copy owns: (input index, partition) of its inputs, and repartition partitions.
 pub(super) struct Owned {

@@ -1,14 +1,18 @@
 //! A stateless job's checkpoint: each input row is transformed on its own (joins looking it
 //! up in declared tables, brought up to date first).
 
-use crate::decode::RecordDecoder;
-use crate::encode::encode;
 use crate::error::Result;
+use crate::io::decode::RecordDecoder;
+use crate::io::encode::encode;
+use crate::io::topic_reader;
+use crate::job::input::decode_input;
+use crate::job::poll::Polled;
+use crate::job::processor::Processor;
+use crate::job::stats::JobStats;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
-use crate::job::{decode_input, JobConfig, JobStats, Polled, Processor};
+use crate::job::JobConfig;
 use crate::join::table::{TableFeed, TableState};
 use crate::sql::SqlTransform;
-use crate::topic_reader;
 
 pub(super) struct Stateless<'a> {
     pub config: &'a JobConfig,
@@ -77,7 +81,7 @@ impl Processor for Stateless<'_> {
                 destination: Destination::Output,
                 key: record.key,
                 value: Some(record.value),
-                // The input record's (`crate::record_time`); the producer's clock otherwise.
+                // The input record's (`crate::io::record_time`); the producer's clock otherwise.
                 timestamp_ms: times.get(index).copied().flatten(),
             });
         }

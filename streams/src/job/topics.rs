@@ -10,9 +10,9 @@ use rdkafka::types::RDKafkaErrorCode;
 use weir_client::CLUSTER_TIMEOUT;
 
 use crate::error::{Result, StreamsError};
+use crate::io::topic_reader;
 use crate::job::purge::NO_TIME_RETENTION;
 use crate::job::JobConfig;
-use crate::topic_reader;
 
 /// The number of partitions of the input topic, once the internal topics exist with as many.
 pub(super) fn ensure(config: &JobConfig, runtime: &tokio::runtime::Runtime) -> Result<i32> {

@@ -9,9 +9,9 @@ use rdkafka::{Offset, TopicPartitionList};
 use weir_client::{CheckpointProducer, Outgoing as ProducedRecord, CLUSTER_TIMEOUT};
 
 use crate::error::{Result, StreamsError};
+use crate::io::topic_reader;
 use crate::job::chunks::{self, Row};
 use crate::job::JobConfig;
-use crate::topic_reader;
 
 /// Records without a key (windows' results, most often) each go to a partition of their own
 /// choosing rather than stick to one partition for a while (librdkafka's default, 10 ms):

@@ -1,8 +1,8 @@
 //! A windowed job's checkpoint: the input rows are pre-aggregated into partial groups for the
 //! repartition topic, the repartition records are merged into window state, and windows the
-//! watermark has passed are emitted (see `crate::window` for the whole design). A job over a
+//! watermark has passed are emitted (see `crate::aggregate` for the whole design). A job over a
 //! table's changes pre-aggregates each record as the replacement of its key's row
-//! (`crate::window::changes`). A copy that owns every repartition partition merges its own
+//! (`crate::aggregate::changes`). A copy that owns every repartition partition merges its own
 //! partials into the window state directly instead (`route`).
 
 use std::collections::{BTreeSet, HashMap};
@@ -10,27 +10,29 @@ use std::time::Instant;
 
 use datafusion::arrow::record_batch::RecordBatch;
 
-use crate::decode::RecordDecoder;
-use crate::encode::encode;
-use crate::error::{Result, StreamsError};
-use crate::job::consumer::JobConsumer;
-use crate::job::idle::IdleInputs;
-use crate::job::route::Route;
-use crate::job::transaction::{Checkpoint, Destination, Outgoing};
-use crate::job::{
-    decode_input, decode_input_rejecting, stateful, JobConfig, JobStats, Polled, Processor,
-};
-use crate::record::InputRecord;
-use crate::sql::SqlTransform;
-use crate::window::changes::{self, pre_aggregate_changes, TableRows};
-use crate::window::codec::{
+use crate::aggregate::changes::{self, pre_aggregate_changes, TableRows};
+use crate::aggregate::codec::{
     from_json, partition_of, to_json, ChangelogKey, ChangelogValue, RepartitionRecord,
 };
-use crate::window::pre_aggregate::{pre_aggregate, PartialGroup, PartitionTimes};
-use crate::window::query::WindowedQuery;
-use crate::window::spec::Windows;
-use crate::window::store::{Merged, WindowStore, WindowStoreConfig};
-use crate::window::updates::{record_key, updates};
+use crate::aggregate::pre_aggregate::{pre_aggregate, PartialGroup, PartitionTimes};
+use crate::aggregate::query::WindowedQuery;
+use crate::aggregate::store::{Merged, WindowStore, WindowStoreConfig};
+use crate::aggregate::updates::{record_key, updates};
+use crate::error::{Result, StreamsError};
+use crate::io::decode::RecordDecoder;
+use crate::io::encode::encode;
+use crate::job::consumer::JobConsumer;
+use crate::job::idle::IdleInputs;
+use crate::job::input::{decode_input, decode_input_rejecting};
+use crate::job::poll::Polled;
+use crate::job::processor::Processor;
+use crate::job::route::Route;
+use crate::job::stats::JobStats;
+use crate::job::transaction::{Checkpoint, Destination, Outgoing};
+use crate::job::{stateful, JobConfig};
+use crate::plan::window_spec::Windows;
+use crate::record::InputRecord;
+use crate::sql::SqlTransform;
 
 pub(super) struct Windowed<'a> {
     config: &'a JobConfig,

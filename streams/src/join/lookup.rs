@@ -13,8 +13,8 @@ use datafusion::catalog::TableProvider;
 use crate::error::{Result, StreamsError};
 use crate::join::plan::TableJoin;
 use crate::join::table::TableState;
+use crate::plan::Session;
 use crate::record::InputRecord;
-use crate::sql::Session;
 
 /// Fills each join's output table for the inputs the session holds now, innermost join first.
 pub async fn run(session: &Session, joins: &[TableJoin], tables: &[TableState]) -> Result<()> {

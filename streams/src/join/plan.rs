@@ -20,9 +20,9 @@ use datafusion::logical_expr::{
     cast as cast_expr, BinaryExpr, Expr, LogicalPlan, LogicalPlanBuilder, Operator,
 };
 
-use crate::decode::{KEY_COLUMN, TIMESTAMP_COLUMN};
 use crate::error::{Result, StreamsError};
-use crate::sql::renamed_scan;
+use crate::io::decode::{KEY_COLUMN, TIMESTAMP_COLUMN};
+use crate::plan::renamed_scan;
 
 /// Columns appended to the stream side's rows for the lookup.
 pub(super) const LOOKUP_KEY: &str = "__weir_lookup_key";

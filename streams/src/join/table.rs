@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use weir_client::CLUSTER_TIMEOUT;
 
-use crate::decode::RecordDecoder;
 use crate::error::{Result, StreamsError};
+use crate::io::decode::RecordDecoder;
+use crate::io::topic_reader::{self, Limit, Range, Reader};
 use crate::join::versioned_table::{Applied, VersionedTable};
 use crate::record::InputRecord;
-use crate::topic_reader::{self, Limit, Range, Reader};
 
 pub struct TableState {
     /// The table's name in SQL.

@@ -3,8 +3,8 @@
 
 use datafusion::arrow::datatypes::SchemaRef;
 
-use crate::decode::RecordDecoder;
-use crate::encode::encode;
+use crate::io::decode::RecordDecoder;
+use crate::io::encode::encode;
 use crate::join::table::TableState;
 use crate::record::{InputRecord, ValueFormat};
 use crate::sql::SqlTransform;

@@ -178,7 +178,7 @@ impl FileStore for LocalStore {
 
     async fn list_published(&self) -> Result<Vec<String>, ConnectorError> {
         let root = self.root.clone();
-        let files = tokio::task::spawn_blocking(move || crate::parquet::published_files(&root))
+        let files = tokio::task::spawn_blocking(move || published_files(&root))
             .await
             .map_err(|e| ConnectorError::Sink(format!("listing published files: {e}")))?;
         Ok(files
@@ -198,4 +198,25 @@ impl FileStore for LocalStore {
     fn locate(&self, relative: &str) -> String {
         self.root.join(relative).display().to_string()
     }
+}
+
+/// The published Parquet files under `root` (for tests and summaries).
+pub fn published_files(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() && entry.file_name() != "_weir" {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "parquet") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
 }

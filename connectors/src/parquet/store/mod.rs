@@ -14,10 +14,10 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use parquet::arrow::async_writer::AsyncFileWriter;
 
+pub use local::published_files;
 pub(super) use local::LocalStore;
 pub(super) use object::{problems as object_store_problems, ObjectStoreTarget};
 
-use super::config::ParquetSinkConfig;
 use super::manifest::{Manifest, PublishedFile};
 use crate::error::ConnectorError;
 
@@ -46,6 +46,22 @@ pub(super) trait FileStore: Send + Sync {
     /// different manifest of the same sequence where the store can tell (a second writer).
     async fn write_manifest(&self, manifest: &Manifest) -> Result<(), ConnectorError>;
     async fn delete_manifest(&self, sequence: u64) -> Result<(), ConnectorError>;
+    /// The newest manifest, if any commit happened.
+    async fn latest_manifest(&self) -> Result<Option<Manifest>, ConnectorError> {
+        match self.manifest_sequences().await?.pop() {
+            Some(sequence) => Ok(Some(self.read_manifest(sequence).await?)),
+            None => Ok(None),
+        }
+    }
+    /// Deletes all but the newest `keep` manifests.
+    async fn prune_manifests(&self, keep: usize) -> Result<(), ConnectorError> {
+        let sequences = self.manifest_sequences().await?;
+        let excess = sequences.len().saturating_sub(keep);
+        for sequence in &sequences[..excess] {
+            self.delete_manifest(*sequence).await?;
+        }
+        Ok(())
+    }
     /// The published Parquet files (outside `_weir/`), sorted.
     async fn list_published(&self) -> Result<Vec<String>, ConnectorError>;
     /// A whole file.
@@ -54,17 +70,13 @@ pub(super) trait FileStore: Send + Sync {
     fn locate(&self, relative: &str) -> String;
 }
 
-/// The store a sink's `path` names: `s3://bucket/prefix` (or `s3a://`) is an object store,
-/// anything else a local directory.
-pub(super) fn open(config: &ParquetSinkConfig) -> Result<Box<dyn FileStore>, ConnectorError> {
-    open_location(&config.path, &config.storage_options)
-}
-
 /// Whether `path` names an object store rather than a local directory.
 pub(super) fn is_object_store(path: &str) -> bool {
     object::scheme_of(path).is_some()
 }
 
+/// The store `path` names: `s3://bucket/prefix` (or `s3a://`) is an object store, anything
+/// else a local directory.
 pub(super) fn open_location(
     path: &str,
     storage_options: &BTreeMap<String, String>,
@@ -72,5 +84,17 @@ pub(super) fn open_location(
     match is_object_store(path) {
         true => Ok(Box::new(ObjectStoreTarget::new(path, storage_options)?)),
         false => Ok(Box::new(LocalStore::new(path))),
+    }
+}
+
+/// Checks that an object-store location answers with the given settings (a local directory
+/// needs no check: it is created on open).
+pub(super) async fn reach(
+    path: &str,
+    storage_options: &BTreeMap<String, String>,
+) -> Result<(), ConnectorError> {
+    match is_object_store(path) {
+        true => open_location(path, storage_options)?.prepare().await,
+        false => Ok(()),
     }
 }

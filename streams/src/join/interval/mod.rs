@@ -10,7 +10,7 @@
 //!   join) by the watermark; why that is exact whatever the checkpoints; its changelog.
 //!
 //! Still to come: the job that repartitions both inputs by key and runs the state in the
-//! checkpoint's transaction (until then, `crate::streaming` refuses joins between streams).
+//! checkpoint's transaction (until then, `crate::plan::streaming` refuses joins between streams).
 
 pub mod plan;
 pub mod state;

@@ -24,12 +24,12 @@ use datafusion::logical_expr::{
     cast as cast_expr, Between, BinaryExpr, Expr, Join, LogicalPlan, LogicalPlanBuilder, Operator,
 };
 
-use crate::decode::{OFFSET_COLUMN, PARTITION_COLUMN};
+use crate::aggregate::datum::Datum;
 use crate::error::{Result, StreamsError};
-use crate::record_time::{self, RECORD_TIME_COLUMN};
-use crate::sql::renamed_scan;
-use crate::window::datum::Datum;
-use crate::window::functions::{scalar_interval_ms, WINDOW_TIME_TYPE};
+use crate::io::decode::{OFFSET_COLUMN, PARTITION_COLUMN};
+use crate::io::record_time::{self, RECORD_TIME_COLUMN};
+use crate::plan::renamed_scan;
+use crate::plan::window_functions::{scalar_interval_ms, WINDOW_TIME_TYPE};
 
 /// One side of the join, evaluated on its input's rows each checkpoint.
 pub struct SidePlan {
@@ -117,7 +117,7 @@ pub fn extract(plan: &LogicalPlan, inputs: &[&str]) -> Result<Option<IntervalJoi
             field.data_type()
         )));
     }
-    // The joined rows carry their time too, for the output records (`crate::record_time`).
+    // The joined rows carry their time too, for the output records (`crate::io::record_time`).
     let timed = join
         .schema
         .join(&DFSchema::try_from(Schema::new(vec![Field::new(

@@ -5,9 +5,9 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::Int64Type;
 
 use super::plan::{extract, IntervalJoinPlan};
-use crate::decode::RecordDecoder;
+use crate::io::decode::RecordDecoder;
+use crate::plan::Session;
 use crate::record::{InputRecord, ValueFormat};
-use crate::sql::Session;
 
 fn decoder(sample: &str) -> RecordDecoder {
     let records = [record(sample, 0, 0)];
@@ -156,7 +156,7 @@ async fn columns_the_join_cannot_hold_are_refused_when_planned() {
 }
 
 /// The joined rows' time (the later of each pair's) rides through the rest of the query in the
-/// hidden column, for the output records' timestamps (`crate::record_time`).
+/// hidden column, for the output records' timestamps (`crate::io::record_time`).
 #[tokio::test]
 async fn the_joined_rows_time_reaches_the_output() {
     use std::sync::Arc;
@@ -204,7 +204,7 @@ async fn the_joined_rows_time_reaches_the_output() {
     let batch = RecordBatch::try_new(Arc::clone(&schema), columns).unwrap();
     *join.joined.batches[0].write().await = vec![batch];
     let output = session.run(&join.post_join).await.unwrap();
-    let (rows, times) = crate::record_time::split(output).unwrap();
+    let (rows, times) = crate::io::record_time::split(output).unwrap();
     assert_eq!(
         times,
         Some(vec![Some(4_000), Some(6_000)]),

@@ -29,10 +29,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::aggregate::datum::Datum;
 use crate::error::{Result, StreamsError};
 use crate::state_map::StateMap;
 use crate::watermark::{IdleSources, SourceClock};
-use crate::window::datum::Datum;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -13,7 +13,7 @@ use super::state::{
     IntervalJoinConfig, IntervalJoinState, JoinChange, JoinChangeKey, JoinRecord, JoinRow, Joined,
     RowId, Side,
 };
-use crate::window::datum::Datum;
+use crate::aggregate::datum::Datum;
 
 const LOWER_MS: i64 = -50;
 const UPPER_MS: i64 = 100;

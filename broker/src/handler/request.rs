@@ -1,0 +1,53 @@
+//! What every handler shares: who sent the request ([`RequestOrigin`]), what a handler
+//! produces ([`HandlerOutput`]), and the partitions this broker leads ([`led_partition`]).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kafka_protocol::messages::ResponseKind;
+
+/// The partition `index` of `topic` if this broker leads it: a partition it holds no replica
+/// of, or follows, is NOT_LEADER_OR_FOLLOWER (the client refreshes its metadata).
+pub fn led_partition(
+    topic: &crate::topic::Topic,
+    index: i32,
+) -> Result<&Arc<crate::partition::Partition>, kafka_protocol::ResponseError> {
+    use kafka_protocol::ResponseError;
+    if !(0..topic.partition_count()).contains(&index) {
+        return Err(ResponseError::UnknownTopicOrPartition);
+    }
+    match topic.partition(index) {
+        Some(partition) if partition.is_leader() => Ok(partition),
+        _ => Err(ResponseError::NotLeaderOrFollower),
+    }
+}
+
+/// What a handler produces.
+pub enum HandlerOutput {
+    /// The response is ready.
+    Ready(Box<ResponseKind>),
+    /// The request's effects are applied; the response waits for something (e.g. an fsync)
+    /// and is sent, in order, when ready. Later requests on the connection proceed meanwhile.
+    Deferred(BoxFuture<'static, ResponseKind>),
+    /// No response is sent (Produce with acks=0).
+    None,
+    /// The request cannot be answered; the connection is closed, as Kafka does.
+    Close,
+}
+
+/// Who sent a request: the header's client id, the connection's peer and the listener it
+/// came in on (Metadata answers that listener's addresses).
+pub struct RequestOrigin<'a> {
+    pub client_id: &'a str,
+    pub peer: std::net::SocketAddr,
+    pub listener: &'a str,
+    /// Who the connection authenticated as (`User:ANONYMOUS` without authentication).
+    pub principal: &'a crate::security::KafkaPrincipal,
+}
+
+impl RequestOrigin<'_> {
+    /// The client host as Kafka shows it in DescribeGroups ("/127.0.0.1").
+    pub fn client_host(&self) -> String {
+        format!("/{}", self.peer.ip())
+    }
+}
