@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
@@ -106,12 +106,6 @@ async fn create_topics(args: &GenerateArgs, kinds: &[String]) -> anyhow::Result<
                 .set("retention.ms", "-1")
         })
         .collect();
-    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
-    for result in admin.create_topics(&topics, &options).await? {
-        match result {
-            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((name, code)) => bail!("cannot create topic {name}: {code}"),
-        }
-    }
+    weir_client::create_topics(&admin, &topics, Duration::from_secs(30)).await?;
     Ok(())
 }

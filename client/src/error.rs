@@ -1,6 +1,7 @@
 //! What can go wrong talking to a cluster, carrying the operation and the client's error.
 
 use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -15,6 +16,12 @@ pub enum ClientError {
     /// positions they belong to must not be committed.
     #[error("{failed} records were not delivered (last error: {last_error})")]
     Undelivered { failed: u64, last_error: String },
+    /// The cluster refused to create a topic (not because it exists: that is no error).
+    #[error("cannot create topic {topic}: {code}")]
+    TopicRefused {
+        topic: String,
+        code: RDKafkaErrorCode,
+    },
 }
 
 /// A newer incarnation of this writer took over (its producer fenced this one, or it moved the

@@ -16,6 +16,8 @@
 //!   transactional id, one Kafka transaction per checkpoint (records and consumed offsets
 //!   together); without, an idempotent producer whose commit waits for every acknowledgement.
 //!   Used by stream jobs, pipeline ingest and the Kafka sink.
+//! - [`topics`]: [`create_topics`] — creating the topics a part of Weir owns, one that exists
+//!   already being no error.
 //! - [`error`]: [`ClientError`], and [`Fenced`] — the one error saying a newer incarnation of a
 //!   writer took over (a fatal transactional error, or a sink's offsets moved by another
 //!   writer).
@@ -33,8 +35,10 @@ pub mod checkpoint;
 pub mod error;
 pub mod reach;
 pub mod settings;
+pub mod topics;
 
 pub use checkpoint::{CheckpointProducer, Outgoing};
 pub use error::{ClientError, Fenced};
 pub use reach::Unreached;
 pub use settings::{ClientSettings, CLUSTER_TIMEOUT};
+pub use topics::{create_topics, TopicCreation};

@@ -5,11 +5,10 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::types::RDKafkaErrorCode;
 use weir_broker::{Broker, BrokerConfig};
-use weir_client::{ClientSettings, CLUSTER_TIMEOUT};
+use weir_client::{create_topics, ClientSettings, TopicCreation, CLUSTER_TIMEOUT};
 
 use crate::config::PipelineConfig;
 use crate::error::{PipelineError, Result};
@@ -108,27 +107,22 @@ pub async fn ensure_topics(
             }
         })
         .collect();
-    let options = AdminOptions::new().operation_timeout(Some(CLUSTER_TIMEOUT));
-    let results = admin
-        .create_topics(&topics, &options)
+    let creations = create_topics(&admin, &topics, CLUSTER_TIMEOUT)
         .await
-        .map_err(PipelineError::kafka(name, "creating topics"))?;
-    for result in results {
-        match result {
-            Ok(topic) => tracing::info!(pipeline = %name, %topic, "topic created"),
-            Err((topic, RDKafkaErrorCode::TopicAlreadyExists)) => {
+        .map_err(|error| PipelineError::Stage {
+            pipeline: name.clone(),
+            message: error.to_string(),
+        })?;
+    for creation in creations {
+        match creation {
+            TopicCreation::Created(topic) => tracing::info!(pipeline = %name, %topic, "topic created"),
+            TopicCreation::Existed(topic) => {
                 // (a topic of one partition can have no fewer: no metadata request for it)
                 let spec = specs.iter().find(|spec| spec.name == topic && spec.partitions > 1);
                 if let Some(spec) = spec {
                     // A metadata request blocks; runs are on the multi-threaded runtime.
                     tokio::task::block_in_place(|| warn_if_fewer_partitions(name, &admin, spec));
                 }
-            }
-            Err((topic, code)) => {
-                return Err(PipelineError::Stage {
-                    pipeline: name.clone(),
-                    message: format!("cannot create topic {topic}: {code}"),
-                })
             }
         }
     }

@@ -37,7 +37,7 @@ CRATE_LAYERS = {
     ],
     "tls/src": [["pem"], ["followed", "verify"], ["lib"]],
     "weblog/src": [["clock"], ["access", "body"], ["lib"]],
-    "client/src": [["error", "settings"], ["reach", "checkpoint"], ["lib"]],
+    "client/src": [["error", "settings"], ["reach", "checkpoint", "topics"], ["lib"]],
     "streams/src": [
         # base: errors, records, the state map, watermarks
         ["error", "record", "state_map", "watermark"],

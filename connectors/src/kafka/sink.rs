@@ -8,13 +8,15 @@ use arrow::datatypes::SchemaRef;
 use arrow::json::LineDelimitedWriter;
 use arrow::record_batch::RecordBatch;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
-use weir_client::{CheckpointProducer, ClientError, ClientSettings, Outgoing, CLUSTER_TIMEOUT};
+use weir_client::{
+    create_topics, CheckpointProducer, ClientError, ClientSettings, Outgoing, CLUSTER_TIMEOUT,
+};
 
 use super::config::KafkaSinkConfig;
 use crate::error::ConnectorError;
@@ -103,21 +105,9 @@ impl KafkaSink {
             NewTopic::new(&offsets_topic, 1, TopicReplication::Fixed(-1))
                 .set("cleanup.policy", "compact"),
         ];
-        let options = AdminOptions::new().operation_timeout(Some(CLUSTER_TIMEOUT));
-        for result in admin
-            .create_topics(&topics, &options)
+        create_topics(&admin, &topics, CLUSTER_TIMEOUT)
             .await
-            .map_err(failure("creating topics"))?
-        {
-            match result {
-                Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-                Err((topic, code)) => {
-                    return Err(ConnectorError::Sink(format!(
-                        "far cluster: cannot create {topic}: {code}"
-                    )))
-                }
-            }
-        }
+            .map_err(|error| ConnectorError::Sink(format!("far cluster: {error}")))?;
         Ok(())
     }
 

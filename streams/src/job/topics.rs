@@ -4,10 +4,9 @@
 
 use std::time::Duration;
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::types::RDKafkaErrorCode;
-use weir_client::CLUSTER_TIMEOUT;
+use weir_client::{create_topics, TopicCreation, CLUSTER_TIMEOUT};
 
 use crate::error::{Result, StreamsError};
 use crate::io::topic_reader;
@@ -53,19 +52,10 @@ pub(super) fn create(
         .config(&[])
         .create()
         .map_err(StreamsError::kafka("creating the admin client"))?;
-    let options = AdminOptions::new().operation_timeout(Some(CLUSTER_TIMEOUT));
-    let results = runtime
-        .block_on(admin.create_topics(topics, &options))
-        .map_err(StreamsError::kafka("creating topics"))?;
-    for result in results {
-        match result {
-            Ok(topic) => tracing::info!(job = %config.name, %topic, "{created}"),
-            Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
-            Err((topic, code)) => {
-                return Err(StreamsError::Config(format!(
-                    "cannot create {topic}: {code}"
-                )))
-            }
+    let creations = runtime.block_on(create_topics(&admin, topics, CLUSTER_TIMEOUT))?;
+    for creation in creations {
+        if let TopicCreation::Created(topic) = creation {
+            tracing::info!(job = %config.name, %topic, "{created}");
         }
     }
     Ok(())
