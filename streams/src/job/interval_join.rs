@@ -16,7 +16,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::TableProvider;
 use weir_client::CLUSTER_TIMEOUT;
 
-use crate::aggregate::codec::{from_json, partition_of, to_json};
+use crate::aggregate::codec::{partition_of, to_json};
 use crate::aggregate::datum::{to_array, Datum};
 use crate::error::{Result, StreamsError};
 use crate::io::decode::RecordDecoder;
@@ -28,6 +28,7 @@ use crate::job::idle::IdleInputs;
 use crate::job::input::decode_input;
 use crate::job::poll::Polled;
 use crate::job::processor::Processor;
+use crate::job::repartition::{MergeInto, Repartition};
 use crate::job::route::Route;
 use crate::job::stats::JobStats;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
@@ -46,13 +47,12 @@ pub(super) struct IntervalJoin<'a> {
     transform: &'a SqlTransform,
     join: &'a IntervalJoinPlan,
     runtime: &'a tokio::runtime::Runtime,
-    /// The repartition (and changelog) topic's partitions.
-    partitions: i32,
     /// Per owned input partition (input, partition), the largest event time seen.
     times: BTreeMap<(u8, i32), i64>,
     state: IntervalJoinState,
     idle: IdleInputs,
-    route: Route,
+    /// The repartition (and changelog) topic's partitions, and the route to them.
+    repartition: Repartition,
 }
 
 /// What was merged into the state since the last emit: the joined rows, and the repartition
@@ -61,6 +61,22 @@ pub(super) struct IntervalJoin<'a> {
 struct Merged {
     joined: Vec<Joined>,
     touched: BTreeSet<i32>,
+}
+
+/// The join state as the repartition step merges into it, noting what it merged.
+struct MergeState<'s> {
+    state: &'s mut IntervalJoinState,
+    merged: &'s mut Merged,
+}
+
+impl MergeInto<JoinRecord> for MergeState<'_> {
+    fn merge(&mut self, partition: i32, record: JoinRecord) -> Result<()> {
+        self.merged
+            .joined
+            .extend(self.state.merge(partition, record)?);
+        self.merged.touched.insert(partition);
+        Ok(())
+    }
 }
 
 impl<'a> IntervalJoin<'a> {
@@ -92,11 +108,10 @@ impl<'a> IntervalJoin<'a> {
             transform,
             join,
             runtime,
-            partitions,
             times: BTreeMap::new(),
             state,
             idle: IdleInputs::new(config.idle_timeout_ms),
-            route: Route::Topic,
+            repartition: Repartition::new(partitions),
         })
     }
 
@@ -162,7 +177,7 @@ impl<'a> IntervalJoin<'a> {
                     set_aside.push((Destination::Late, at));
                 } else {
                     let key = to_json(&row.keys);
-                    let partition = partition_of(&key, self.partitions);
+                    let partition = partition_of(&key, self.repartition.partitions);
                     let row = JoinRecord::Row(JoinRow {
                         time_ms: time,
                         ..row
@@ -188,8 +203,7 @@ impl<'a> IntervalJoin<'a> {
         Ok(())
     }
 
-    /// `record` for repartition partition `partition`: merged into the state directly, or
-    /// written to the topic.
+    /// `record` for repartition partition `partition` (`Repartition::send`).
     fn send(
         &mut self,
         partition: i32,
@@ -198,18 +212,12 @@ impl<'a> IntervalJoin<'a> {
         checkpoint: &mut Checkpoint,
         merged: &mut Merged,
     ) -> Result<()> {
-        if self.route.is_direct() {
-            merged.joined.extend(self.state.merge(partition, record)?);
-            merged.touched.insert(partition);
-        } else {
-            checkpoint.records.push(Outgoing {
-                destination: Destination::Repartition(partition),
-                key,
-                value: Some(to_json(&record)),
-                timestamp_ms: None,
-            });
-        }
-        Ok(())
+        let mut state = MergeState {
+            state: &mut self.state,
+            merged,
+        };
+        self.repartition
+            .send(partition, key, record, checkpoint, &mut state)
     }
 
     /// `record` (an event time, idleness, an end) for every repartition partition.
@@ -219,14 +227,12 @@ impl<'a> IntervalJoin<'a> {
         checkpoint: &mut Checkpoint,
         merged: &mut Merged,
     ) -> Result<()> {
-        if !self.route.is_direct() {
-            stateful::to_every_partition(checkpoint, self.partitions, &to_json(&record));
-            return Ok(());
-        }
-        for partition in 0..self.partitions {
-            self.send(partition, None, record.clone(), checkpoint, merged)?;
-        }
-        Ok(())
+        let mut state = MergeState {
+            state: &mut self.state,
+            merged,
+        };
+        self.repartition
+            .send_to_every_partition(record, checkpoint, &mut state)
     }
 
     /// Each input partition's event time, to every partition after the rows it covers, and
@@ -257,35 +263,22 @@ impl<'a> IntervalJoin<'a> {
         Ok(())
     }
 
-    /// Repartition records read from the topic → the state (the ones read at the reload were
-    /// merged then).
+    /// Repartition records read from the topic → the state (`Repartition::merge_read`).
     fn merge_internal(&mut self, internal: &[InputRecord], merged: &mut Merged) -> Result<()> {
-        for record in internal {
-            if !self.route.read_before(record) {
-                self.merge_record(record, merged)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// One repartition record → the state.
-    fn merge_record(&mut self, record: &InputRecord, merged: &mut Merged) -> Result<()> {
-        let value = record.value.as_deref().unwrap_or_default();
-        let join_record: JoinRecord = from_json(value, "repartition")?;
-        merged
-            .joined
-            .extend(self.state.merge(record.partition, join_record)?);
-        merged.touched.insert(record.partition);
-        Ok(())
+        let mut state = MergeState {
+            state: &mut self.state,
+            merged,
+        };
+        self.repartition.merge_read(internal, &mut state)
     }
 
     /// Merging directly: the repartition records that were unread at the reload go first.
     fn merge_unread(&mut self, merged: &mut Merged) -> Result<()> {
-        let unread = self.route.take_unread();
-        for record in &unread {
-            self.merge_record(record, merged)?;
-        }
-        Ok(())
+        let mut state = MergeState {
+            state: &mut self.state,
+            merged,
+        };
+        self.repartition.merge_unread(&mut state)
     }
 
     /// Matches and expired rows → the rest of the query → output; the touched partitions'
@@ -296,7 +289,7 @@ impl<'a> IntervalJoin<'a> {
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
     ) -> Result<()> {
-        self.route.commit_read(self.config, checkpoint);
+        self.repartition.route.commit_read(self.config, checkpoint);
         let Merged {
             mut joined,
             touched,
@@ -450,7 +443,12 @@ impl Processor for IntervalJoin<'_> {
         }
         // After the inputs' committed offsets: reading them settled their previous owners'
         // transactions (`route`).
-        self.route = Route::choose(self.config, consumer, &owned.repartition, self.partitions)?;
+        self.repartition.route = Route::choose(
+            self.config,
+            consumer,
+            &owned.repartition,
+            self.repartition.partitions,
+        )?;
         Ok(())
     }
 

@@ -24,6 +24,7 @@ mod poll;
 mod prefetch;
 mod processor;
 pub mod purge;
+mod repartition;
 mod route;
 pub mod stages;
 mod stateful;

@@ -12,7 +12,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 
 use crate::aggregate::changes::{self, pre_aggregate_changes, TableRows};
 use crate::aggregate::codec::{
-    from_json, partition_of, to_json, ChangelogKey, ChangelogValue, RepartitionRecord,
+    partition_of, to_json, ChangelogKey, ChangelogValue, RepartitionRecord,
 };
 use crate::aggregate::pre_aggregate::{pre_aggregate, PartialGroup, PartitionTimes};
 use crate::aggregate::query::WindowedQuery;
@@ -26,6 +26,7 @@ use crate::job::idle::IdleInputs;
 use crate::job::input::{decode_input, decode_input_rejecting};
 use crate::job::poll::Polled;
 use crate::job::processor::Processor;
+use crate::job::repartition::{MergeInto, Repartition};
 use crate::job::route::Route;
 use crate::job::stats::JobStats;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
@@ -40,14 +41,33 @@ pub(super) struct Windowed<'a> {
     transform: &'a SqlTransform,
     query: &'a WindowedQuery,
     runtime: &'a tokio::runtime::Runtime,
-    partitions: i32,
     /// Per owned input partition, the largest event time seen (committed with its offset).
     times: PartitionTimes,
     store: WindowStore,
     /// Over a table's changes: each key's current row, for the owned input partitions.
     table_rows: TableRows,
     idle: IdleInputs,
-    route: Route,
+    /// The repartition (and changelog) topic's partitions, and the route to them.
+    repartition: Repartition,
+}
+
+/// The window state as the repartition step merges into it, noting what it merged.
+struct MergeState<'s> {
+    job: &'s str,
+    store: &'s mut WindowStore,
+    touched: &'s mut BTreeSet<i32>,
+    stats: &'s mut JobStats,
+}
+
+impl MergeInto<RepartitionRecord> for MergeState<'_> {
+    fn merge(&mut self, partition: i32, record: RepartitionRecord) -> Result<()> {
+        if self.store.merge(partition, record)? == Merged::TooLate {
+            self.stats.partials_too_late += 1;
+            tracing::warn!(job = %self.job, partition, "a partial group arrived after its window was emitted");
+        }
+        self.touched.insert(partition);
+        Ok(())
+    }
 }
 
 impl<'a> Windowed<'a> {
@@ -65,7 +85,6 @@ impl<'a> Windowed<'a> {
             transform,
             query,
             runtime,
-            partitions,
             times: PartitionTimes::new(),
             table_rows: TableRows::default(),
             idle: IdleInputs::new(match query.window {
@@ -83,7 +102,7 @@ impl<'a> Windowed<'a> {
                 input_partitions: partitions,
                 max_state_entries: config.max_state_entries,
             }),
-            route: Route::Topic,
+            repartition: Repartition::new(partitions),
         }
     }
 
@@ -216,7 +235,7 @@ impl<'a> Windowed<'a> {
                 }
                 Windows::Session { .. } => to_json(&group.keys),
             };
-            let partition = partition_of(&key, self.partitions);
+            let partition = partition_of(&key, self.repartition.partitions);
             let partial = RepartitionRecord::partial(group);
             self.send(partition, Some(key), partial, checkpoint, touched, stats)?;
         }
@@ -251,8 +270,7 @@ impl<'a> Windowed<'a> {
         Ok(())
     }
 
-    /// `record` for repartition partition `partition`: merged into the window state directly,
-    /// or written to the topic.
+    /// `record` for repartition partition `partition` (`Repartition::send`).
     fn send(
         &mut self,
         partition: i32,
@@ -262,17 +280,14 @@ impl<'a> Windowed<'a> {
         touched: &mut BTreeSet<i32>,
         stats: &mut JobStats,
     ) -> Result<()> {
-        if self.route.is_direct() {
-            self.merge(partition, record, touched, stats)
-        } else {
-            checkpoint.records.push(Outgoing {
-                destination: Destination::Repartition(partition),
-                key,
-                value: Some(to_json(&record)),
-                timestamp_ms: None,
-            });
-            Ok(())
-        }
+        let mut state = MergeState {
+            job: &self.config.name,
+            store: &mut self.store,
+            touched,
+            stats,
+        };
+        self.repartition
+            .send(partition, key, record, checkpoint, &mut state)
     }
 
     /// `record` (an event time, idleness, an end) for every repartition partition.
@@ -283,66 +298,41 @@ impl<'a> Windowed<'a> {
         touched: &mut BTreeSet<i32>,
         stats: &mut JobStats,
     ) -> Result<()> {
-        if !self.route.is_direct() {
-            stateful::to_every_partition(checkpoint, self.partitions, &to_json(&record));
-            return Ok(());
-        }
-        for partition in 0..self.partitions {
-            self.merge(partition, record.clone(), touched, stats)?;
-        }
-        Ok(())
+        let mut state = MergeState {
+            job: &self.config.name,
+            store: &mut self.store,
+            touched,
+            stats,
+        };
+        self.repartition
+            .send_to_every_partition(record, checkpoint, &mut state)
     }
 
-    /// One repartition record → the window state of `partition`.
-    fn merge(
-        &mut self,
-        partition: i32,
-        record: RepartitionRecord,
-        touched: &mut BTreeSet<i32>,
-        stats: &mut JobStats,
-    ) -> Result<()> {
-        if self.store.merge(partition, record)? == Merged::TooLate {
-            stats.partials_too_late += 1;
-            tracing::warn!(job = %self.config.name, partition, "a partial group arrived after its window was emitted");
-        }
-        touched.insert(partition);
-        Ok(())
-    }
-
-    /// Repartition records read from the topic → window state (the ones read at the reload
-    /// were merged then).
+    /// Repartition records read from the topic → window state (`Repartition::merge_read`).
     fn merge_internal(
         &mut self,
         internal: &[InputRecord],
         touched: &mut BTreeSet<i32>,
         stats: &mut JobStats,
     ) -> Result<()> {
-        for record in internal {
-            if !self.route.read_before(record) {
-                self.merge_record(record, touched, stats)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// One repartition record read from the topic → window state.
-    fn merge_record(
-        &mut self,
-        record: &InputRecord,
-        touched: &mut BTreeSet<i32>,
-        stats: &mut JobStats,
-    ) -> Result<()> {
-        let value = record.value.as_deref().unwrap_or_default();
-        let partial = from_json(value, "repartition")?;
-        self.merge(record.partition, partial, touched, stats)
+        let mut state = MergeState {
+            job: &self.config.name,
+            store: &mut self.store,
+            touched,
+            stats,
+        };
+        self.repartition.merge_read(internal, &mut state)
     }
 
     /// Merging directly: the repartition records that were unread at the reload go first.
     fn merge_unread(&mut self, touched: &mut BTreeSet<i32>, stats: &mut JobStats) -> Result<()> {
-        for record in self.route.take_unread() {
-            self.merge_record(&record, touched, stats)?;
-        }
-        Ok(())
+        let mut state = MergeState {
+            job: &self.config.name,
+            store: &mut self.store,
+            touched,
+            stats,
+        };
+        self.repartition.merge_unread(&mut state)
     }
 
     /// Windows past the watermark → output rows; the touched partitions' changes → the
@@ -353,7 +343,7 @@ impl<'a> Windowed<'a> {
         checkpoint: &mut Checkpoint,
         stats: &mut JobStats,
     ) -> Result<()> {
-        self.route.commit_read(self.config, checkpoint);
+        self.repartition.route.commit_read(self.config, checkpoint);
         if touched.is_empty() {
             return Ok(());
         }
@@ -476,7 +466,12 @@ impl Processor for Windowed<'_> {
         }
         // After the inputs' committed offsets: reading them settled their previous owners'
         // transactions (`route`).
-        self.route = Route::choose(self.config, consumer, &owned.repartition, self.partitions)?;
+        self.repartition.route = Route::choose(
+            self.config,
+            consumer,
+            &owned.repartition,
+            self.repartition.partitions,
+        )?;
         Ok(())
     }
 
