@@ -29,7 +29,6 @@ use crate::job::input::decode_input;
 use crate::job::poll::Polled;
 use crate::job::processor::Processor;
 use crate::job::repartition::{MergeInto, Repartition};
-use crate::job::route::Route;
 use crate::job::stats::JobStats;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
 use crate::job::{stateful, JobConfig};
@@ -443,13 +442,8 @@ impl Processor for IntervalJoin<'_> {
         }
         // After the inputs' committed offsets: reading them settled their previous owners'
         // transactions (`route`).
-        self.repartition.route = Route::choose(
-            self.config,
-            consumer,
-            &owned.repartition,
-            self.repartition.partitions,
-        )?;
-        Ok(())
+        self.repartition
+            .reroute(self.config, consumer, &owned.repartition)
     }
 
     /// Announces the end of every owned input partition to every repartition partition.

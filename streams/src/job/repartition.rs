@@ -9,9 +9,11 @@ use serde::Serialize;
 
 use crate::aggregate::codec::{from_json, to_json};
 use crate::error::Result;
+use crate::job::consumer::JobConsumer;
 use crate::job::route::Route;
 use crate::job::stateful;
 use crate::job::transaction::{Checkpoint, Destination, Outgoing};
+use crate::job::JobConfig;
 use crate::record::InputRecord;
 
 /// A job's state, as the repartition step merges records of type `R` into it.
@@ -34,6 +36,19 @@ impl Repartition {
             route: Route::Topic,
             partitions,
         }
+    }
+
+    /// After a reload: the route for the repartition partitions now owned (`Route::choose`;
+    /// call it after reading the inputs' committed offsets, which settled their previous
+    /// owners' transactions).
+    pub(super) fn reroute(
+        &mut self,
+        config: &JobConfig,
+        consumer: &JobConsumer,
+        owned: &[i32],
+    ) -> Result<()> {
+        self.route = Route::choose(config, consumer, owned, self.partitions)?;
+        Ok(())
     }
 
     /// `record` for repartition partition `partition`.
