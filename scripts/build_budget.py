@@ -29,8 +29,10 @@ from collections import defaultdict
 BUDGET = {
     "crates compiled": 424,
     "crates in two or more versions": 20,
-    "linked executables": 20,
-    "executables linking DataFusion": 5,
+    # 21 and 6: the interval join's crash test is a binary of its own again (5 s of build,
+    # cli/tests/interval_crash.rs says why).
+    "linked executables": 21,
+    "executables linking DataFusion": 6,
 }
 HEAVY = "datafusion"
 

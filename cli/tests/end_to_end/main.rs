@@ -22,7 +22,6 @@ mod cluster_partition;
 mod cluster_processes;
 mod crash;
 mod http_pipeline;
-mod interval_crash;
 mod job_crash;
 mod job_metrics;
 mod kafka_bridge;

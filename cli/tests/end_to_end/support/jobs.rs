@@ -90,7 +90,11 @@ fn spawn(bootstrap: &str, arguments: &[String], instance: usize, logs: &Path) ->
             "-X",
             "heartbeat.interval.ms=500",
         ])
-        .env("RUST_LOG", "warn")
+        // WEIR_TEST_JOB_LOG=info shows each copy's rebalances, reloads and routes on a failure.
+        .env(
+            "RUST_LOG",
+            std::env::var("WEIR_TEST_JOB_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .stdout(log.try_clone().expect("log"))
         .stderr(log)
         .stdin(Stdio::null())
