@@ -424,8 +424,11 @@ impl Metrics {
         self.group_committed_offset.reset();
         self.group_lag.reset();
         for group in groups.group_ids() {
-            for (topic, partition, committed) in groups.fetch_offsets(&group, None) {
-                let Some(committed) = committed else { continue };
+            for fetched in groups.fetch_offsets(&group, None, false) {
+                let (topic, partition) = (fetched.topic, fetched.partition);
+                let Some(committed) = fetched.offset else {
+                    continue;
+                };
                 let index = partition.to_string();
                 let labels = [group.as_str(), topic.as_str(), index.as_str()];
                 self.group_committed_offset

@@ -127,6 +127,44 @@ impl CoordinatorState {
         true
     }
 
+    /// Checks a commit's member against the group's membership and generation.
+    fn check_member(&self, group_id: &str, member: &TxnMember<'_>) -> Option<GroupError> {
+        match self.groups.get(group_id) {
+            Some(group) => group
+                .check_instance(member.member_id, member.group_instance_id)
+                .or_else(|| group.check_commit(member.member_id, member.generation_id)),
+            // A group the coordinator does not know accepts only "simple" commits, as in Kafka.
+            None if member.generation_id < 0 => None,
+            None => Some(GroupError::IllegalGeneration {
+                requested: member.generation_id,
+                current: -1,
+            }),
+        }
+    }
+
+    /// Takes back the pending offsets a failed TxnOffsetCommit registered (`replaced`: each
+    /// key and the offset the transaction had pending for it before, if any).
+    fn unregister_pending(
+        &mut self,
+        producer_id: i64,
+        group_id: &str,
+        replaced: Vec<((String, i32), Option<CommittedOffset>)>,
+    ) {
+        let Some(pending) = self
+            .pending_txn
+            .get_mut(&producer_id)
+            .and_then(|groups| groups.get_mut(group_id))
+        else {
+            return;
+        };
+        for (key, before) in replaced {
+            match before {
+                Some(offset) => pending.insert(key, offset),
+                None => pending.remove(&key),
+            };
+        }
+    }
+
     /// A transaction of `producer_id` ended: its pending offsets apply (commit) or go (abort).
     fn complete_txn(&mut self, producer_id: i64, commit: bool) {
         let Some(groups) = self.pending_txn.remove(&producer_id) else {
@@ -199,6 +237,35 @@ pub struct CommitWait {
     pub durable: bool,
     /// Every in-sync replica holding it (cluster mode).
     pub replicated: bool,
+}
+
+/// The member a KIP-447 TxnOffsetCommit names (generation -1 and no member id: a producer
+/// committing without a consumer group's metadata, checked by nothing but its transaction).
+pub struct TxnMember<'a> {
+    pub member_id: &'a str,
+    pub group_instance_id: Option<&'a str>,
+    pub generation_id: i32,
+}
+
+/// Why a TxnOffsetCommit was refused: by the group (a zombie member or generation), or by the
+/// broker (the offsets partition, the append).
+#[derive(Debug, thiserror::Error)]
+pub enum TxnCommitError {
+    #[error(transparent)]
+    Group(GroupError),
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
+}
+
+/// A committed offset as OffsetFetch answers it.
+pub struct FetchedOffset {
+    pub topic: String,
+    pub partition: i32,
+    /// `None`: nothing committed.
+    pub offset: Option<CommittedOffset>,
+    /// An open transaction is committing an offset for the partition (asked with
+    /// `require_stable`).
+    pub unstable: bool,
 }
 
 /// One group as ListGroups / DescribeGroups show it.

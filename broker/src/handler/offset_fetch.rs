@@ -10,25 +10,36 @@ use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
     OffsetFetchResponseTopic, OffsetFetchResponseTopics,
 };
-use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
+use kafka_protocol::messages::{GroupId, OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::context::BrokerContext;
 use crate::group::offsets::CommittedOffset;
+use crate::group::FetchedOffset;
 use crate::handler::access::Access;
 use crate::security::acl::Operation;
 
-type Found = Vec<(String, i32, Option<CommittedOffset>)>;
-/// (partition index, committed offset if any)
-type PartitionOffsets = Vec<(i32, Option<CommittedOffset>)>;
+type Found = Vec<FetchedOffset>;
 
-fn by_topic(found: Found) -> Vec<(String, PartitionOffsets)> {
-    let mut topics: Vec<(String, PartitionOffsets)> = Vec::new();
-    for (topic, partition, offset) in found {
-        match topics.iter_mut().find(|(name, _)| *name == topic) {
-            Some((_, partitions)) => partitions.push((partition, offset)),
-            None => topics.push((topic, vec![(partition, offset)])),
+/// The wanted partitions of a request's topics (`None`: all the group committed).
+type Wanted = Option<Vec<(String, i32)>>;
+
+fn wanted<'a>(topics: Option<impl IntoIterator<Item = (&'a TopicName, Vec<i32>)>>) -> Wanted {
+    topics.map(|topics| {
+        topics
+            .into_iter()
+            .flat_map(|(name, indexes)| indexes.into_iter().map(move |p| (name.to_string(), p)))
+            .collect()
+    })
+}
+
+fn by_topic(found: Found) -> Vec<(String, Found)> {
+    let mut topics: Vec<(String, Found)> = Vec::new();
+    for fetched in found {
+        match topics.iter_mut().find(|(name, _)| *name == fetched.topic) {
+            Some((_, partitions)) => partitions.push(fetched),
+            None => topics.push((fetched.topic.clone(), vec![fetched])),
         }
     }
     topics
@@ -44,12 +55,13 @@ fn authorized(
     let mut refused = std::collections::HashSet::new();
     let kept = found
         .into_iter()
-        .filter_map(|(topic, partition, offset)| {
-            if access.allows_topic(Operation::Describe, &topic) {
-                return Some((topic, partition, offset));
+        .filter_map(|mut fetched| {
+            if access.allows_topic(Operation::Describe, &fetched.topic) {
+                return Some(fetched);
             }
-            refused.insert(topic.clone());
-            (!all_topics).then_some((topic, partition, None))
+            refused.insert(fetched.topic.clone());
+            fetched.offset = None;
+            (!all_topics).then_some(fetched)
         })
         .collect();
     (kept, refused)
@@ -62,7 +74,18 @@ fn values(offset: &Option<CommittedOffset>) -> (i64, i32, String) {
     }
 }
 
-#[allow(clippy::too_many_lines)] // both request versions and their checks; to be split (#51)
+/// A partition's error: its topic refused, else UNSTABLE_OFFSET_COMMIT when asked for stable
+/// offsets while a transaction commits one (KIP-447: the client retries).
+fn partition_error(refused: &std::collections::HashSet<String>, fetched: &FetchedOffset) -> i16 {
+    if refused.contains(&fetched.topic) {
+        ResponseError::TopicAuthorizationFailed.code()
+    } else if fetched.unstable {
+        ResponseError::UnstableOffsetCommit.code()
+    } else {
+        0
+    }
+}
+
 pub fn handle(
     context: &Arc<BrokerContext>,
     access: &Access,
@@ -70,129 +93,139 @@ pub fn handle(
     request: OffsetFetchRequest,
 ) -> OffsetFetchResponse {
     let require_stable = version >= 7 && request.require_stable;
-    let group_refused = ResponseError::GroupAuthorizationFailed.code();
-    // KIP-447: with require_stable, an offset an open transaction is changing is unstable.
-    let unstable = |group: &str, topic: &str, partition: i32| -> i16 {
-        if require_stable && context.groups.has_pending_offset(group, topic, partition) {
-            ResponseError::UnstableOffsetCommit.code()
-        } else {
-            0
-        }
-    };
     if version >= 8 {
         let groups = request
             .groups
             .into_iter()
             .map(|group| {
-                if !access.allows_group(Operation::Describe, &group.group_id) {
-                    return OffsetFetchResponseGroup::default()
-                        .with_group_id(group.group_id)
-                        .with_error_code(group_refused);
-                }
-                if let Some(error) = context.groups.coordinator_error(&group.group_id) {
-                    return OffsetFetchResponseGroup::default()
-                        .with_group_id(group.group_id)
-                        .with_error_code(super::errors::code(Some(error)));
-                }
-                let wanted = group.topics.map(|topics| {
+                let topics = group.topics.as_ref().map(|topics| {
                     topics
-                        .into_iter()
-                        .flat_map(|t| {
-                            t.partition_indexes
-                                .into_iter()
-                                .map(move |p| (t.name.to_string(), p))
-                        })
-                        .collect()
+                        .iter()
+                        .map(|t| (&t.name, t.partition_indexes.clone()))
                 });
-                let all_topics = wanted.is_none();
-                let found = context.groups.fetch_offsets(&group.group_id, wanted);
-                let (found, refused) = authorized(access, all_topics, found);
-                let error = |topic: &str, index: i32| match refused.contains(topic) {
-                    true => ResponseError::TopicAuthorizationFailed.code(),
-                    false => unstable(&group.group_id, topic, index),
-                };
-                let topics = by_topic(found)
-                    .into_iter()
-                    .map(|(topic, partitions)| {
-                        let partitions = partitions
-                            .into_iter()
-                            .map(|(index, offset)| {
-                                let (committed, epoch, metadata) = values(&offset);
-                                OffsetFetchResponsePartitions::default()
-                                    .with_partition_index(index)
-                                    .with_committed_offset(committed)
-                                    .with_committed_leader_epoch(epoch)
-                                    .with_metadata(Some(StrBytes::from_string(metadata)))
-                                    .with_error_code(error(&topic, index))
-                            })
-                            .collect();
-                        OffsetFetchResponseTopics::default()
-                            .with_name(TopicName(StrBytes::from_string(topic)))
-                            .with_partitions(partitions)
-                    })
-                    .collect();
-                OffsetFetchResponseGroup::default()
-                    .with_group_id(group.group_id)
-                    .with_topics(topics)
+                let wanted = wanted(topics);
+                answer_group(context, access, group.group_id, wanted, require_stable)
             })
             .collect();
         return OffsetFetchResponse::default().with_groups(groups);
     }
-    let wanted = request.topics.map(|topics| {
+    let topics = request.topics.as_ref().map(|topics| {
         topics
-            .into_iter()
-            .flat_map(|t| {
-                t.partition_indexes
-                    .into_iter()
-                    .map(move |p| (t.name.to_string(), p))
-            })
-            .collect()
+            .iter()
+            .map(|t| (&t.name, t.partition_indexes.clone()))
     });
+    let wanted = wanted(topics);
+    answer_single_group(
+        context,
+        access,
+        version,
+        &request.group_id,
+        wanted,
+        require_stable,
+    )
+}
+
+/// One group of a v8+ request.
+fn answer_group(
+    context: &Arc<BrokerContext>,
+    access: &Access,
+    group_id: GroupId,
+    wanted: Wanted,
+    require_stable: bool,
+) -> OffsetFetchResponseGroup {
+    if !access.allows_group(Operation::Describe, &group_id) {
+        return OffsetFetchResponseGroup::default()
+            .with_group_id(group_id)
+            .with_error_code(ResponseError::GroupAuthorizationFailed.code());
+    }
+    if let Some(error) = context.groups.coordinator_error(&group_id) {
+        return OffsetFetchResponseGroup::default()
+            .with_group_id(group_id)
+            .with_error_code(super::errors::code(Some(error)));
+    }
     let all_topics = wanted.is_none();
-    let group_allowed = access.allows_group(Operation::Describe, &request.group_id);
-    let found = context.groups.fetch_offsets(&request.group_id, wanted);
+    let found = context
+        .groups
+        .fetch_offsets(&group_id, wanted, require_stable);
     let (found, refused) = authorized(access, all_topics, found);
-    let error = |topic: &str, index: i32| {
-        if !group_allowed {
-            group_refused
-        } else if refused.contains(topic) {
-            ResponseError::TopicAuthorizationFailed.code()
-        } else {
-            unstable(&request.group_id, topic, index)
-        }
-    };
+    let topics = by_topic(found)
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let partitions = partitions
+                .iter()
+                .map(|fetched| {
+                    let (committed, epoch, metadata) = values(&fetched.offset);
+                    OffsetFetchResponsePartitions::default()
+                        .with_partition_index(fetched.partition)
+                        .with_committed_offset(committed)
+                        .with_committed_leader_epoch(epoch)
+                        .with_metadata(Some(StrBytes::from_string(metadata)))
+                        .with_error_code(partition_error(&refused, fetched))
+                })
+                .collect();
+            OffsetFetchResponseTopics::default()
+                .with_name(TopicName(StrBytes::from_string(topic)))
+                .with_partitions(partitions)
+        })
+        .collect();
+    OffsetFetchResponseGroup::default()
+        .with_group_id(group_id)
+        .with_topics(topics)
+}
+
+/// A v1–7 request's one group.
+fn answer_single_group(
+    context: &Arc<BrokerContext>,
+    access: &Access,
+    version: i16,
+    group_id: &str,
+    wanted: Wanted,
+    require_stable: bool,
+) -> OffsetFetchResponse {
+    let group_refused = ResponseError::GroupAuthorizationFailed.code();
+    let all_topics = wanted.is_none();
+    let group_allowed = access.allows_group(Operation::Describe, group_id);
+    let found = context
+        .groups
+        .fetch_offsets(group_id, wanted, require_stable);
+    let (found, refused) = authorized(access, all_topics, found);
     // A refused group's offsets do not show (v2+ also says so at the top).
     let found = match group_allowed {
         true => found,
         false => found
             .into_iter()
             .filter(|_| !all_topics)
-            .map(|(topic, partition, _)| (topic, partition, None))
+            .map(|fetched| FetchedOffset {
+                offset: None,
+                ..fetched
+            })
             .collect(),
+    };
+    let error = |fetched: &FetchedOffset| match group_allowed {
+        false => group_refused,
+        true => partition_error(&refused, fetched),
     };
     let topics = by_topic(found)
         .into_iter()
         .map(|(topic, partitions)| {
+            let partitions = partitions
+                .iter()
+                .map(|fetched| {
+                    let (committed, epoch, metadata) = values(&fetched.offset);
+                    let partition = OffsetFetchResponsePartition::default()
+                        .with_partition_index(fetched.partition)
+                        .with_committed_offset(committed)
+                        .with_metadata(Some(StrBytes::from_string(metadata)))
+                        .with_error_code(error(fetched));
+                    match version >= 5 {
+                        true => partition.with_committed_leader_epoch(epoch),
+                        false => partition,
+                    }
+                })
+                .collect();
             OffsetFetchResponseTopic::default()
-                .with_name(TopicName(StrBytes::from_string(topic.clone())))
-                .with_partitions(
-                    partitions
-                        .into_iter()
-                        .map(|(index, offset)| {
-                            let (committed, epoch, metadata) = values(&offset);
-                            let partition = OffsetFetchResponsePartition::default()
-                                .with_partition_index(index)
-                                .with_committed_offset(committed)
-                                .with_metadata(Some(StrBytes::from_string(metadata)))
-                                .with_error_code(error(&topic, index));
-                            if version >= 5 {
-                                partition.with_committed_leader_epoch(epoch)
-                            } else {
-                                partition
-                            }
-                        })
-                        .collect(),
-                )
+                .with_name(TopicName(StrBytes::from_string(topic)))
+                .with_partitions(partitions)
         })
         .collect();
     let response = OffsetFetchResponse::default().with_topics(topics);

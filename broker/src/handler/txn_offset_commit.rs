@@ -15,6 +15,7 @@ use kafka_protocol::ResponseError;
 use crate::context::BrokerContext;
 use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::{CommittedOffset, OFFSETS_TOPIC};
+use crate::group::{TxnCommitError, TxnMember};
 use crate::handler::access::Access;
 use crate::handler::commit_order::CommitOrder;
 use crate::handler::errors::error_for;
@@ -75,16 +76,27 @@ pub async fn handle(
             .with_name(name)
             .with_partitions(partitions)
     });
+    // KIP-447: a member of the group's current generation (checked as the offsets are
+    // registered, atomically with any rebalance).
+    let member = (request.generation_id >= 0 || !request.member_id.is_empty()).then(|| TxnMember {
+        member_id: &request.member_id,
+        group_instance_id: request.group_instance_id.as_deref(),
+        generation_id: request.generation_id,
+    });
+    let producer = (request.producer_id.0, request.producer_epoch);
     let committed = context
         .groups
         .txn_commit(
             &context.topics,
             group_id,
-            request.producer_id.0,
-            request.producer_epoch,
+            producer,
+            member.as_ref(),
             commits,
         )
-        .map_err(|failure| error_for(&failure));
+        .map_err(|failure| match failure {
+            TxnCommitError::Group(refused) => refused.into(),
+            TxnCommitError::Broker(failure) => error_for(&failure),
+        });
     let waited = match committed {
         Ok(Some(wait)) => wait_for_commit(&wait).await,
         Ok(None) => Ok(()),
@@ -104,7 +116,8 @@ pub async fn handle(
 }
 
 /// The producer's transaction must have added the group's offsets partition (asked of its
-/// coordinator, wherever it runs); KIP-447 members must be of the group's current generation.
+/// coordinator, wherever it runs). The member's generation is checked as the offsets are
+/// registered (`txn_commit`).
 async fn check(
     context: &Arc<BrokerContext>,
     version: i16,
@@ -131,16 +144,5 @@ async fn check(
             other => other,
         });
     }
-    if request.generation_id < 0 && request.member_id.is_empty() {
-        return None;
-    }
-    context
-        .groups
-        .check_commit(
-            group_id,
-            &request.member_id,
-            request.group_instance_id.as_deref(),
-            request.generation_id,
-        )
-        .map(Into::into)
+    None
 }

@@ -13,18 +13,12 @@ impl GroupCoordinator {
         group_instance_id: Option<&str>,
         generation_id: i32,
     ) -> Option<GroupError> {
-        let state = self.lock();
-        match state.groups.get(group_id) {
-            Some(group) => group
-                .check_instance(member_id, group_instance_id)
-                .or_else(|| group.check_commit(member_id, generation_id)),
-            // A group the coordinator does not know accepts only "simple" commits, as in Kafka.
-            None if generation_id < 0 => None,
-            None => Some(GroupError::IllegalGeneration {
-                requested: generation_id,
-                current: -1,
-            }),
-        }
+        let member = TxnMember {
+            member_id,
+            group_instance_id,
+            generation_id,
+        };
+        self.lock().check_member(group_id, &member)
     }
 
     /// Appends offset commits to the group's `__consumer_offsets` partition, then applies them.
@@ -137,14 +131,18 @@ impl GroupCoordinator {
 
     /// TxnOffsetCommit: the offsets are written to the group's partition of
     /// `__consumer_offsets` inside the producer's transaction and stay pending until its marker.
+    /// A KIP-447 commit (`member`) is checked against the group's generation and registered as
+    /// pending in one step under the coordinator's lock, before it is appended: a rebalance
+    /// cannot complete in between, so a new owner's `require_stable` fetch either sees it
+    /// pending or never sees it (refused as a zombie's).
     pub fn txn_commit(
         &self,
         topics: &TopicRegistry,
         group_id: &str,
-        producer_id: i64,
-        producer_epoch: i16,
+        producer: (i64, i16),
+        member: Option<&TxnMember<'_>>,
         commits: Vec<(String, i32, CommittedOffset)>,
-    ) -> Result<Option<CommitWait>, BrokerError> {
+    ) -> Result<Option<CommitWait>, TxnCommitError> {
         if commits.is_empty() {
             return Ok(None);
         }
@@ -158,19 +156,35 @@ impl GroupCoordinator {
                 )
             })
             .collect();
-        let producer = Some((producer_id, producer_epoch));
-        let batch = internal::key_value_batch(records, producer, self.clock.now_ms())?;
-        let appended = partition.append_from_coordinator(batch)?;
-        let mut state = self.lock();
-        let pending = state
-            .pending_txn
-            .entry(producer_id)
-            .or_default()
-            .entry(group_id.to_string())
-            .or_default();
-        for (topic, index, offset) in commits {
-            pending.insert((topic, index), offset);
-        }
+        let batch = internal::key_value_batch(records, Some(producer), self.clock.now_ms())?;
+        let replaced = {
+            let mut state = self.lock();
+            if let Some(refused) = member.and_then(|member| state.check_member(group_id, member)) {
+                return Err(TxnCommitError::Group(refused));
+            }
+            let pending = state
+                .pending_txn
+                .entry(producer.0)
+                .or_default()
+                .entry(group_id.to_string())
+                .or_default();
+            commits
+                .into_iter()
+                .map(|(topic, index, offset)| {
+                    let key = (topic, index);
+                    let before = pending.insert(key.clone(), offset);
+                    (key, before)
+                })
+                .collect::<Vec<_>>()
+        };
+        let appended = match partition.append_from_coordinator(batch) {
+            Ok(appended) => appended,
+            Err(error) => {
+                self.lock()
+                    .unregister_pending(producer.0, group_id, replaced);
+                return Err(TxnCommitError::Broker(error.into()));
+            }
+        };
         // As a plain commit: held by the offsets partition's replicas before it is answered,
         // or the transaction could commit without its offsets.
         let durable = topic.config.flush_on_ack;
@@ -188,37 +202,45 @@ impl GroupCoordinator {
         self.lock().complete_txn(producer_id, commit);
     }
 
-    /// Whether an open transaction holds a pending offset for the group's partition
-    /// (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT then, KIP-447).
-    pub fn has_pending_offset(&self, group_id: &str, topic: &str, partition: i32) -> bool {
-        let key = (topic.to_string(), partition);
-        self.lock().pending_txn.values().any(|groups| {
-            groups
-                .get(group_id)
-                .is_some_and(|offsets| offsets.contains_key(&key))
-        })
-    }
-
-    /// Committed offsets of a group: the requested partitions, or all when `None`.
+    /// Committed offsets of a group: the requested partitions, or all when `None`. With
+    /// `require_stable`, each also says whether an open transaction holds a pending offset for
+    /// it (OffsetFetch answers UNSTABLE_OFFSET_COMMIT then, KIP-447) — read under the same lock
+    /// as the offset, so that a transaction completing in between cannot make the offset before
+    /// it look stable.
     pub fn fetch_offsets(
         &self,
         group_id: &str,
         partitions: Option<Vec<(String, i32)>>,
-    ) -> Vec<(String, i32, Option<CommittedOffset>)> {
+        require_stable: bool,
+    ) -> Vec<FetchedOffset> {
         let state = self.lock();
         let committed = state.offsets.get(group_id);
+        let pending = |key: &(String, i32)| {
+            require_stable
+                && state.pending_txn.values().any(|groups| {
+                    groups
+                        .get(group_id)
+                        .is_some_and(|offsets| offsets.contains_key(key))
+                })
+        };
+        let fetched = |key: (String, i32), offset: Option<CommittedOffset>| FetchedOffset {
+            unstable: pending(&key),
+            topic: key.0,
+            partition: key.1,
+            offset,
+        };
         match partitions {
             Some(wanted) => wanted
                 .into_iter()
-                .map(|(topic, index)| {
-                    let found = committed.and_then(|c| c.get(&(topic.clone(), index)).cloned());
-                    (topic, index, found)
+                .map(|key| {
+                    let offset = committed.and_then(|c| c.get(&key).cloned());
+                    fetched(key, offset)
                 })
                 .collect(),
             None => committed
                 .map(|c| {
                     c.iter()
-                        .map(|((t, p), o)| (t.clone(), *p, Some(o.clone())))
+                        .map(|(key, offset)| fetched(key.clone(), Some(offset.clone())))
                         .collect()
                 })
                 .unwrap_or_default(),

@@ -152,3 +152,99 @@ async fn a_settled_group_comes_back_after_a_restart_and_carries_on_without_a_reb
     assert!(last.describe("g").is_none());
     assert!(last.group_ids().is_empty());
 }
+
+/// KIP-447: a TxnOffsetCommit of the group's current generation is pending (a `require_stable`
+/// fetch answers it unstable) until its transaction ends; one of an older generation is refused
+/// and leaves nothing pending, so a new owner reads the offset before it as stable.
+#[tokio::test]
+async fn transactional_commits_are_fenced_by_generation_and_pending_until_their_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let mut config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().into());
+    config.set("group.initial.rebalance.delay.ms", "0").unwrap();
+    let topics = TopicRegistry::open(
+        crate::config::LiveConfig::new(config.clone()),
+        clock.clone(),
+        false,
+    )
+    .unwrap();
+    topics.create("t", 1, 1, Default::default()).unwrap();
+    let coordinator = GroupCoordinator::new(GroupLimits::from_config(&config), 3, clock.clone());
+    let joined = coordinator.join(&topics, "g", join_request("")).await;
+    let member_id = joined.member_id.clone();
+    let synced = coordinator
+        .sync(
+            &topics,
+            "g",
+            &member_id,
+            None,
+            1,
+            vec![(member_id.clone(), Bytes::new())],
+        )
+        .await;
+    assert_eq!(synced.error, None);
+    coordinator
+        .commit(&topics, "g", vec![("t".into(), 0, offset(10, 1_000_000))])
+        .unwrap();
+    let fetch = || {
+        let fetched = coordinator.fetch_offsets("g", Some(vec![("t".into(), 0)]), true);
+        let only = &fetched[0];
+        (only.offset.as_ref().map(|o| o.offset), only.unstable)
+    };
+    let member = |generation_id| TxnMember {
+        member_id: &member_id,
+        group_instance_id: None,
+        generation_id,
+    };
+
+    let zombie = coordinator.txn_commit(
+        &topics,
+        "g",
+        (7, 0),
+        Some(&member(0)),
+        vec![("t".into(), 0, offset(20, 1_000_000))],
+    );
+    assert!(
+        matches!(
+            zombie,
+            Err(TxnCommitError::Group(GroupError::IllegalGeneration { .. }))
+        ),
+        "an older generation's commit is refused"
+    );
+    assert_eq!(fetch(), (Some(10), false), "and leaves nothing pending");
+
+    coordinator
+        .txn_commit(
+            &topics,
+            "g",
+            (8, 0),
+            Some(&member(1)),
+            vec![("t".into(), 0, offset(30, 1_000_000))],
+        )
+        .unwrap();
+    assert_eq!(fetch(), (Some(10), true), "pending until its marker");
+    let plain = coordinator.fetch_offsets("g", Some(vec![("t".into(), 0)]), false);
+    assert!(
+        !plain[0].unstable,
+        "without require_stable nothing is unstable"
+    );
+    coordinator.complete_txn(8, true);
+    assert_eq!(fetch(), (Some(30), false), "committed by its marker");
+
+    coordinator
+        .txn_commit(
+            &topics,
+            "g",
+            (9, 0),
+            None,
+            vec![("t".into(), 0, offset(40, 1_000_000))],
+        )
+        .unwrap();
+    assert_eq!(fetch(), (Some(30), true));
+    coordinator.complete_txn(9, false);
+    assert_eq!(
+        fetch(),
+        (Some(30), false),
+        "an aborted transaction's offset goes"
+    );
+}
