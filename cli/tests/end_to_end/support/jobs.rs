@@ -59,8 +59,18 @@ impl JobPair {
 }
 
 impl Drop for JobPair {
+    /// Stops both copies; with `WEIR_TEST_KEEP_LOGS=<dir>` their logs are kept there (a passing
+    /// run's too, to compare with a failing one's).
     fn drop(&mut self) {
         self.stop();
+        if let Some(keep) = std::env::var_os("WEIR_TEST_KEEP_LOGS") {
+            let keep = PathBuf::from(keep);
+            let _ = std::fs::create_dir_all(&keep);
+            for instance in 0..2 {
+                let kept = keep.join(format!("job-{instance}-{}.log", std::process::id()));
+                let _ = std::fs::copy(log_path(&self.logs, instance), kept);
+            }
+        }
     }
 }
 

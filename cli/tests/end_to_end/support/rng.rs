@@ -8,7 +8,14 @@ impl Rng {
         Rng(seed | 1)
     }
 
+    /// `WEIR_TEST_SEED` when set (to replay a failed run's input and kills), else the clock.
     pub(crate) fn seed_from_clock() -> u64 {
+        if let Some(seed) = std::env::var("WEIR_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+        {
+            return seed;
+        }
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(1, |d| d.as_nanos() as u64)
