@@ -123,9 +123,35 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {}", one_line(&error));
-            std::process::ExitCode::FAILURE
+            match remedy(&error) {
+                // A job's or a pipeline's error says what can be done, and its exit status
+                // tells a supervisor whether restarting can help (README: "Exit status").
+                Some(remedy) => {
+                    eprintln!("hint: {}", remedy.advice());
+                    std::process::ExitCode::from(remedy.exit_code())
+                }
+                None => std::process::ExitCode::FAILURE,
+            }
         }
     }
+}
+
+/// What can be done about an error of a job, a pipeline, a connector or a cluster client.
+fn remedy(error: &anyhow::Error) -> Option<weir_client::Remedy> {
+    error.chain().find_map(|cause| {
+        if let Some(error) = cause.downcast_ref::<weir_pipelines::PipelineError>() {
+            return Some(error.remedy());
+        }
+        if let Some(error) = cause.downcast_ref::<weir_streams::StreamsError>() {
+            return Some(error.remedy());
+        }
+        if let Some(error) = cause.downcast_ref::<weir_connectors::ConnectorError>() {
+            return Some(error.remedy());
+        }
+        cause
+            .downcast_ref::<weir_client::ClientError>()
+            .map(weir_client::ClientError::remedy)
+    })
 }
 
 /// The error and its causes on one line, leaving out a cause its wrapper already quotes.

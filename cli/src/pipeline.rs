@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::bail;
 use clap::{Args, Subcommand};
 use weir_pipelines::load::LoadedPipeline;
 use weir_pipelines::metrics::PipelineMetrics;
@@ -75,7 +74,14 @@ pub(crate) async fn run(args: PipelineArgs) -> anyhow::Result<()> {
 async fn checked(path: &std::path::Path, offline: bool) -> anyhow::Result<Vec<LoadedPipeline>> {
     match check(path, offline).await {
         Ok(pipelines) => Ok(pipelines),
-        Err(diagnostics) => bail!("{} problem(s):\n{diagnostics}", diagnostics.0.len()),
+        Err(diagnostics) => {
+            let problems = format!("{} problem(s)", diagnostics.0.len());
+            // Kept typed under its context: the exit status says it needs a change.
+            Err(
+                anyhow::Error::new(weir_pipelines::PipelineError::Invalid(diagnostics))
+                    .context(problems),
+            )
+        }
     }
 }
 

@@ -101,13 +101,13 @@ impl Changes {
     /// key as their first column `key_column`. All changes must have the same columns.
     pub fn latest(changes: &[Changes], key_column: &str) -> Result<LatestRows, ConnectorError> {
         let Some(first) = changes.first() else {
-            return Err(ConnectorError::Sink("no changes to apply".into()));
+            return Err(ConnectorError::Internal("no changes to apply".into()));
         };
         let schema = first.rows.schema();
         let mut last: std::collections::HashMap<&str, (usize, usize)> = Default::default();
         for (batch, change) in changes.iter().enumerate() {
             if change.rows.schema() != schema || change.rows.num_rows() != change.len() {
-                return Err(ConnectorError::Sink(
+                return Err(ConnectorError::Internal(
                     "changes of different columns cannot be applied together".into(),
                 ));
             }
@@ -139,12 +139,13 @@ impl Changes {
             let column = if picks.is_empty() {
                 new_null_array(schema.field(index).data_type(), 0)
             } else {
-                interleave(&arrays, &picks).map_err(|e| ConnectorError::Sink(e.to_string()))?
+                interleave(&arrays, &picks)
+                    .map_err(ConnectorError::internal("picking the changes' rows"))?
             };
             columns.push(column);
         }
         let upserts = RecordBatch::try_new(std::sync::Arc::new(Schema::new(fields)), columns)
-            .map_err(|e| ConnectorError::Sink(format!("the changes' rows: {e}")))?;
+            .map_err(ConnectorError::internal("the changes' rows"))?;
         Ok(LatestRows {
             upserts,
             deleted_keys,

@@ -1,7 +1,7 @@
 //! The pipelines crate's errors.
 
 use rdkafka::error::KafkaError;
-use weir_client::{ClientError, Fenced};
+use weir_client::{ClientError, Fenced, Remedy};
 use weir_connectors::ConnectorError;
 use weir_streams::StreamsError;
 
@@ -59,6 +59,22 @@ impl PipelineError {
                 ..
             } => Some(fenced),
             _ => None,
+        }
+    }
+
+    /// What can be done about it (the embedded broker's start-up errors are its
+    /// configuration's or data directory's).
+    pub fn remedy(&self) -> Remedy {
+        use weir_broker::BrokerError;
+        match self {
+            PipelineError::Invalid(_) | PipelineError::Stage { .. } => Remedy::Fix,
+            PipelineError::Client { source, .. } => source.remedy(),
+            PipelineError::Connector { source, .. } => source.remedy(),
+            PipelineError::Streams { source, .. } => source.remedy(),
+            PipelineError::Broker(BrokerError::Config(_) | BrokerError::DataDirectory { .. }) => {
+                Remedy::Fix
+            }
+            PipelineError::Broker(_) => Remedy::Retry,
         }
     }
 

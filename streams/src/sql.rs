@@ -74,7 +74,7 @@ impl SqlTransform {
         let session = Session::new(&all)?;
         let plan = session.plan(query).await?;
         if plan.schema().fields().is_empty() {
-            return Err(StreamsError::Config(format!(
+            return Err(StreamsError::Query(format!(
                 "the query selects no columns: {query}"
             )));
         }
@@ -107,12 +107,12 @@ impl SqlTransform {
         }
         let transform = match WindowedQuery::from_plan(&session, &plan)? {
             Some(_) if inputs.len() > 1 => {
-                return Err(StreamsError::Config(
+                return Err(StreamsError::Query(
                     "a windowed query reads one input topic".into(),
                 ))
             }
             Some(_) if !joins.is_empty() => {
-                return Err(StreamsError::Config(
+                return Err(StreamsError::Query(
                     "a windowed query with a join is not supported yet".into(),
                 ))
             }
@@ -197,7 +197,7 @@ impl SqlTransform {
         tables: &[TableState],
     ) -> Result<(Vec<RecordBatch>, record_time::RecordTimes)> {
         let Transform::Stateless(plan) = &self.transform else {
-            return Err(StreamsError::Config(
+            return Err(StreamsError::Query(
                 "a windowed query or a join between streams keeps state across checkpoints; \
                  run it as a job"
                     .into(),

@@ -21,6 +21,7 @@ mod cluster_failover;
 mod cluster_partition;
 mod cluster_processes;
 mod crash;
+mod exit_status;
 mod http_pipeline;
 mod job_crash;
 mod job_metrics;

@@ -15,7 +15,8 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use weir_client::{
-    create_topics, CheckpointProducer, ClientError, ClientSettings, Outgoing, CLUSTER_TIMEOUT,
+    create_topics, CheckpointProducer, ClientError, ClientSettings, Outgoing, Remedy,
+    CLUSTER_TIMEOUT,
 };
 
 use super::config::KafkaSinkConfig;
@@ -42,17 +43,14 @@ pub struct KafkaSink {
     stats: SinkStats,
 }
 
-fn failure(what: &str) -> impl FnOnce(KafkaError) -> ConnectorError + '_ {
-    move |error| ConnectorError::Sink(format!("far cluster, {what}: {error}"))
+fn failure(what: &'static str) -> impl FnOnce(KafkaError) -> ConnectorError {
+    move |error| ConnectorError::far_cluster(what)(ClientError::kafka(what)(error))
 }
 
 /// The producer's error: fenced (a newer copy of the pipeline writes the sink now), or a
 /// failure of the far cluster.
 fn far_cluster(error: ClientError) -> ConnectorError {
-    match error {
-        ClientError::Fenced(fenced) => ConnectorError::Fenced(fenced),
-        error => ConnectorError::Sink(format!("far cluster, {error}")),
-    }
+    ConnectorError::far_cluster("producing")(error)
 }
 
 impl KafkaSink {
@@ -107,7 +105,7 @@ impl KafkaSink {
         ];
         create_topics(&admin, &topics, CLUSTER_TIMEOUT)
             .await
-            .map_err(|error| ConnectorError::Sink(format!("far cluster: {error}")))?;
+            .map_err(ConnectorError::far_cluster("creating topics"))?;
         Ok(())
     }
 
@@ -144,9 +142,12 @@ impl KafkaSink {
                 return Ok(offsets);
             }
             if Instant::now() > deadline {
-                return Err(ConnectorError::Sink(format!(
-                    "far cluster: {topic} could not be read to its end"
-                )));
+                return Err(ConnectorError::target(
+                    "far cluster",
+                    format!("reading {topic}"),
+                    Remedy::Retry,
+                    "not read to its end in time",
+                ));
             }
             let Some(message) = consumer.poll(Duration::from_millis(100)) else {
                 continue;
@@ -175,7 +176,7 @@ impl KafkaSink {
     fn producer(&mut self) -> Result<&mut CheckpointProducer, ConnectorError> {
         self.producer
             .as_mut()
-            .ok_or_else(|| ConnectorError::Sink("the sink is not open".into()))
+            .ok_or_else(|| ConnectorError::Internal("the sink is not open".into()))
     }
 
     fn in_transaction(&self) -> bool {
@@ -277,7 +278,7 @@ impl Sink for KafkaSink {
         let keys = match self.key_index {
             Some(index) => Some(
                 ArrayFormatter::try_new(batch.column(index).as_ref(), &FormatOptions::default())
-                    .map_err(|e| ConnectorError::Sink(format!("key_column: {e}")))?,
+                    .map_err(ConnectorError::rows("key_column"))?,
             ),
             None => None,
         };
@@ -332,7 +333,7 @@ fn json_lines(batch: &RecordBatch) -> Result<Vec<u8>, ConnectorError> {
     writer
         .write(batch)
         .and_then(|_| writer.finish())
-        .map_err(|e| ConnectorError::Sink(format!("encoding rows: {e}")))?;
+        .map_err(ConnectorError::rows("encoding rows"))?;
     drop(writer);
     Ok(encoded)
 }

@@ -33,8 +33,15 @@ fn kafka_error(
     what: &str,
     topic: &str,
 ) -> impl FnOnce(rdkafka::error::KafkaError) -> ConnectorError {
-    let context = format!("{what} (far topic {topic})");
-    move |error| ConnectorError::Source(format!("{context}: {error}"))
+    let operation = format!("{what} (far topic {topic})");
+    move |source| {
+        let error = weir_client::ClientError::Kafka {
+            operation: "consuming",
+            source,
+        };
+        let remedy = error.remedy();
+        ConnectorError::target("far cluster", operation, remedy, error)
+    }
 }
 
 impl KafkaSource {
@@ -86,7 +93,7 @@ impl KafkaSource {
             .flat_map(|t| t.partitions().iter().map(|p| p.id()))
             .collect();
         if partitions.is_empty() {
-            return Err(ConnectorError::Source(format!(
+            return Err(ConnectorError::Config(format!(
                 "far topic {topic} does not exist or has no partitions"
             )));
         }

@@ -47,15 +47,15 @@ pub(super) fn sequence_of(file_name: &str) -> Option<u64> {
 }
 
 pub(super) fn encode(manifest: &Manifest) -> Result<Vec<u8>, ConnectorError> {
-    serde_json::to_vec_pretty(manifest)
-        .map_err(|e| ConnectorError::Sink(format!("cannot encode the manifest: {e}")))
+    serde_json::to_vec_pretty(manifest).map_err(ConnectorError::internal("encoding the manifest"))
 }
 
 pub(super) fn decode(bytes: &[u8], location: &str) -> Result<Manifest, ConnectorError> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        ConnectorError::Sink(format!(
-            "manifest {location} is corrupt ({e}); it was written atomically, so the sink's \
-             directory was changed by something else"
-        ))
+    serde_json::from_slice(bytes).map_err(|e| ConnectorError::Corrupt {
+        location: format!("manifest {location}"),
+        reason: format!(
+            "{e}; it was written atomically, so the sink's directory was changed by something \
+             else"
+        ),
     })
 }

@@ -123,11 +123,14 @@ fn time_segments(
     name: impl Fn(i64) -> String,
 ) -> Result<Vec<String>, ConnectorError> {
     let millis = cast(column, &DataType::Timestamp(TimeUnit::Millisecond, None))
-        .map_err(|e| ConnectorError::Sink(format!("partition_by: {e}")))?;
+        .map_err(ConnectorError::rows("partition_by"))?;
     let millis = millis
         .as_any()
         .downcast_ref::<TimestampMillisecondArray>()
-        .ok_or_else(|| ConnectorError::Sink("partition_by: not a timestamp column".into()))?;
+        .ok_or_else(|| ConnectorError::Rows {
+            operation: "partition_by",
+            reason: "not a timestamp column".into(),
+        })?;
     let prefix = name(0);
     let null_segment = match prefix.split_once('=') {
         Some((key, _)) => format!("{key}={NULL_PARTITION}"),
@@ -150,7 +153,7 @@ fn time_segments(
 
 fn value_segments(name: &str, column: &ArrayRef) -> Result<Vec<String>, ConnectorError> {
     let formatter = ArrayFormatter::try_new(column.as_ref(), &FormatOptions::default())
-        .map_err(|e| ConnectorError::Sink(format!("partition_by: {e}")))?;
+        .map_err(ConnectorError::rows("partition_by"))?;
     Ok((0..column.len())
         .map(|row| {
             let value = if column.is_null(row) {

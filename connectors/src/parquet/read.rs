@@ -67,8 +67,10 @@ impl Collected {
     }
 
     fn add<R: ChunkReader + 'static>(&mut self, name: &str, file: R) -> Result<(), ConnectorError> {
-        let failed =
-            |e: &dyn std::fmt::Display| ConnectorError::Sink(format!("reading {name}: {e}"));
+        let failed = |e: &dyn std::fmt::Display| ConnectorError::Corrupt {
+            location: name.to_string(),
+            reason: e.to_string(),
+        };
         let reader = ParquetRecordBatchReaderBuilder::try_new(file)
             .and_then(|builder| builder.build())
             .map_err(|e| failed(&e))?;
@@ -77,10 +79,10 @@ impl Collected {
             let batch = batch.map_err(|e| failed(&e))?;
             self.rows += batch.num_rows();
             if self.rows > self.max_rows {
-                return Err(ConnectorError::Sink(format!(
-                    "{} holds more than {} rows",
-                    self.location, self.max_rows
-                )));
+                return Err(ConnectorError::Limit {
+                    what: format!("{} holds more than {} rows", self.location, self.max_rows),
+                    hint: "raise the limit of rows read".into(),
+                });
             }
             self.schema.get_or_insert_with(|| batch.schema());
             self.batches.push(batch);
@@ -90,7 +92,7 @@ impl Collected {
 
     fn finish(self) -> Result<(SchemaRef, Vec<RecordBatch>), ConnectorError> {
         if self.files == 0 {
-            return Err(ConnectorError::Sink(format!(
+            return Err(ConnectorError::Config(format!(
                 "no published Parquet files under {}",
                 self.location
             )));

@@ -19,6 +19,7 @@ use super::partitioning::{row_directories, PartitionSpec};
 use super::store::{self, FileStore};
 use crate::error::ConnectorError;
 use crate::sink::{Sink, SinkOffsets, SinkStats};
+use weir_client::Remedy;
 
 struct OpenFile {
     writer: AsyncArrowWriter<Box<dyn AsyncFileWriter>>,
@@ -100,11 +101,14 @@ impl ParquetSink {
     async fn open_file(&mut self, directory: &str) -> Result<(), ConnectorError> {
         if !self.files.contains_key(directory) {
             if self.files.len() >= self.config.max_open_partitions {
-                return Err(ConnectorError::Sink(format!(
-                    "more than max_open_partitions ({}) partition directories between two commits; \
-                     raise it or partition more coarsely",
-                    self.config.max_open_partitions
-                )));
+                return Err(ConnectorError::Limit {
+                    what: format!(
+                        "more than max_open_partitions ({}) partition directories between two \
+                         commits",
+                        self.config.max_open_partitions
+                    ),
+                    hint: "raise it or partition more coarsely".into(),
+                });
             }
             let staging = format!(
                 "{STAGING_DIR}/{:010}-{:05}.parquet.inprogress",
@@ -118,7 +122,8 @@ impl ParquetSink {
                 Some(self.properties()),
             )
             .map_err(|e| {
-                ConnectorError::Sink(format!("cannot start {}: {e}", self.store.locate(&staging)))
+                let location = self.store.locate(&staging);
+                ConnectorError::target(location, "starting a file", Remedy::Retry, e)
             })?;
             self.oldest_open.get_or_insert_with(Instant::now);
             self.files.insert(
@@ -137,14 +142,19 @@ impl ParquetSink {
     async fn append(&mut self, directory: &str, rows: &RecordBatch) -> Result<(), ConnectorError> {
         let rows = rows
             .project(&self.file_columns)
-            .map_err(|e| ConnectorError::Sink(format!("projecting rows: {e}")))?;
+            .map_err(ConnectorError::internal("projecting rows"))?;
         self.open_file(directory).await?;
         let Some(file) = self.files.get_mut(directory) else {
-            return Err(ConnectorError::Sink("open file vanished".into()));
+            return Err(ConnectorError::Internal("open file vanished".into()));
         };
         if let Err(e) = file.writer.write(&rows).await {
             let location = self.store.locate(&file.staging);
-            return Err(ConnectorError::Sink(format!("writing {location}: {e}")));
+            return Err(ConnectorError::target(
+                location,
+                "writing",
+                Remedy::Retry,
+                e,
+            ));
         }
         file.rows += rows.num_rows() as u64;
         Ok(())
@@ -157,10 +167,8 @@ impl ParquetSink {
         files.sort_by(|a, b| a.staging.cmp(&b.staging));
         for (index, mut open) in files.into_iter().enumerate() {
             open.writer.finish().await.map_err(|e| {
-                ConnectorError::Sink(format!(
-                    "finishing {}: {e}",
-                    self.store.locate(&open.staging)
-                ))
+                let location = self.store.locate(&open.staging);
+                ConnectorError::target(location, "finishing", Remedy::Retry, e)
             })?;
             let bytes = self.store.seal_staged(&open.staging).await?;
             let name = format!("part-{:010}-{index:05}.parquet", self.sequence);
@@ -206,7 +214,7 @@ impl Sink for ParquetSink {
         self.file_schema = Arc::new(
             schema
                 .project(&self.file_columns)
-                .map_err(|e| ConnectorError::Sink(format!("file schema: {e}")))?,
+                .map_err(ConnectorError::internal("the files' schema"))?,
         );
         self.recover().await?;
         Ok(self.committed.clone())
@@ -231,7 +239,7 @@ impl Sink for ParquetSink {
         }
         for (directory, rows) in groups {
             let rows = take_record_batch(batch, &UInt32Array::from(rows))
-                .map_err(|e| ConnectorError::Sink(format!("splitting rows by partition: {e}")))?;
+                .map_err(ConnectorError::internal("splitting rows by partition"))?;
             self.append(&directory, &rows).await?;
         }
         Ok(())

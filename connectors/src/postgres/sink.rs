@@ -14,7 +14,7 @@ use futures::pin_mut;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::Client;
-use weir_client::Fenced;
+use weir_client::{Fenced, Remedy};
 
 use super::cell::ColumnValues;
 use super::config::PostgresSinkConfig;
@@ -29,7 +29,11 @@ const CHANGES_TABLE: &str = "pg_temp.weir_changes";
 /// conflict) or not (a schema mismatch, a constraint, another writer moved the offsets).
 enum Failure {
     Database(tokio_postgres::Error),
+    /// The database refuses what the sink needs (a table missing or not fitting the rows):
+    /// retrying cannot help.
     Fatal(String),
+    /// An error of the sink's own, as it is.
+    Connector(ConnectorError),
     /// Another writer committed to this writer's partitions.
     Fenced(String),
 }
@@ -117,13 +121,24 @@ impl PostgresSink {
         backoff: &mut Duration,
     ) -> Result<(), ConnectorError> {
         let error = match failure {
-            Failure::Fatal(reason) => return Err(ConnectorError::Sink(reason)),
+            Failure::Fatal(reason) => {
+                return Err(ConnectorError::target(
+                    "PostgreSQL",
+                    what,
+                    Remedy::Fix,
+                    reason,
+                ))
+            }
+            Failure::Connector(error) => return Err(error),
             Failure::Fenced(reason) => return Err(Fenced::new(reason).into()),
             Failure::Database(error) if !is_transient(&error) => {
-                return Err(ConnectorError::Sink(format!(
-                    "PostgreSQL, {what}: {}",
-                    describe(&error)
-                )))
+                let reason = describe(&error);
+                return Err(ConnectorError::target(
+                    "PostgreSQL",
+                    what,
+                    Remedy::Fix,
+                    reason,
+                ));
             }
             Failure::Database(error) => error,
         };
@@ -197,7 +212,7 @@ impl PostgresSink {
         let latest = match (&upserting, self.pending_changes.is_empty()) {
             (Some(_), false) => Some(
                 Changes::latest(&self.pending_changes, &self.config.key_column)
-                    .map_err(|e| Failure::Fatal(e.to_string()))?,
+                    .map_err(Failure::Connector)?,
             ),
             _ => None,
         };
@@ -501,7 +516,7 @@ impl Sink for PostgresSink {
             Some(upserts) => {
                 let (key, values) = columns
                     .split_first()
-                    .ok_or_else(|| ConnectorError::Sink("no key column".into()))?;
+                    .ok_or_else(|| ConnectorError::Internal("no key column".into()))?;
                 *upserts = upsert_statements(&table, key, values);
                 CHANGES_TABLE.to_string()
             }
@@ -531,7 +546,7 @@ impl Sink for PostgresSink {
 
     async fn apply(&mut self, changes: &Changes) -> Result<(), ConnectorError> {
         if self.upserting.is_none() {
-            return Err(ConnectorError::Sink(
+            return Err(ConnectorError::Internal(
                 "changes given to a sink opened for appending".into(),
             ));
         }

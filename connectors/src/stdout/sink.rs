@@ -37,7 +37,7 @@ impl Sink for StdoutSink {
         writer
             .write(batch)
             .and_then(|_| writer.finish())
-            .map_err(|e| ConnectorError::Sink(format!("printing rows: {e}")))?;
+            .map_err(ConnectorError::rows("printing rows"))?;
         lock.flush()
             .map_err(ConnectorError::io("writing", "stdout"))?;
         self.pending_rows += batch.num_rows() as u64;
@@ -55,7 +55,7 @@ impl Sink for StdoutSink {
         writer
             .write(&changes.rows)
             .and_then(|_| writer.finish())
-            .map_err(|e| ConnectorError::Sink(format!("printing rows: {e}")))?;
+            .map_err(ConnectorError::rows("printing rows"))?;
         drop(writer);
         let lines = rows.split(|b| *b == b'\n').filter(|l| !l.is_empty());
         let mut out = Vec::new();

@@ -97,7 +97,7 @@ pub async fn query(options: &AdhocOptions, query: &str) -> Result<Vec<RecordBatc
             })
         })
         .await
-        .map_err(|e| StreamsError::Config(format!("opening a topic failed: {e}")))??;
+        .map_err(|e| StreamsError::Internal(format!("opening a topic failed: {e}")))??;
         context.register_table(TableReference::bare(table.table()), Arc::new(opened))?;
     }
     Ok(context.sql(query).await?.collect().await?)

@@ -147,7 +147,7 @@ pub fn pre_aggregate_changes(
             let accumulators = group_of(&mut groups, &kinds, &old.keys);
             for (accumulator, argument) in accumulators.iter_mut().zip(with_row(&old.arguments)) {
                 if !accumulator.retract(&argument) {
-                    return Err(StreamsError::Config(format!(
+                    return Err(StreamsError::Query(format!(
                         "the aggregate {accumulator:?} cannot take a value back"
                     )));
                 }

@@ -96,7 +96,7 @@ pub fn to_json<T: Serialize>(value: &T) -> Vec<u8> {
 
 pub fn from_json<'a, T: Deserialize<'a>>(bytes: &'a [u8], what: &str) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|e| {
-        StreamsError::Config(format!(
+        StreamsError::Corrupt(format!(
             "a {what} record does not decode ({e}): was the topic written by another job?"
         ))
     })

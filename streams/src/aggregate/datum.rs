@@ -99,7 +99,7 @@ impl Datum {
             | ScalarValue::TimestampMicrosecond(Some(v), _)
             | ScalarValue::TimestampNanosecond(Some(v), _) => Datum::Int(v),
             other => {
-                return Err(StreamsError::Config(format!(
+                return Err(StreamsError::Query(format!(
                     "a windowed job cannot group or aggregate values of type {}",
                     other.data_type()
                 )))

@@ -174,7 +174,7 @@ pub(crate) fn column<T: 'static>(batch: &RecordBatch, index: usize) -> Result<&T
         .as_any()
         .downcast_ref::<T>()
         .ok_or_else(|| {
-            StreamsError::Config(format!(
+            StreamsError::Internal(format!(
                 "the pre-aggregate column {} has type {}",
                 batch.schema().field(index).name(),
                 batch.column(index).data_type()

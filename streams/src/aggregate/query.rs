@@ -177,7 +177,7 @@ impl WindowedQuery {
                                 .and_then(|n| rows.get(n))
                                 .map(|row| row.window_end_ms.saturating_sub(1))
                                 .ok_or_else(|| {
-                                    StreamsError::Config(format!(
+                                    StreamsError::Internal(format!(
                                         "a window's result row names group {n:?} of {}",
                                         rows.len()
                                     ))
@@ -251,7 +251,7 @@ fn without_numbers(mut batch: RecordBatch) -> (RecordBatch, Option<Vec<Option<i6
 }
 
 fn unsupported(what: &str) -> StreamsError {
-    StreamsError::Config(format!("a job's query cannot have {what}"))
+    StreamsError::Query(format!("a job's query cannot have {what}"))
 }
 
 /// The group expression that is `tumble(…)`, `hop(…)` or `session(…)`: its position, the
@@ -272,7 +272,7 @@ fn find_window(aggregate: &Aggregate) -> Result<Option<(usize, Windows, Expr)>> 
         let interval = |i: usize, what: &str| -> Result<i64> {
             match function.args.get(i).map(unalias) {
                 Some(Expr::Literal(value, _)) => Ok(scalar_interval_ms(value, what)?),
-                _ => Err(StreamsError::Config(format!(
+                _ => Err(StreamsError::Query(format!(
                     "{name}(): {what} must be a constant INTERVAL"
                 ))),
             }

@@ -195,7 +195,7 @@ impl WindowStore {
                 accumulators,
             } => {
                 if accumulators.len() != self.config.aggregates.len() {
-                    return Err(StreamsError::Config(format!(
+                    return Err(StreamsError::Corrupt(format!(
                         "a partial group holds {} aggregates, the query {}: was the query changed \
                          while records were in flight?",
                         accumulators.len(),
@@ -217,7 +217,7 @@ impl WindowStore {
                         };
                         self.merge_session(partition, window_start_ms, keys, session)
                     }
-                    _ => Err(StreamsError::Config(
+                    _ => Err(StreamsError::Corrupt(
                         "a partial group does not fit the query's windows: was the query \
                          changed while records were in flight?"
                             .into(),
@@ -343,12 +343,13 @@ impl WindowStore {
 
     fn check_bound(&self) -> Result<Merged> {
         if self.entries > self.config.max_state_entries {
-            return Err(StreamsError::Config(format!(
-                "the window state holds {} groups and distinct values, more than \
-                 max_state_entries ({}): raise it, shorten the windows or the allowed lateness, \
-                 or group by fewer keys",
-                self.entries, self.config.max_state_entries
-            )));
+            return Err(StreamsError::StateFull {
+                what: "the window state's groups and distinct values",
+                held: self.entries,
+                limit: self.config.max_state_entries,
+                hint: "raise it, shorten the windows or the allowed lateness, or group by fewer \
+                       keys",
+            });
         }
         Ok(Merged::Applied)
     }
@@ -584,7 +585,7 @@ impl WindowStore {
                         | ChangelogValue::IdleSources(_)
                         | ChangelogValue::TableRow(_),
                     ) => {
-                        return Err(StreamsError::Config(
+                        return Err(StreamsError::Corrupt(
                             "a changelog group record holds something else than a group".into(),
                         ))
                     }
@@ -600,7 +601,7 @@ impl WindowStore {
                 self.entries = self.entries + holds - held;
             }
             (key, value) => {
-                return Err(StreamsError::Config(format!(
+                return Err(StreamsError::Corrupt(format!(
                     "a changelog record does not fit its key: {key:?} = {value:?}"
                 )))
             }

@@ -66,7 +66,7 @@ pub fn post_aggregate_plan(
         .index_of_column_by_name(None, GROUP_NUMBER_COLUMN)
         .is_none()
     {
-        return Err(StreamsError::Config(
+        return Err(StreamsError::Query(
             "an updating aggregate's result must keep one row per group (the query above its \
              GROUP BY cannot be followed)"
                 .into(),
@@ -119,7 +119,7 @@ pub fn updates(
                 .ok()
                 .filter(|n| *n < rows.len() && numbers.is_valid(row))
                 .ok_or_else(|| {
-                    StreamsError::Config(format!(
+                    StreamsError::Internal(format!(
                         "an updating aggregate's row names group {} of {}",
                         numbers.value(row),
                         rows.len()

@@ -150,9 +150,10 @@ pub fn read_ranges_to_end(
     let deadline = Instant::now() + timeout;
     while !ends.is_empty() {
         if Instant::now() > deadline {
-            return Err(StreamsError::Config(format!(
-                "reading {topic} took longer than {timeout:?}; partitions left {ends:?}"
-            )));
+            return Err(StreamsError::Timeout {
+                what: format!("reading {topic} (partitions left: {ends:?})"),
+                timeout,
+            });
         }
         let Some(message) = consumer.poll(Duration::from_millis(100)) else {
             continue;

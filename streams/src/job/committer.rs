@@ -72,7 +72,7 @@ impl Committer {
         assert!(!self.in_flight, "one checkpoint commits at a time");
         self.requests
             .send((group, checkpoint))
-            .map_err(|_| StreamsError::Config("the job's committing thread stopped".into()))?;
+            .map_err(|_| StreamsError::Internal("the job's committing thread stopped".into()))?;
         self.in_flight = true;
         Ok(())
     }
@@ -84,7 +84,7 @@ impl Committer {
         }
         self.in_flight = false;
         let (committed, finished) = self.answers.recv().unwrap_or_else(|_| {
-            let stopped = StreamsError::Config("the job's committing thread stopped".into());
+            let stopped = StreamsError::Internal("the job's committing thread stopped".into());
             (Err(stopped), Instant::now())
         });
         self.finished = Some(finished);

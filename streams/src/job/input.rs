@@ -186,7 +186,7 @@ pub(super) fn prepare(
         }
     }
     if !tables.is_empty() && !transform.joins_tables() {
-        return Err(StreamsError::Config(
+        return Err(StreamsError::Query(
             "tables are declared but the query joins none of them".into(),
         ));
     }

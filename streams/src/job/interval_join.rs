@@ -373,21 +373,21 @@ fn join_rows(
 ) -> Result<Vec<(JoinRow, Option<i64>)>> {
     let column = |index: usize| -> Result<&ArrayRef> {
         batch.columns().get(index).ok_or_else(|| {
-            StreamsError::Config(format!("a join side's rows have no column {index}"))
+            StreamsError::Internal(format!("a join side's rows have no column {index}"))
         })
     };
     let times = column(side.keys)?
         .as_any()
         .downcast_ref::<Int64Array>()
-        .ok_or_else(|| StreamsError::Config("a join side's time is not Int64".into()))?;
+        .ok_or_else(|| StreamsError::Internal("a join side's time is not Int64".into()))?;
     let partitions = column(side.keys + 1)?
         .as_any()
         .downcast_ref::<Int32Array>()
-        .ok_or_else(|| StreamsError::Config("a join side's _partition is not Int32".into()))?;
+        .ok_or_else(|| StreamsError::Internal("a join side's _partition is not Int32".into()))?;
     let offsets = column(side.keys + 2)?
         .as_any()
         .downcast_ref::<Int64Array>()
-        .ok_or_else(|| StreamsError::Config("a join side's _offset is not Int64".into()))?;
+        .ok_or_else(|| StreamsError::Internal("a join side's _offset is not Int64".into()))?;
     let first_value = side.keys + 3;
     let mut rows = Vec::with_capacity(batch.num_rows());
     for row in 0..batch.num_rows() {

@@ -121,7 +121,7 @@ pub fn run_with_metrics(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| StreamsError::Config(format!("cannot start the SQL runtime: {e}")))?;
+        .map_err(|e| StreamsError::Internal(format!("cannot start the SQL runtime: {e}")))?;
     let mut samples = Vec::new();
     for input in &config.inputs {
         match schema_sample(config, input, stop)? {
@@ -142,7 +142,7 @@ pub fn run_with_metrics(
             .windowed()
             .is_none_or(|q| q.window != Windows::Updating)
     {
-        return Err(StreamsError::Config(format!(
+        return Err(StreamsError::Query(format!(
             "this query cannot run over a stream: table {} read on its own can only be \
              aggregated with GROUP BY and no window (an updating aggregate over its changes); \
              to look rows up in it, join it to a stream: JOIN … ON stream_expression = {}._key",

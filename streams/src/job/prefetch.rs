@@ -81,7 +81,7 @@ impl Prefetch {
         self.in_flight = false;
         self.answers
             .recv()
-            .map_err(|_| StreamsError::Config("the job's polling thread stopped".into()))
+            .map_err(|_| StreamsError::Internal("the job's polling thread stopped".into()))
     }
 
     /// Waits for a poll in flight and drops its records (before the loop rewinds).

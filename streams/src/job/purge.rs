@@ -137,7 +137,7 @@ impl Purger {
             .map_err(StreamsError::kafka("deleting consumed records"))?;
         for element in deleted.elements() {
             if let Err(error) = element.error() {
-                return Err(StreamsError::Config(format!(
+                return Err(StreamsError::Internal(format!(
                     "deleting {}-{}'s consumed records: {error}",
                     element.topic(),
                     element.partition()

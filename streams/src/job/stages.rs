@@ -66,7 +66,7 @@ pub fn plan(config: &JobConfig) -> Result<Option<Vec<JobConfig>>> {
     };
     let with = query.with.as_ref().expect("a staged query has a WITH");
     if with.recursive {
-        return Err(StreamsError::Config(
+        return Err(StreamsError::Query(
             "WITH RECURSIVE cannot run over a stream".into(),
         ));
     }
@@ -245,7 +245,7 @@ fn stage(
     upstream: &Upstream,
 ) -> Result<JobConfig> {
     let parsed = parse(&sql).ok_or_else(|| {
-        StreamsError::Config(format!("a stage's SQL does not parse again: {sql}"))
+        StreamsError::Internal(format!("a stage's SQL does not parse again: {sql}"))
     })?;
     let named = relations(&parsed);
     let mut stage = config.clone();
@@ -278,7 +278,7 @@ fn stage(
     let reads_user_tables = config.tables.iter().any(|(name, _)| named.contains(name));
     let reads_raw = !stage.inputs.is_empty() || reads_user_tables;
     if reads_stages && reads_raw && config.input_format == ValueFormat::Raw {
-        return Err(StreamsError::Config(format!(
+        return Err(StreamsError::Query(format!(
             "{}: a stage cannot read a raw input or table and another stage's (JSON) results",
             cte.unwrap_or("the final SELECT")
         )));
@@ -308,7 +308,7 @@ fn stage(
         stage.output_in_chunks = !upstream.updating.contains(&cte);
     }
     if stage.inputs.is_empty() && stage.tables.is_empty() {
-        return Err(StreamsError::Config(format!(
+        return Err(StreamsError::Query(format!(
             "{} reads none of the job's inputs, tables or stages",
             cte.unwrap_or("the final SELECT")
         )));
@@ -345,7 +345,7 @@ pub fn ensure_results_topics(config: &JobConfig, stages: &mut [JobConfig]) -> Re
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| StreamsError::Config(format!("cannot start a runtime: {e}")))?;
+        .map_err(|e| StreamsError::Internal(format!("cannot start a runtime: {e}")))?;
     topics::create(config, &runtime, &topics, "stage results topic created")?;
     for stage in &mut stages[..last] {
         // (Metadata may lag a moment behind a topic just created.)
@@ -413,7 +413,7 @@ pub fn run(stages: &[JobConfig], stop: &AtomicBool, metrics: &[JobMetrics]) -> R
             .into_iter()
             .map(|handle| {
                 handle.join().unwrap_or_else(|_| {
-                    Err(StreamsError::Config("a stage's thread panicked".into()))
+                    Err(StreamsError::Internal("a stage's thread panicked".into()))
                 })
             })
             .collect()

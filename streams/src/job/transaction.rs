@@ -167,7 +167,7 @@ impl CheckpointWriter {
             }
         }
         let group = group
-            .ok_or_else(|| StreamsError::Config("the consumer has no group metadata".into()))?;
+            .ok_or_else(|| StreamsError::Internal("the consumer has no group metadata".into()))?;
         self.producer.send_offsets(&positions, group)?;
         self.producer.commit()?;
         Ok(())

@@ -205,11 +205,12 @@ impl<'a> Windowed<'a> {
         let groups = pre_aggregate_changes(self.query, &rows, &changed, &mut self.table_rows)?;
         let held = self.table_rows.entries() + self.store.entries();
         if held > self.config.max_state_entries {
-            return Err(StreamsError::Config(format!(
-                "the table's rows and the groups hold {held} entries, more than \
-                 max_state_entries ({}): raise it",
-                self.config.max_state_entries
-            )));
+            return Err(StreamsError::StateFull {
+                what: "the table's rows and the groups",
+                held,
+                limit: self.config.max_state_entries,
+                hint: "raise it",
+            });
         }
         for (partition, changes) in self.table_rows.take_changes() {
             stateful::write_changes(checkpoint, partition, changes);
@@ -447,7 +448,7 @@ impl Processor for Windowed<'_> {
                         Some(ChangelogValue::TableRow(row)) => Some(row),
                         None => None,
                         Some(other) => {
-                            return Err(StreamsError::Config(format!(
+                            return Err(StreamsError::Corrupt(format!(
                                 "a changelog table row record holds {other:?}"
                             )))
                         }

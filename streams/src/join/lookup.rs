@@ -24,7 +24,7 @@ pub async fn run(session: &Session, joins: &[TableJoin], tables: &[TableState]) 
         let stream = concat_batches(&schema, &batches)?;
         let table = tables
             .get(join.table)
-            .ok_or_else(|| StreamsError::Config(format!("no state for table #{}", join.table)))?;
+            .ok_or_else(|| StreamsError::Internal(format!("no state for table #{}", join.table)))?;
         let joined = join_rows(join, &stream, table)?;
         *join.output.batches[0].write().await = vec![joined];
     }
@@ -59,7 +59,7 @@ fn join_rows(join: &TableJoin, stream: &RecordBatch, table: &TableState) -> Resu
     let decoded = table.decoder.decode(&matched)?;
     if let Some(rejected) = decoded.rejected.first() {
         // Table records are checked when they are read; one that fails now is a bug.
-        return Err(StreamsError::Config(format!(
+        return Err(StreamsError::Internal(format!(
             "table {}: record at partition {} offset {} no longer decodes: {}",
             table.name, rejected.partition, rejected.offset, rejected.reason
         )));
@@ -96,7 +96,7 @@ fn join_rows(join: &TableJoin, stream: &RecordBatch, table: &TableState) -> Resu
     };
     let schema = join.output.schema();
     if columns.len() != schema.fields().len() {
-        return Err(StreamsError::Config(format!(
+        return Err(StreamsError::Internal(format!(
             "join with table {}: {} columns for an output of {}",
             table.name,
             columns.len(),

@@ -67,13 +67,13 @@ pub fn extract(plan: &LogicalPlan, tables: &[&str]) -> Result<(LogicalPlan, Vec<
         })
         .map_err(|error| match error {
             datafusion::error::DataFusionError::Plan(reason) => {
-                StreamsError::Config(format!("this query cannot run over a stream: {reason}"))
+                StreamsError::Query(format!("this query cannot run over a stream: {reason}"))
             }
             other => other.into(),
         })?
         .data;
     if let Some(table) = scanned_tables(&rewritten, tables).first() {
-        return Err(StreamsError::Config(format!(
+        return Err(StreamsError::Query(format!(
             "table {table} can only be joined to a stream (JOIN … ON stream_expression = \
              {table}._key), not read on its own"
         )));

@@ -32,12 +32,12 @@ pub fn check(plan: &LogicalPlan) -> Result<()> {
         })
     })?;
     if let Some(reason) = refusal {
-        return Err(StreamsError::Config(format!(
+        return Err(StreamsError::Query(format!(
             "this query cannot run over a stream: {reason}"
         )));
     }
     if !reads_input {
-        return Err(StreamsError::Config(
+        return Err(StreamsError::Query(
             "this query reads no input topic: it would emit the same rows at every checkpoint"
                 .into(),
         ));

@@ -180,7 +180,7 @@ impl FileStore for LocalStore {
         let root = self.root.clone();
         let files = tokio::task::spawn_blocking(move || published_files(&root))
             .await
-            .map_err(|e| ConnectorError::Sink(format!("listing published files: {e}")))?;
+            .map_err(ConnectorError::internal("listing published files"))?;
         Ok(files
             .iter()
             .filter_map(|path| Some(path.strip_prefix(&self.root).ok()?.display().to_string()))

@@ -26,6 +26,7 @@ use parquet::arrow::async_writer::AsyncFileWriter;
 use super::FileStore;
 use crate::error::ConnectorError;
 use crate::parquet::manifest::{self, Manifest, PublishedFile, MANIFESTS_DIR, STAGING_DIR};
+use weir_client::Remedy;
 
 /// The URL schemes taken as S3 (`s3a` is Hadoop's name for the same).
 const S3_SCHEMES: [&str; 2] = ["s3", "s3a"];
@@ -125,7 +126,19 @@ impl ObjectStoreTarget {
         relative: &str,
         error: object_store::Error,
     ) -> ConnectorError {
-        ConnectorError::Sink(format!("{operation} {}: {error}", self.locate(relative)))
+        use object_store::Error as Failure;
+        // Refusals (credentials, a missing bucket, an unsupported request) need a change;
+        // anything else (the store's own retries exhausted) may pass later.
+        let remedy = match error {
+            Failure::PermissionDenied { .. }
+            | Failure::Unauthenticated { .. }
+            | Failure::NotSupported { .. }
+            | Failure::NotImplemented { .. }
+            | Failure::UnknownConfigurationKey { .. }
+            | Failure::InvalidPath { .. } => Remedy::Fix,
+            _ => Remedy::Retry,
+        };
+        ConnectorError::target(self.locate(relative), operation, remedy, error)
     }
 
     /// Deletes an object; one already gone is fine (a repeated recovery step).
@@ -245,7 +258,7 @@ impl FileStore for ObjectStoreTarget {
                 if self.read_manifest(manifest.sequence).await? == *manifest {
                     return Ok(());
                 }
-                Err(ConnectorError::Sink(format!(
+                Err(ConnectorError::Config(format!(
                     "{} was committed by another writer: two pipelines write to {}",
                     self.locate(&relative),
                     self.url

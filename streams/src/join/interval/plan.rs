@@ -163,7 +163,7 @@ pub fn extract(plan: &LogicalPlan, inputs: &[&str]) -> Result<Option<IntervalJoi
 }
 
 fn refused(what: &str) -> StreamsError {
-    StreamsError::Config(format!("this query cannot run over a stream: {what}"))
+    StreamsError::Query(format!("this query cannot run over a stream: {what}"))
 }
 
 /// The side's rows as the join needs them.

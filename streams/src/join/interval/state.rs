@@ -351,11 +351,12 @@ impl IntervalJoinState {
 
     fn check_bound(&self) -> Result<()> {
         if self.entries > self.config.max_state_entries {
-            return Err(StreamsError::TooMuch(format!(
-                "the interval join holds {} rows, more than max_state_entries ({}): raise it, \
-                 narrow the join's interval or the allowed lateness",
-                self.entries, self.config.max_state_entries
-            )));
+            return Err(StreamsError::StateFull {
+                what: "the interval join's rows",
+                held: self.entries,
+                limit: self.config.max_state_entries,
+                hint: "raise it, narrow the join's interval or the allowed lateness",
+            });
         }
         Ok(())
     }
@@ -476,7 +477,7 @@ impl IntervalJoinState {
                 }
             }
             (key, value) => {
-                return Err(StreamsError::Config(format!(
+                return Err(StreamsError::Corrupt(format!(
                     "a join changelog record does not fit its key: {key:?} = {value:?}"
                 )))
             }
