@@ -8,9 +8,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use futures::stream::{FuturesUnordered, StreamExt};
+use weir_client::ClientSettings;
 use weir_connectors::sink::SinkStats;
+use weir_streams::job::JobConfig;
 
 use crate::cluster::{ensure_topics, start_embedded, TransformRun};
+use crate::config::PipelineConfig;
 use crate::deliver::DeliverStage;
 use crate::error::{PipelineError, Result};
 use crate::http_ingest::serve;
@@ -50,7 +53,9 @@ enum Finished {
     Sink(SinkSummary),
 }
 
-#[allow(clippy::too_many_lines)] // a pipeline's stages wired in order; to be split (#51)
+/// The stages of every pipeline, running: each ends with what it finished.
+type Stages = FuturesUnordered<tokio::task::JoinHandle<Result<Finished>>>;
+
 pub async fn run(
     pipelines: Vec<LoadedPipeline>,
     options: RunOptions,
@@ -63,7 +68,7 @@ pub async fn run(
         None
     };
     let embedded_address = embedded.as_ref().map(|b| b.local_addr().to_string());
-    let mut stages = FuturesUnordered::new();
+    let mut stages = Stages::new();
     for pipeline in pipelines {
         let config = pipeline.config;
         let bootstrap = config
@@ -71,104 +76,27 @@ pub async fn run(
             .clone()
             .or_else(|| embedded_address.clone())
             .unwrap_or_default();
-        let client = config.client(&bootstrap);
-        let decoder = topic_decoder(&config)?;
-        let transform_run = match planned_transform(&config, &decoder).await? {
-            Some(transform) if emits_changes(&transform) => TransformRun::ChangesJob,
-            Some(transform) if runs_as_job(&transform) => TransformRun::Job,
-            _ => TransformRun::InSinks,
+        let wiring = Wiring {
+            client: config.client(&bootstrap),
+            config,
+            options: &options,
+            metrics: &metrics,
+            stop: &stop,
         };
-        let as_job = transform_run != TransformRun::InSinks;
-        ensure_topics(&config, &client, transform_run).await?;
-        let source_done = Arc::new(AtomicBool::new(false));
-        // What the sinks wait for in a bounded run: the source, or the transform's job after it.
-        let upstream_done = if as_job {
-            Arc::new(AtomicBool::new(false))
-        } else {
-            Arc::clone(&source_done)
-        };
-        if let Some(job) = windows::job_config(&config, &client, &decoder)?.filter(|_| as_job) {
-            let (pipeline, stop, done) = (
-                config.name.clone(),
-                Arc::clone(&stop),
-                Arc::clone(&upstream_done),
-            );
-            let bounded = options.until_caught_up.then(|| Arc::clone(&source_done));
-            let copies = windows::Copies {
-                count: config.parallelism,
-                instance: options.instance.clone(),
-            };
-            stages.push(tokio::spawn(async move {
-                let name = pipeline.clone();
-                let result = tokio::task::spawn_blocking(move || {
-                    windows::run(job, &name, copies, stop, bounded)
-                })
-                .await;
-                let result = result.unwrap_or_else(|e| {
-                    Err(PipelineError::Stage {
-                        pipeline: pipeline.clone(),
-                        message: format!("transform job panicked: {e}"),
-                    })
-                });
-                done.store(true, Ordering::SeqCst);
-                result.map(|()| Finished::Source { pipeline })
-            }));
-        }
-        let ingest = IngestStage {
-            config: config.clone(),
-            client: client.clone(),
-            metrics: Arc::clone(&metrics),
-            stop: Arc::clone(&stop),
-            until_caught_up: options.until_caught_up,
-        };
-        let done = Arc::clone(&source_done);
-        if let Some(http) = config.source.served() {
-            let served = serve(
-                config.clone(),
-                http.clone(),
-                client.clone(),
-                Arc::clone(&metrics),
-                Arc::clone(&stop),
-            );
-            let pipeline = config.name.clone();
-            stages.push(tokio::spawn(async move {
-                served.await?;
-                done.store(true, Ordering::SeqCst);
-                Ok(Finished::Source { pipeline })
-            }));
-        } else {
-            stages.push(tokio::spawn(async move {
-                let pipeline = ingest.config.name.clone();
-                let result = tokio::task::spawn_blocking(move || ingest.run()).await;
-                let result = result.unwrap_or_else(|e| {
-                    Err(PipelineError::Stage {
-                        pipeline: pipeline.clone(),
-                        message: format!("source stage panicked: {e}"),
-                    })
-                });
-                done.store(true, Ordering::SeqCst);
-                result.map(|()| Finished::Source { pipeline })
-            }));
-        }
-        for sink_index in 0..config.sinks.len() {
-            let stage = DeliverStage {
-                config: config.clone(),
-                sink_index,
-                client: client.clone(),
-                metrics: Arc::clone(&metrics),
-                stop: Arc::clone(&stop),
-                source_done: Arc::clone(&upstream_done),
-            };
-            stages.push(tokio::spawn(async move {
-                let stats = stage.run().await?;
-                Ok(Finished::Sink(SinkSummary {
-                    pipeline: stage.config.name.clone(),
-                    sink: format!("{}-{sink_index}", stage.config.sinks[sink_index].kind()),
-                    stats,
-                }))
-            }));
-        }
+        wiring.start(&mut stages).await?;
     }
+    let (summary, first_error) = finish(stages, &stop).await;
+    if let Some(broker) = embedded {
+        broker.shutdown().await?;
+    }
+    match first_error {
+        Some(error) => Err(error),
+        None => Ok(summary),
+    }
+}
+
+/// Waits for every stage; the first failure stops the others.
+async fn finish(mut stages: Stages, stop: &AtomicBool) -> (RunSummary, Option<PipelineError>) {
     let mut summary = RunSummary::default();
     let mut first_error = None;
     while let Some(joined) = stages.next().await {
@@ -188,11 +116,141 @@ pub async fn run(
             }
         }
     }
-    if let Some(broker) = embedded {
-        broker.shutdown().await?;
+    (summary, first_error)
+}
+
+/// One pipeline's stages, wired in order: its transform job (when the SQL runs as one), its
+/// source, its sinks.
+struct Wiring<'a> {
+    config: PipelineConfig,
+    client: ClientSettings,
+    options: &'a RunOptions,
+    metrics: &'a Arc<PipelineMetrics>,
+    stop: &'a Arc<AtomicBool>,
+}
+
+impl Wiring<'_> {
+    async fn start(self, stages: &mut Stages) -> Result<()> {
+        let config = &self.config;
+        let decoder = topic_decoder(config)?;
+        let transform_run = match planned_transform(config, &decoder).await? {
+            Some(transform) if emits_changes(&transform) => TransformRun::ChangesJob,
+            Some(transform) if runs_as_job(&transform) => TransformRun::Job,
+            _ => TransformRun::InSinks,
+        };
+        let as_job = transform_run != TransformRun::InSinks;
+        ensure_topics(config, &self.client, transform_run).await?;
+        let source_done = Arc::new(AtomicBool::new(false));
+        // What the sinks wait for in a bounded run: the source, or the transform's job after it.
+        let upstream_done = if as_job {
+            Arc::new(AtomicBool::new(false))
+        } else {
+            Arc::clone(&source_done)
+        };
+        if let Some(job) = windows::job_config(config, &self.client, &decoder)?.filter(|_| as_job) {
+            stages.push(self.transform_job(job, &source_done, &upstream_done));
+        }
+        stages.push(self.source(&source_done));
+        for sink_index in 0..config.sinks.len() {
+            stages.push(self.sink(sink_index, &upstream_done));
+        }
+        Ok(())
     }
-    match first_error {
-        Some(error) => Err(error),
-        None => Ok(summary),
+
+    /// The transform's job (windows, joins, views), marking `done` when it ends.
+    fn transform_job(
+        &self,
+        job: JobConfig,
+        source_done: &Arc<AtomicBool>,
+        done: &Arc<AtomicBool>,
+    ) -> tokio::task::JoinHandle<Result<Finished>> {
+        let (pipeline, stop, done) = (
+            self.config.name.clone(),
+            Arc::clone(self.stop),
+            Arc::clone(done),
+        );
+        let bounded = self.options.until_caught_up.then(|| Arc::clone(source_done));
+        let copies = windows::Copies {
+            count: self.config.parallelism,
+            instance: self.options.instance.clone(),
+        };
+        tokio::spawn(async move {
+            let name = pipeline.clone();
+            let result =
+                tokio::task::spawn_blocking(move || windows::run(job, &name, copies, stop, bounded))
+                    .await;
+            let result = result.unwrap_or_else(|e| {
+                Err(PipelineError::Stage {
+                    pipeline: pipeline.clone(),
+                    message: format!("transform job panicked: {e}"),
+                })
+            });
+            done.store(true, Ordering::SeqCst);
+            result.map(|()| Finished::Source { pipeline })
+        })
+    }
+
+    /// The source: served (HTTP) or polled, marking `done` when it ends.
+    fn source(&self, done: &Arc<AtomicBool>) -> tokio::task::JoinHandle<Result<Finished>> {
+        let config = &self.config;
+        let done = Arc::clone(done);
+        if let Some(http) = config.source.served() {
+            let served = serve(
+                config.clone(),
+                http.clone(),
+                self.client.clone(),
+                Arc::clone(self.metrics),
+                Arc::clone(self.stop),
+            );
+            let pipeline = config.name.clone();
+            return tokio::spawn(async move {
+                served.await?;
+                done.store(true, Ordering::SeqCst);
+                Ok(Finished::Source { pipeline })
+            });
+        }
+        let ingest = IngestStage {
+            config: config.clone(),
+            client: self.client.clone(),
+            metrics: Arc::clone(self.metrics),
+            stop: Arc::clone(self.stop),
+            until_caught_up: self.options.until_caught_up,
+        };
+        tokio::spawn(async move {
+            let pipeline = ingest.config.name.clone();
+            let result = tokio::task::spawn_blocking(move || ingest.run()).await;
+            let result = result.unwrap_or_else(|e| {
+                Err(PipelineError::Stage {
+                    pipeline: pipeline.clone(),
+                    message: format!("source stage panicked: {e}"),
+                })
+            });
+            done.store(true, Ordering::SeqCst);
+            result.map(|()| Finished::Source { pipeline })
+        })
+    }
+
+    /// Sink `sink_index`, delivering until `upstream_done` (in a bounded run).
+    fn sink(
+        &self,
+        sink_index: usize,
+        upstream_done: &Arc<AtomicBool>,
+    ) -> tokio::task::JoinHandle<Result<Finished>> {
+        let stage = DeliverStage {
+            config: self.config.clone(),
+            sink_index,
+            client: self.client.clone(),
+            metrics: Arc::clone(self.metrics),
+            stop: Arc::clone(self.stop),
+            source_done: Arc::clone(upstream_done),
+        };
+        tokio::spawn(async move {
+            let stats = stage.run().await?;
+            Ok(Finished::Sink(SinkSummary {
+                pipeline: stage.config.name.clone(),
+                sink: format!("{}-{sink_index}", stage.config.sinks[sink_index].kind()),
+                stats,
+            }))
+        })
     }
 }

@@ -283,8 +283,9 @@ impl Group {
         group
     }
 
-    /// JoinGroup. `new_member_id` is used when the member has none yet.
-    #[allow(clippy::too_many_lines)] // JoinGroup's cases in Kafka's order; to be split (#51)
+    /// JoinGroup. `new_member_id` is used when the member has none yet. The cases in Kafka's
+    /// order: the group or request refused, a static member (KIP-345), a new member (KIP-394's
+    /// MEMBER_ID_REQUIRED round trip), a pending one, a known one rejoining.
     pub fn join(
         &mut self,
         request: JoinRequest,
@@ -293,35 +294,8 @@ impl Group {
         now_ms: i64,
     ) -> (Outcome<JoinReply>, Vec<Reply>) {
         let member_id = request.member_id.clone();
-        if self.state == GroupState::Dead {
-            return (
-                Outcome::Now(JoinReply::error(GroupError::Unavailable, &member_id)),
-                vec![],
-            );
-        }
-        if request.session_timeout_ms < self.limits.min_session_timeout_ms
-            || request.session_timeout_ms > self.limits.max_session_timeout_ms
-        {
-            return (
-                Outcome::Now(JoinReply::error(
-                    GroupError::InvalidSessionTimeout {
-                        requested_ms: request.session_timeout_ms,
-                        min_ms: self.limits.min_session_timeout_ms,
-                        max_ms: self.limits.max_session_timeout_ms,
-                    },
-                    &member_id,
-                )),
-                vec![],
-            );
-        }
-        if !self.supports(&request.protocol_type, &request.protocols) {
-            return (
-                Outcome::Now(JoinReply::error(
-                    GroupError::InconsistentProtocol,
-                    &member_id,
-                )),
-                vec![],
-            );
+        if let Some(refusal) = self.join_refusal(&request) {
+            return refused(refusal, &member_id);
         }
         if let Some(instance) = request.group_instance_id.clone() {
             match self.static_members.get(&instance).cloned() {
@@ -335,22 +309,10 @@ impl Group {
                     );
                 }
                 Some(current) if current != member_id => {
-                    return (
-                        Outcome::Now(JoinReply::error(
-                            GroupError::fenced_instance(&member_id),
-                            &member_id,
-                        )),
-                        vec![],
-                    );
+                    return refused(GroupError::fenced_instance(&member_id), &member_id);
                 }
                 None if !member_id.is_empty() => {
-                    return (
-                        Outcome::Now(JoinReply::error(
-                            GroupError::unknown_member(&member_id),
-                            &member_id,
-                        )),
-                        vec![],
-                    );
+                    return refused(GroupError::unknown_member(&member_id), &member_id);
                 }
                 // A new static member needs no MEMBER_ID_REQUIRED round trip (KIP-394/KIP-345).
                 None => {
@@ -360,42 +322,77 @@ impl Group {
             }
         }
         if member_id.is_empty() {
-            if self.members.len() >= self.limits.max_members {
-                return (
-                    Outcome::Now(JoinReply::error(
-                        GroupError::Full {
-                            max_members: self.limits.max_members,
-                        },
-                        "",
-                    )),
-                    vec![],
-                );
-            }
-            if request.require_known_member_id {
-                let expiry = now_ms + request.session_timeout_ms as i64;
-                self.pending_members.insert(new_member_id.clone(), expiry);
-                let mut reply = JoinReply::error(
-                    GroupError::MemberIdRequired {
-                        member_id: new_member_id.clone(),
-                    },
-                    &new_member_id,
-                );
-                reply.member_id = new_member_id;
-                return (Outcome::Now(reply), vec![]);
-            }
-            return self.add_member_and_rebalance(request, new_member_id, waiter, now_ms);
+            return self.join_new_member(request, new_member_id, waiter, now_ms);
         }
         if self.pending_members.remove(&member_id).is_some() {
             return self.add_member_and_rebalance(request, member_id, waiter, now_ms);
         }
-        let Some(member) = self.members.get_mut(&member_id) else {
-            return (
-                Outcome::Now(JoinReply::error(
-                    GroupError::unknown_member(&member_id),
-                    &member_id,
-                )),
-                vec![],
+        self.rejoin(request, waiter, now_ms)
+    }
+
+    /// Why the group cannot take this join at all: dead, a session timeout outside the
+    /// broker's bounds, or protocols the group does not share.
+    fn join_refusal(&self, request: &JoinRequest) -> Option<GroupError> {
+        if self.state == GroupState::Dead {
+            return Some(GroupError::Unavailable);
+        }
+        if request.session_timeout_ms < self.limits.min_session_timeout_ms
+            || request.session_timeout_ms > self.limits.max_session_timeout_ms
+        {
+            return Some(GroupError::InvalidSessionTimeout {
+                requested_ms: request.session_timeout_ms,
+                min_ms: self.limits.min_session_timeout_ms,
+                max_ms: self.limits.max_session_timeout_ms,
+            });
+        }
+        if !self.supports(&request.protocol_type, &request.protocols) {
+            return Some(GroupError::InconsistentProtocol);
+        }
+        None
+    }
+
+    /// A member without an id: refused when the group is full, asked to join again with the
+    /// id it is given (KIP-394), or added.
+    fn join_new_member(
+        &mut self,
+        request: JoinRequest,
+        new_member_id: String,
+        waiter: Waiter,
+        now_ms: i64,
+    ) -> (Outcome<JoinReply>, Vec<Reply>) {
+        if self.members.len() >= self.limits.max_members {
+            let full = GroupError::Full {
+                max_members: self.limits.max_members,
+            };
+            return refused(full, "");
+        }
+        if request.require_known_member_id {
+            let expiry = now_ms + request.session_timeout_ms as i64;
+            self.pending_members.insert(new_member_id.clone(), expiry);
+            let mut reply = JoinReply::error(
+                GroupError::MemberIdRequired {
+                    member_id: new_member_id.clone(),
+                },
+                &new_member_id,
             );
+            reply.member_id = new_member_id;
+            return (Outcome::Now(reply), vec![]);
+        }
+        self.add_member_and_rebalance(request, new_member_id, waiter, now_ms)
+    }
+
+    /// A known member joins again: it waits for the rebalance in progress, starts one (a
+    /// changed subscription, or the leader rejoining a stable group), or gets the current
+    /// generation.
+    fn rejoin(
+        &mut self,
+        request: JoinRequest,
+        waiter: Waiter,
+        now_ms: i64,
+    ) -> (Outcome<JoinReply>, Vec<Reply>) {
+        let member_id = request.member_id;
+        let Some(member) = self.members.get_mut(&member_id) else {
+            return refused(GroupError::unknown_member(&member_id), &member_id);
         };
         member.last_heartbeat_ms = now_ms;
         let protocols_changed = member.protocols != request.protocols;
@@ -426,13 +423,9 @@ impl Group {
                     (Outcome::Now(self.join_reply_for(&member_id)), vec![])
                 }
             }
-            GroupState::Empty | GroupState::Dead => (
-                Outcome::Now(JoinReply::error(
-                    GroupError::unknown_member(&member_id),
-                    &member_id,
-                )),
-                vec![],
-            ),
+            GroupState::Empty | GroupState::Dead => {
+                refused(GroupError::unknown_member(&member_id), &member_id)
+            }
         }
     }
 
@@ -967,3 +960,8 @@ impl Group {
 
 #[cfg(test)]
 mod tests;
+
+/// A JoinGroup answered at once with `error`.
+fn refused(error: GroupError, member_id: &str) -> (Outcome<JoinReply>, Vec<Reply>) {
+    (Outcome::Now(JoinReply::error(error, member_id)), vec![])
+}

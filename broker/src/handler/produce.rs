@@ -246,24 +246,46 @@ fn stored_batch(
     }
 }
 
-#[allow(clippy::too_many_lines)] // the checks of one partition in order; to be split (#51)
 fn produce_partition(
     context: &Arc<BrokerContext>,
     topic: &Arc<Topic>,
     data: PartitionProduceData,
     sender: &Sender<'_>,
 ) -> (PartitionProduceResponse, Option<AckWait>) {
+    match accept(context, topic, data, sender) {
+        Ok(accepted) => append(context, topic, sender, accepted),
+        Err(refused) => (*refused, None),
+    }
+}
+
+/// A batch that passed a partition's checks, ready to append.
+struct Accepted<'a> {
+    partition: &'a Arc<Partition>,
+    /// As stored: recompressed to the topic's compression.type if that differs.
+    stored: BytesMut,
+    /// As produced.
+    bytes: usize,
+    records: u64,
+}
+
+/// One partition's checks in Kafka's order: led here, a valid batch (keys on a compacted
+/// topic), no control batch, the transaction's partition, min.insync.replicas for acks=all.
+fn accept<'a>(
+    context: &Arc<BrokerContext>,
+    topic: &'a Arc<Topic>,
+    data: PartitionProduceData,
+    sender: &Sender<'_>,
+) -> Result<Accepted<'a>, Box<PartitionProduceResponse>> {
     let index = data.index;
-    let partition = match crate::handler::led_partition(topic, index) {
-        Ok(partition) => partition,
-        Err(error) => return (failed(index, error, None), None),
-    };
+    let partition = crate::handler::led_partition(topic, index)
+        .map_err(|error| Box::new(failed(index, error, None)))?;
     let Some(records) = data.records else {
         let error = BatchError::InvalidRecords("no records".into());
-        return (
-            failed(index, batch_error(&error), Some(error.to_string())),
-            None,
-        );
+        return Err(Box::new(failed(
+            index,
+            batch_error(&error),
+            Some(error.to_string()),
+        )));
     };
     let limits = ValidationLimits {
         max_batch_bytes: topic.config.max_message_bytes,
@@ -273,45 +295,61 @@ fn produce_partition(
     let validated = match validate_producer_batch(&records, &limits) {
         Ok(validated) => validated,
         Err(BatchError::MissingKey { record_indexes }) => {
-            return (missing_keys(topic, partition, &record_indexes), None);
+            return Err(Box::new(missing_keys(topic, partition, &record_indexes)));
         }
         Err(error) => {
             tracing::debug!(topic = %topic.name, partition = index, %error, "rejected batch");
-            return (
-                failed(index, batch_error(&error), Some(error.to_string())),
-                None,
-            );
+            return Err(Box::new(failed(
+                index,
+                batch_error(&error),
+                Some(error.to_string()),
+            )));
         }
     };
     if validated.header.is_control() {
         let message = "control batches (transaction markers) are not accepted from clients";
-        return (
-            failed(index, ResponseError::InvalidRecord, Some(message.into())),
-            None,
-        );
+        return Err(Box::new(failed(
+            index,
+            ResponseError::InvalidRecord,
+            Some(message.into()),
+        )));
     }
     if validated.header.is_transactional() {
         let header = &validated.header;
-        if let Err((error, message)) = check_transaction(context, sender, header, topic, index) {
-            return (failed(index, error, Some(message)), None);
-        }
+        check_transaction(context, sender, header, topic, index)
+            .map_err(|(error, message)| Box::new(failed(index, error, Some(message))))?;
     }
-    let min_insync_replicas = topic.config.min_insync_replicas;
     if sender.acks_all {
-        if let Err(error) = partition.check_min_insync(min_insync_replicas) {
+        if let Err(error) = partition.check_min_insync(topic.config.min_insync_replicas) {
             let message = format!("{}-{index}: {error}", topic.name);
-            return (
-                failed(index, ResponseError::NotEnoughReplicas, Some(message)),
-                None,
-            );
+            return Err(Box::new(failed(
+                index,
+                ResponseError::NotEnoughReplicas,
+                Some(message),
+            )));
         }
     }
-    let bytes = records.len();
-    let stored = match stored_batch(topic, &records, &validated) {
-        Ok(stored) => stored,
-        Err((error, message)) => return (failed(index, error, Some(message)), None),
-    };
-    match partition.append(stored) {
+    let stored = stored_batch(topic, &records, &validated)
+        .map_err(|(error, message)| Box::new(failed(index, error, Some(message))))?;
+    Ok(Accepted {
+        partition,
+        stored,
+        bytes: records.len(),
+        records: validated.records_count as u64,
+    })
+}
+
+/// Appends an accepted batch: the answer, and what it waits for (an fsync with
+/// `flush.on.ack`, the in-sync replicas for acks=all).
+fn append(
+    context: &Arc<BrokerContext>,
+    topic: &Arc<Topic>,
+    sender: &Sender<'_>,
+    accepted: Accepted<'_>,
+) -> (PartitionProduceResponse, Option<AckWait>) {
+    let partition = accepted.partition;
+    let index = partition.index;
+    match partition.append(accepted.stored) {
         Ok(info) => {
             if info.duplicate {
                 tracing::debug!(topic = %topic.name, partition = index, base_offset = info.base_offset, "duplicate batch from an idempotent producer");
@@ -321,11 +359,11 @@ fn produce_partition(
                 metrics
                     .bytes_in_total
                     .with_label_values(&labels)
-                    .inc_by(bytes as u64);
+                    .inc_by(accepted.bytes as u64);
                 metrics
                     .records_in_total
                     .with_label_values(&labels)
-                    .inc_by(validated.records_count as u64);
+                    .inc_by(accepted.records);
             }
             let response = PartitionProduceResponse::default()
                 .with_index(index)
@@ -338,7 +376,7 @@ fn produce_partition(
                 partition: Arc::clone(partition),
                 last_offset: info.last_offset,
                 durable,
-                replicated_with_min_insync: replicate.then_some(min_insync_replicas),
+                replicated_with_min_insync: replicate.then_some(topic.config.min_insync_replicas),
             });
             (response, wait)
         }

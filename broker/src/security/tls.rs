@@ -103,17 +103,27 @@ fn invalid(listener: &str, name: &str, value: &str, reason: impl Into<String>) -
     }
 }
 
-impl TlsSettings {
-    /// The TLS settings of `listener` from its own (`listener.name.…`) and the broker's
-    /// properties.
-    #[allow(clippy::too_many_lines)] // one listener's TLS properties in turn; to be split (#51)
-    pub(crate) fn from_config(config: &BrokerConfig, listener: &str) -> Result<Self, ConfigError> {
-        let get = |name: &str| config.listener_property(listener, name);
-        let bad = |name: &str, value: &str, reason: &str| invalid(listener, name, value, reason);
+/// One listener's TLS properties: its own (`listener.name.…`), else the broker's.
+struct ListenerProperties<'a> {
+    config: &'a BrokerConfig,
+    listener: &'a str,
+}
+
+impl ListenerProperties<'_> {
+    fn get(&self, name: &str) -> Option<String> {
+        self.config.listener_property(self.listener, name)
+    }
+
+    fn bad(&self, name: &str, value: &str, reason: &str) -> ConfigError {
+        invalid(self.listener, name, value, reason)
+    }
+
+    /// Key and trust stores other than PEM, and encrypted keys, are refused.
+    fn check_unsupported(&self) -> Result<(), ConfigError> {
         for (name, wanted) in [("ssl.keystore.type", "PEM"), ("ssl.truststore.type", "PEM")] {
-            if let Some(kind) = get(name) {
+            if let Some(kind) = self.get(name) {
                 if !kind.eq_ignore_ascii_case(wanted) {
-                    return Err(bad(
+                    return Err(self.bad(
                         name,
                         &kind,
                         "only PEM key and trust stores are supported",
@@ -121,79 +131,96 @@ impl TlsSettings {
                 }
             }
         }
-        if get("ssl.key.password").is_some_and(|password| !password.is_empty()) {
-            return Err(bad(
+        if self
+            .get("ssl.key.password")
+            .is_some_and(|password| !password.is_empty())
+        {
+            return Err(self.bad(
                 "ssl.key.password",
                 "(hidden)",
                 "encrypted private keys are not supported yet: give the key unencrypted (PKCS#8 \
                  or RSA/EC PEM), as cert-manager writes it",
             ));
         }
-        let (keystore, key) =
-            match (
-                get("ssl.keystore.location"),
-                get("ssl.keystore.key.location"),
-                get("ssl.keystore.certificate.chain"),
-                get("ssl.keystore.key"),
-            ) {
-                (Some(path), key_path, None, None) => (
-                    PemSource::File(PathBuf::from(path)),
-                    key_path.map(|key_path| PemSource::File(PathBuf::from(key_path))),
-                ),
-                (None, None, Some(chain), Some(key)) => {
-                    (PemSource::Inline(chain), Some(PemSource::Inline(key)))
-                }
-                _ => return Err(bad(
-                    "ssl.keystore.location",
-                    "",
-                    "an SSL listener needs ssl.keystore.location (a PEM file with the certificate \
-                     chain and the private key, or the chain only with the key in \
-                     ssl.keystore.key.location), or ssl.keystore.certificate.chain with \
-                     ssl.keystore.key",
-                )),
-            };
-        let truststore = match (
-            get("ssl.truststore.location"),
-            get("ssl.truststore.certificates"),
+        Ok(())
+    }
+
+    /// The certificate chain, and the key when it is not in the same PEM.
+    fn keystore(&self) -> Result<(PemSource, Option<PemSource>), ConfigError> {
+        match (
+            self.get("ssl.keystore.location"),
+            self.get("ssl.keystore.key.location"),
+            self.get("ssl.keystore.certificate.chain"),
+            self.get("ssl.keystore.key"),
         ) {
-            (Some(path), None) => Some(PemSource::File(PathBuf::from(path))),
-            (None, Some(certificates)) => Some(PemSource::Inline(certificates)),
-            (None, None) => None,
-            (Some(_), Some(_)) => {
-                return Err(bad(
-                    "ssl.truststore.location",
-                    "",
-                    "give ssl.truststore.location or ssl.truststore.certificates, not both",
-                ))
+            (Some(path), key_path, None, None) => Ok((
+                PemSource::File(PathBuf::from(path)),
+                key_path.map(|key_path| PemSource::File(PathBuf::from(key_path))),
+            )),
+            (None, None, Some(chain), Some(key)) => {
+                Ok((PemSource::Inline(chain), Some(PemSource::Inline(key))))
             }
-        };
-        let client_auth = match get("ssl.client.auth").as_deref().unwrap_or("none") {
+            _ => Err(self.bad(
+                "ssl.keystore.location",
+                "",
+                "an SSL listener needs ssl.keystore.location (a PEM file with the certificate \
+                 chain and the private key, or the chain only with the key in \
+                 ssl.keystore.key.location), or ssl.keystore.certificate.chain with \
+                 ssl.keystore.key",
+            )),
+        }
+    }
+
+    fn truststore(&self) -> Result<Option<PemSource>, ConfigError> {
+        match (
+            self.get("ssl.truststore.location"),
+            self.get("ssl.truststore.certificates"),
+        ) {
+            (Some(path), None) => Ok(Some(PemSource::File(PathBuf::from(path)))),
+            (None, Some(certificates)) => Ok(Some(PemSource::Inline(certificates))),
+            (None, None) => Ok(None),
+            (Some(_), Some(_)) => Err(self.bad(
+                "ssl.truststore.location",
+                "",
+                "give ssl.truststore.location or ssl.truststore.certificates, not both",
+            )),
+        }
+    }
+
+    fn client_auth(&self, has_truststore: bool) -> Result<ClientAuth, ConfigError> {
+        let client_auth = match self.get("ssl.client.auth").as_deref().unwrap_or("none") {
             "none" => ClientAuth::None,
             "requested" => ClientAuth::Requested,
             "required" => ClientAuth::Required,
             other => {
-                return Err(bad(
+                return Err(self.bad(
                     "ssl.client.auth",
                     other,
                     "expected none, requested or required",
                 ))
             }
         };
-        if client_auth != ClientAuth::None && truststore.is_none() {
-            return Err(bad(
+        if client_auth != ClientAuth::None && !has_truststore {
+            return Err(self.bad(
                 "ssl.client.auth",
                 "",
                 "checking client certificates needs ssl.truststore.location (the CAs they chain to)",
             ));
         }
-        let enabled = get("ssl.enabled.protocols").unwrap_or_else(|| "TLSv1.2,TLSv1.3".into());
+        Ok(client_auth)
+    }
+
+    fn protocols(&self) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, ConfigError> {
+        let enabled = self
+            .get("ssl.enabled.protocols")
+            .unwrap_or_else(|| "TLSv1.2,TLSv1.3".into());
         let mut protocols = Vec::new();
         for protocol in enabled.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             protocols.push(match protocol {
                 "TLSv1.2" => &rustls::version::TLS12,
                 "TLSv1.3" => &rustls::version::TLS13,
                 other => {
-                    return Err(bad(
+                    return Err(self.bad(
                         "ssl.enabled.protocols",
                         other,
                         "rustls offers TLSv1.2 and TLSv1.3 only",
@@ -202,12 +229,26 @@ impl TlsSettings {
             });
         }
         if protocols.is_empty() {
-            return Err(bad("ssl.enabled.protocols", "", "no protocol enabled"));
+            return Err(self.bad("ssl.enabled.protocols", "", "no protocol enabled"));
         }
+        Ok(protocols)
+    }
+}
+
+impl TlsSettings {
+    /// The TLS settings of `listener` from its own (`listener.name.…`) and the broker's
+    /// properties.
+    pub(crate) fn from_config(config: &BrokerConfig, listener: &str) -> Result<Self, ConfigError> {
+        let properties = ListenerProperties { config, listener };
+        properties.check_unsupported()?;
+        let (keystore, key) = properties.keystore()?;
+        let truststore = properties.truststore()?;
+        let client_auth = properties.client_auth(truststore.is_some())?;
+        let protocols = properties.protocols()?;
         let cipher_suites =
-            match get("ssl.cipher.suites") {
+            match properties.get("ssl.cipher.suites") {
                 Some(names) => Some(cipher_suites(&names, &protocols).map_err(
-                    |(value, reason)| invalid(listener, "ssl.cipher.suites", &value, reason),
+                    |(value, reason)| properties.bad("ssl.cipher.suites", &value, &reason),
                 )?),
                 None => None,
             };

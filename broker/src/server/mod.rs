@@ -60,7 +60,6 @@ impl Broker {
     }
 
     /// [`Broker::start`] with time from `clock` (tests move it by hand).
-    #[allow(clippy::too_many_lines)] // start-up's steps in order; to be split (#51)
     pub async fn start_with_clock(
         config: BrokerConfig,
         clock: Arc<dyn Clock>,
@@ -117,14 +116,7 @@ impl Broker {
             .iter()
             .map(|listener| (listener.name.clone(), listener.local_addr))
             .collect();
-        let pool = crate::memory_pool::RequestMemoryPool::new(
-            pool_bytes,
-            context.metrics.request_memory_used_bytes.clone(),
-        );
-        context
-            .metrics
-            .request_memory_capacity_bytes
-            .set(pool.capacity_bytes().min(i64::MAX as usize) as i64);
+        let pool = request_pool(&context, pool_bytes);
         tasks.spawn(limits::follow_config(
             Arc::clone(&connection_limits),
             context.live_config.watch(),
@@ -136,29 +128,7 @@ impl Broker {
             pool,
         };
         let names: Vec<String> = listeners.iter().map(|l| l.name.clone()).collect();
-        for listener in listeners {
-            if let Some(validator) = listener.sasl.as_ref().and_then(|sasl| sasl.oauth.clone()) {
-                tasks.spawn(validator.refresh(shutdown_rx.clone()));
-            }
-            if let Some(tls) = &listener.tls {
-                tasks.spawn(crate::security::tls::watch_files(
-                    Arc::clone(tls),
-                    shutdown_rx.clone(),
-                ));
-            }
-            let security = connection::ListenerSecurity {
-                name: Arc::from(listener.name.as_str()),
-                tls: listener.tls,
-                sasl: listener.sasl,
-                principal_mapper: listener.principal_mapper,
-            };
-            tasks.spawn(connection::accept_loop(
-                listener.socket,
-                security,
-                shared.clone(),
-                shutdown_rx.clone(),
-            ));
-        }
+        spawn_listeners(&mut tasks, listeners, &shared, &shutdown_rx);
         tracing::info!(
             listen = %local_addr,
             listeners = ?names,
@@ -272,5 +242,53 @@ impl Broker {
             drop(lifecycle);
             quorum.shutdown().await;
         }
+    }
+}
+
+/// The pool requests' bytes are taken from (`queued.max.request.bytes`), shown in the metrics.
+fn request_pool(
+    context: &BrokerContext,
+    pool_bytes: Option<usize>,
+) -> Arc<crate::memory_pool::RequestMemoryPool> {
+    let pool = crate::memory_pool::RequestMemoryPool::new(
+        pool_bytes,
+        context.metrics.request_memory_used_bytes.clone(),
+    );
+    context
+        .metrics
+        .request_memory_capacity_bytes
+        .set(pool.capacity_bytes().min(i64::MAX as usize) as i64);
+    pool
+}
+
+/// Each listener's accept loop, and what it keeps fresh: OAuth validation keys, TLS files.
+fn spawn_listeners(
+    tasks: &mut JoinSet<()>,
+    listeners: Vec<startup::Listener>,
+    shared: &connection::Shared,
+    shutdown_rx: &watch::Receiver<bool>,
+) {
+    for listener in listeners {
+        if let Some(validator) = listener.sasl.as_ref().and_then(|sasl| sasl.oauth.clone()) {
+            tasks.spawn(validator.refresh(shutdown_rx.clone()));
+        }
+        if let Some(tls) = &listener.tls {
+            tasks.spawn(crate::security::tls::watch_files(
+                Arc::clone(tls),
+                shutdown_rx.clone(),
+            ));
+        }
+        let security = connection::ListenerSecurity {
+            name: Arc::from(listener.name.as_str()),
+            tls: listener.tls,
+            sasl: listener.sasl,
+            principal_mapper: listener.principal_mapper,
+        };
+        tasks.spawn(connection::accept_loop(
+            listener.socket,
+            security,
+            shared.clone(),
+            shutdown_rx.clone(),
+        ));
     }
 }
