@@ -202,6 +202,15 @@ impl<'a> IntervalJoin<'a> {
         Ok(())
     }
 
+    /// The repartition step, and the state it merges into noting in `merged` what it merged.
+    fn merging<'s>(&'s mut self, merged: &'s mut Merged) -> (&'s mut Repartition, MergeState<'s>) {
+        let state = MergeState {
+            state: &mut self.state,
+            merged,
+        };
+        (&mut self.repartition, state)
+    }
+
     /// `record` for repartition partition `partition` (`Repartition::send`).
     fn send(
         &mut self,
@@ -211,12 +220,8 @@ impl<'a> IntervalJoin<'a> {
         checkpoint: &mut Checkpoint,
         merged: &mut Merged,
     ) -> Result<()> {
-        let mut state = MergeState {
-            state: &mut self.state,
-            merged,
-        };
-        self.repartition
-            .send(partition, key, record, checkpoint, &mut state)
+        let (repartition, mut state) = self.merging(merged);
+        repartition.send(partition, key, record, checkpoint, &mut state)
     }
 
     /// `record` (an event time, idleness, an end) for every repartition partition.
@@ -226,12 +231,8 @@ impl<'a> IntervalJoin<'a> {
         checkpoint: &mut Checkpoint,
         merged: &mut Merged,
     ) -> Result<()> {
-        let mut state = MergeState {
-            state: &mut self.state,
-            merged,
-        };
-        self.repartition
-            .send_to_every_partition(record, checkpoint, &mut state)
+        let (repartition, mut state) = self.merging(merged);
+        repartition.send_to_every_partition(record, checkpoint, &mut state)
     }
 
     /// Each input partition's event time, to every partition after the rows it covers, and
@@ -264,20 +265,14 @@ impl<'a> IntervalJoin<'a> {
 
     /// Repartition records read from the topic → the state (`Repartition::merge_read`).
     fn merge_internal(&mut self, internal: &[InputRecord], merged: &mut Merged) -> Result<()> {
-        let mut state = MergeState {
-            state: &mut self.state,
-            merged,
-        };
-        self.repartition.merge_read(internal, &mut state)
+        let (repartition, mut state) = self.merging(merged);
+        repartition.merge_read(internal, &mut state)
     }
 
     /// Merging directly: the repartition records that were unread at the reload go first.
     fn merge_unread(&mut self, merged: &mut Merged) -> Result<()> {
-        let mut state = MergeState {
-            state: &mut self.state,
-            merged,
-        };
-        self.repartition.merge_unread(&mut state)
+        let (repartition, mut state) = self.merging(merged);
+        repartition.merge_unread(&mut state)
     }
 
     /// Matches and expired rows → the rest of the query → output; the touched partitions'

@@ -280,14 +280,23 @@ impl<'a> Windowed<'a> {
         touched: &mut BTreeSet<i32>,
         stats: &mut JobStats,
     ) -> Result<()> {
-        let mut state = MergeState {
+        let (repartition, mut state) = self.merging(touched, stats);
+        repartition.send(partition, key, record, checkpoint, &mut state)
+    }
+
+    /// The repartition step, and the window state it merges into noting what it touched.
+    fn merging<'s>(
+        &'s mut self,
+        touched: &'s mut BTreeSet<i32>,
+        stats: &'s mut JobStats,
+    ) -> (&'s mut Repartition, MergeState<'s>) {
+        let state = MergeState {
             job: &self.config.name,
             store: &mut self.store,
             touched,
             stats,
         };
-        self.repartition
-            .send(partition, key, record, checkpoint, &mut state)
+        (&mut self.repartition, state)
     }
 
     /// `record` (an event time, idleness, an end) for every repartition partition.
@@ -298,14 +307,8 @@ impl<'a> Windowed<'a> {
         touched: &mut BTreeSet<i32>,
         stats: &mut JobStats,
     ) -> Result<()> {
-        let mut state = MergeState {
-            job: &self.config.name,
-            store: &mut self.store,
-            touched,
-            stats,
-        };
-        self.repartition
-            .send_to_every_partition(record, checkpoint, &mut state)
+        let (repartition, mut state) = self.merging(touched, stats);
+        repartition.send_to_every_partition(record, checkpoint, &mut state)
     }
 
     /// Repartition records read from the topic → window state (`Repartition::merge_read`).
@@ -315,24 +318,14 @@ impl<'a> Windowed<'a> {
         touched: &mut BTreeSet<i32>,
         stats: &mut JobStats,
     ) -> Result<()> {
-        let mut state = MergeState {
-            job: &self.config.name,
-            store: &mut self.store,
-            touched,
-            stats,
-        };
-        self.repartition.merge_read(internal, &mut state)
+        let (repartition, mut state) = self.merging(touched, stats);
+        repartition.merge_read(internal, &mut state)
     }
 
     /// Merging directly: the repartition records that were unread at the reload go first.
     fn merge_unread(&mut self, touched: &mut BTreeSet<i32>, stats: &mut JobStats) -> Result<()> {
-        let mut state = MergeState {
-            job: &self.config.name,
-            store: &mut self.store,
-            touched,
-            stats,
-        };
-        self.repartition.merge_unread(&mut state)
+        let (repartition, mut state) = self.merging(touched, stats);
+        repartition.merge_unread(&mut state)
     }
 
     /// Windows past the watermark → output rows; the touched partitions' changes → the
