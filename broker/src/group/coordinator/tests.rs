@@ -84,8 +84,15 @@ fn join_request(member_id: &str) -> JoinRequest {
     }
 }
 
-#[tokio::test]
-async fn a_settled_group_comes_back_after_a_restart_and_carries_on_without_a_rebalance() {
+/// A coordinator (3 offsets partitions) on a fresh data directory, its clock moved by hand,
+/// completing joins at once (`group.initial.rebalance.delay.ms` 0).
+fn without_rebalance_delay() -> (
+    tempfile::TempDir,
+    Arc<ManualClock>,
+    BrokerConfig,
+    TopicRegistry,
+    GroupCoordinator,
+) {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_000_000));
     let mut config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().into());
@@ -97,6 +104,12 @@ async fn a_settled_group_comes_back_after_a_restart_and_carries_on_without_a_reb
     )
     .unwrap();
     let coordinator = GroupCoordinator::new(GroupLimits::from_config(&config), 3, clock.clone());
+    (dir, clock, config, topics, coordinator)
+}
+
+#[tokio::test]
+async fn a_settled_group_comes_back_after_a_restart_and_carries_on_without_a_rebalance() {
+    let (_dir, clock, config, topics, coordinator) = without_rebalance_delay();
     let joined = coordinator.join(&topics, "g", join_request("")).await;
     let member = joined.member_id.clone();
     assert_eq!(joined.generation_id, 1);
@@ -158,18 +171,8 @@ async fn a_settled_group_comes_back_after_a_restart_and_carries_on_without_a_reb
 /// and leaves nothing pending, so a new owner reads the offset before it as stable.
 #[tokio::test]
 async fn transactional_commits_are_fenced_by_generation_and_pending_until_their_marker() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(1_000_000));
-    let mut config = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().into());
-    config.set("group.initial.rebalance.delay.ms", "0").unwrap();
-    let topics = TopicRegistry::open(
-        crate::config::LiveConfig::new(config.clone()),
-        clock.clone(),
-        false,
-    )
-    .unwrap();
+    let (_dir, _clock, _config, topics, coordinator) = without_rebalance_delay();
     topics.create("t", 1, 1, Default::default()).unwrap();
-    let coordinator = GroupCoordinator::new(GroupLimits::from_config(&config), 3, clock.clone());
     let joined = coordinator.join(&topics, "g", join_request("")).await;
     let member_id = joined.member_id.clone();
     let synced = coordinator
