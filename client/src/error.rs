@@ -99,6 +99,17 @@ pub fn remedy_of_code(code: RDKafkaErrorCode) -> Remedy {
     }
 }
 
+/// What can be done about a librdkafka error: its configuration refused, or what its error
+/// code says (none: a local failure, which may pass when retried).
+pub fn remedy_of_kafka(error: &KafkaError) -> Remedy {
+    match error {
+        KafkaError::ClientConfig(..) | KafkaError::ClientCreation(_) => Remedy::Fix,
+        other => other
+            .rdkafka_error_code()
+            .map_or(Remedy::Retry, remedy_of_code),
+    }
+}
+
 /// A newer incarnation of this writer took over (its producer fenced this one, or it moved the
 /// offsets this one started from): what this one has not committed must be dropped, and it
 /// must not retry.
@@ -142,12 +153,7 @@ impl ClientError {
     /// rejoins and takes what is left to it.
     pub fn remedy(&self) -> Remedy {
         match self {
-            ClientError::Kafka { source, .. } => match source {
-                KafkaError::ClientConfig(..) | KafkaError::ClientCreation(_) => Remedy::Fix,
-                other => other
-                    .rdkafka_error_code()
-                    .map_or(Remedy::Retry, remedy_of_code),
-            },
+            ClientError::Kafka { source, .. } => remedy_of_kafka(source),
             ClientError::Fenced(_) | ClientError::Undelivered { .. } => Remedy::Retry,
             ClientError::TopicRefused { code, .. } => remedy_of_code(*code),
         }

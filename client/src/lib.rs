@@ -38,7 +38,7 @@ pub mod settings;
 pub mod topics;
 
 pub use checkpoint::{CheckpointProducer, Outgoing};
-pub use error::{remedy_of_code, ClientError, Fenced, Remedy};
+pub use error::{remedy_of_code, remedy_of_kafka, ClientError, Fenced, Remedy};
 pub use reach::Unreached;
 pub use settings::{ClientSettings, CLUSTER_TIMEOUT};
 pub use topics::{create_topics, TopicCreation};

@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use weir_client::{ClientError, Fenced, Remedy};
+use rdkafka::error::KafkaError;
+use weir_client::{remedy_of_kafka, ClientError, Fenced, Remedy};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectorError {
@@ -91,6 +92,15 @@ impl ConnectorError {
                 let remedy = error.remedy();
                 ConnectorError::target("far cluster", operation, remedy, error)
             }
+        }
+    }
+
+    /// A far Kafka cluster's librdkafka error while doing `operation`, for `map_err`.
+    pub fn far_kafka(operation: impl Into<String>) -> impl FnOnce(KafkaError) -> Self {
+        let operation = operation.into();
+        move |error| {
+            let remedy = remedy_of_kafka(&error);
+            ConnectorError::target("far cluster", operation, remedy, error)
         }
     }
 

@@ -128,7 +128,7 @@ impl CoordinatorState {
     }
 
     /// Checks a commit's member against the group's membership and generation.
-    fn check_member(&self, group_id: &str, member: &TxnMember<'_>) -> Option<GroupError> {
+    fn check_member(&self, group_id: &str, member: &CommitMember<'_>) -> Option<GroupError> {
         match self.groups.get(group_id) {
             Some(group) => group
                 .check_instance(member.member_id, member.group_instance_id)
@@ -239,9 +239,10 @@ pub struct CommitWait {
     pub replicated: bool,
 }
 
-/// The member a KIP-447 TxnOffsetCommit names (generation -1 and no member id: a producer
-/// committing without a consumer group's metadata, checked by nothing but its transaction).
-pub struct TxnMember<'a> {
+/// The member an offset commit names: an OffsetCommit's, or a KIP-447 TxnOffsetCommit's (a
+/// transactional producer committing without a consumer group's metadata names none, and is
+/// checked by nothing but its transaction).
+pub struct CommitMember<'a> {
     pub member_id: &'a str,
     pub group_instance_id: Option<&'a str>,
     pub generation_id: i32,

@@ -26,5 +26,5 @@ pub mod metadata;
 pub mod offsets;
 pub mod state;
 
-pub use coordinator::{FetchedOffset, GroupCoordinator, TxnCommitError, TxnMember};
+pub use coordinator::{CommitMember, FetchedOffset, GroupCoordinator, TxnCommitError};
 pub use error::{GroupDeleteError, GroupError};

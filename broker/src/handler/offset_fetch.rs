@@ -25,7 +25,7 @@ type Found = Vec<FetchedOffset>;
 /// The wanted partitions of a request's topics (`None`: all the group committed).
 type Wanted = Option<Vec<(String, i32)>>;
 
-fn wanted<'a>(topics: Option<impl IntoIterator<Item = (&'a TopicName, Vec<i32>)>>) -> Wanted {
+fn wanted(topics: Option<impl IntoIterator<Item = (TopicName, Vec<i32>)>>) -> Wanted {
     topics.map(|topics| {
         topics
             .into_iter()
@@ -98,22 +98,18 @@ pub fn handle(
             .groups
             .into_iter()
             .map(|group| {
-                let topics = group.topics.as_ref().map(|topics| {
-                    topics
-                        .iter()
-                        .map(|t| (&t.name, t.partition_indexes.clone()))
-                });
+                let topics = group
+                    .topics
+                    .map(|topics| topics.into_iter().map(|t| (t.name, t.partition_indexes)));
                 let wanted = wanted(topics);
                 answer_group(context, access, group.group_id, wanted, require_stable)
             })
             .collect();
         return OffsetFetchResponse::default().with_groups(groups);
     }
-    let topics = request.topics.as_ref().map(|topics| {
-        topics
-            .iter()
-            .map(|t| (&t.name, t.partition_indexes.clone()))
-    });
+    let topics = request
+        .topics
+        .map(|topics| topics.into_iter().map(|t| (t.name, t.partition_indexes)));
     let wanted = wanted(topics);
     answer_single_group(
         context,

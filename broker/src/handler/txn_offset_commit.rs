@@ -15,7 +15,7 @@ use kafka_protocol::ResponseError;
 use crate::context::BrokerContext;
 use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::{CommittedOffset, OFFSETS_TOPIC};
-use crate::group::{TxnCommitError, TxnMember};
+use crate::group::{CommitMember, TxnCommitError};
 use crate::handler::access::Access;
 use crate::handler::commit_order::CommitOrder;
 use crate::handler::errors::error_for;
@@ -78,11 +78,12 @@ pub async fn handle(
     });
     // KIP-447: a member of the group's current generation (checked as the offsets are
     // registered, atomically with any rebalance).
-    let member = (request.generation_id >= 0 || !request.member_id.is_empty()).then(|| TxnMember {
-        member_id: &request.member_id,
-        group_instance_id: request.group_instance_id.as_deref(),
-        generation_id: request.generation_id,
-    });
+    let member =
+        (request.generation_id >= 0 || !request.member_id.is_empty()).then(|| CommitMember {
+            member_id: &request.member_id,
+            group_instance_id: request.group_instance_id.as_deref(),
+            generation_id: request.generation_id,
+        });
     let producer = (request.producer_id.0, request.producer_epoch);
     let committed = context
         .groups

@@ -11,7 +11,6 @@ use arrow::util::display::{ArrayFormatter, FormatOptions};
 use rdkafka::admin::{AdminClient, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use weir_client::{
@@ -41,10 +40,6 @@ pub struct KafkaSink {
     pending_rows: u64,
     committed: SinkOffsets,
     stats: SinkStats,
-}
-
-fn failure(what: &'static str) -> impl FnOnce(KafkaError) -> ConnectorError {
-    move |error| ConnectorError::far_cluster(what)(ClientError::kafka(what)(error))
 }
 
 /// The producer's error: fenced (a newer copy of the pipeline writes the sink now), or a
@@ -87,7 +82,7 @@ impl KafkaSink {
             .client
             .config(&[])
             .create()
-            .map_err(failure("creating the admin client"))?;
+            .map_err(ConnectorError::far_kafka("creating the admin client"))?;
         let offsets_topic = self.offsets_topic();
         let output = NewTopic::new(
             &self.config.topic,
@@ -120,10 +115,10 @@ impl KafkaSink {
                 ("isolation.level", "read_committed"),
             ])
             .create()
-            .map_err(failure("creating a consumer"))?;
+            .map_err(ConnectorError::far_kafka("creating a consumer"))?;
         let (low, high) = consumer
             .fetch_watermarks(&topic, 0, CLUSTER_TIMEOUT)
-            .map_err(failure("reading offsets"))?;
+            .map_err(ConnectorError::far_kafka("reading offsets"))?;
         let mut offsets = SinkOffsets::new();
         if high <= low {
             return Ok(offsets);
@@ -131,12 +126,16 @@ impl KafkaSink {
         let mut assignment = TopicPartitionList::new();
         assignment
             .add_partition_offset(&topic, 0, Offset::Offset(low))
-            .map_err(failure("assigning"))?;
-        consumer.assign(&assignment).map_err(failure("assigning"))?;
+            .map_err(ConnectorError::far_kafka("assigning"))?;
+        consumer
+            .assign(&assignment)
+            .map_err(ConnectorError::far_kafka("assigning"))?;
         let prefix = format!("{}:", self.input_topic);
         let deadline = Instant::now() + CLUSTER_TIMEOUT;
         loop {
-            let position = consumer.position().map_err(failure("reading offsets"))?;
+            let position = consumer
+                .position()
+                .map_err(ConnectorError::far_kafka("reading offsets"))?;
             let at = position.elements().first().map(|e| e.offset());
             if matches!(at, Some(Offset::Offset(at)) if at >= high) {
                 return Ok(offsets);
@@ -152,7 +151,7 @@ impl KafkaSink {
             let Some(message) = consumer.poll(Duration::from_millis(100)) else {
                 continue;
             };
-            let message = message.map_err(failure("reading offsets"))?;
+            let message = message.map_err(ConnectorError::far_kafka("reading offsets"))?;
             let key = message
                 .key()
                 .map(String::from_utf8_lossy)

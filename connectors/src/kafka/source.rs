@@ -33,15 +33,7 @@ fn kafka_error(
     what: &str,
     topic: &str,
 ) -> impl FnOnce(rdkafka::error::KafkaError) -> ConnectorError {
-    let operation = format!("{what} (far topic {topic})");
-    move |source| {
-        let error = weir_client::ClientError::Kafka {
-            operation: "consuming",
-            source,
-        };
-        let remedy = error.remedy();
-        ConnectorError::target("far cluster", operation, remedy, error)
-    }
+    ConnectorError::far_kafka(format!("{what} (far topic {topic})"))
 }
 
 impl KafkaSource {

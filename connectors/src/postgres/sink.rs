@@ -120,27 +120,13 @@ impl PostgresSink {
         what: &str,
         backoff: &mut Duration,
     ) -> Result<(), ConnectorError> {
+        let refused = |reason| ConnectorError::target("PostgreSQL", what, Remedy::Fix, reason);
         let error = match failure {
-            Failure::Fatal(reason) => {
-                return Err(ConnectorError::target(
-                    "PostgreSQL",
-                    what,
-                    Remedy::Fix,
-                    reason,
-                ))
-            }
+            Failure::Database(error) if is_transient(&error) => error,
+            Failure::Database(error) => return Err(refused(describe(&error))),
+            Failure::Fatal(reason) => return Err(refused(reason)),
             Failure::Connector(error) => return Err(error),
             Failure::Fenced(reason) => return Err(Fenced::new(reason).into()),
-            Failure::Database(error) if !is_transient(&error) => {
-                let reason = describe(&error);
-                return Err(ConnectorError::target(
-                    "PostgreSQL",
-                    what,
-                    Remedy::Fix,
-                    reason,
-                ));
-            }
-            Failure::Database(error) => error,
         };
         tracing::warn!(sink = %self.sink_id, error = %describe(&error), retry_in_ms = backoff.as_millis() as u64, "PostgreSQL unavailable while {what}; retrying");
         self.client = None;

@@ -13,7 +13,7 @@ impl GroupCoordinator {
         group_instance_id: Option<&str>,
         generation_id: i32,
     ) -> Option<GroupError> {
-        let member = TxnMember {
+        let member = CommitMember {
             member_id,
             group_instance_id,
             generation_id,
@@ -140,7 +140,7 @@ impl GroupCoordinator {
         topics: &TopicRegistry,
         group_id: &str,
         producer: (i64, i16),
-        member: Option<&TxnMember<'_>>,
+        member: Option<&CommitMember<'_>>,
         commits: Vec<(String, i32, CommittedOffset)>,
     ) -> Result<Option<CommitWait>, TxnCommitError> {
         if commits.is_empty() {

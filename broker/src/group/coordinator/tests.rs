@@ -194,7 +194,7 @@ async fn transactional_commits_are_fenced_by_generation_and_pending_until_their_
         let only = &fetched[0];
         (only.offset.as_ref().map(|o| o.offset), only.unstable)
     };
-    let member = |generation_id| TxnMember {
+    let member = |generation_id| CommitMember {
         member_id: &member_id,
         group_instance_id: None,
         generation_id,
