@@ -7,8 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/weir/target}
-# The `quick` profile (Cargo.toml): optimisation level 1, about half the build of `release` on a
-# fresh machine; WEIR_PROFILE=release builds (and shares) the test command's build instead.
+# The `quick` profile (Cargo.toml): `release` without optimisation, a fifth of its build on a
+# fresh machine and fast enough for the sample; WEIR_PROFILE=release builds (and shares) the
+# test command's build instead, as benchmarks and production want.
 profile=${WEIR_PROFILE:-quick}
 cargo build --profile "$profile" --bin weir
 weir=$CARGO_TARGET_DIR/$profile/weir
