@@ -27,11 +27,15 @@ import sys
 from collections import defaultdict
 
 BUDGET = {
-    "crates compiled": 424,
+    # 425 and 22: weir-wire (client/wire), the protocol client moved out of the broker so that
+    # the clients live in one folder: no new dependency; its library took 1.5 s and its
+    # unit-test binary 2.1 s (`cargo build --release -p weir-wire --lib --tests --timings`
+    # after `cargo clean -p weir-wire`), the broker's library lost the same code.
+    "crates compiled": 425,
     "crates in two or more versions": 20,
     # 21 and 6: the interval join's crash test is a binary of its own again (5 s of build,
-    # cli/tests/interval_crash.rs says why).
-    "linked executables": 21,
+    # cli/tests/interval_crash.rs says why); 22 with weir-wire's unit tests.
+    "linked executables": 22,
     "executables linking DataFusion": 6,
 }
 HEAVY = "datafusion"

@@ -14,9 +14,9 @@
 //! 3. [`log`] (storage: batches, segments, indexes, recovery, retention, compaction) beside
 //!    [`producer`] (idempotent producers: ids, per-partition sequence state, snapshots),
 //!    [`security`] (principals, the SASL mechanisms' server side, SCRAM credentials, JAAS, the
-//!    ACL decision, the listeners' TLS acceptors) and [`client`] (a small Kafka protocol client
-//!    over PLAINTEXT, TLS and SASL: followers' fetches, transaction markers, the CLI's admin
-//!    calls; a broker's own connections secured from its properties by `BrokerIdentity`)
+//!    ACL decision, the listeners' TLS acceptors, and `BrokerIdentity`: how this broker's own
+//!    connections to other brokers and controllers are secured, from its properties; they are
+//!    made with `weir-wire`'s protocol client)
 //! 4. [`partition`]: a partition's replication-facing state (role, leader epoch, high
 //!    watermark, the leader's view of its followers) and its waiters (long polls, group-commit
 //!    fsyncs, `acks=all`)
@@ -57,7 +57,6 @@
 
 pub mod acls;
 pub mod broker_configs;
-pub mod client;
 pub mod clock;
 pub mod cluster;
 pub mod config;

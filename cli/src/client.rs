@@ -2,8 +2,8 @@
 
 use clap::Args;
 use rdkafka::ClientConfig;
-use weir_broker::client::ClientSecurity;
 use weir_client::ClientSettings;
+use weir_wire::ClientSecurity;
 
 #[derive(Args, Clone)]
 pub(crate) struct ConnectArgs {

@@ -1,6 +1,6 @@
 //! The Kafka protocol client for the admin calls where rdkafka falls short (rust-rdkafka 0.39
 //! drops per-resource errors of AlterConfigs, so a refused config change would be reported as
-//! success). It lives in the broker crate, where followers fetch with it.
+//! success). It is `weir-wire`'s (`client/wire`), the client brokers reach each other with.
 //!
 //! In a cluster a request must reach the right broker: a coordinator (FindCoordinator), a
 //! partition's leader, or every broker (Metadata) — the helpers below find it from the
@@ -9,8 +9,8 @@
 use anyhow::{bail, Context};
 use kafka_protocol::messages::{FindCoordinatorRequest, MetadataRequest, MetadataResponse};
 use kafka_protocol::protocol::StrBytes;
-pub(crate) use weir_broker::client::ProtocolClient;
-use weir_broker::client::DEFAULT_TIMEOUT;
+pub(crate) use weir_wire::ProtocolClient;
+use weir_wire::DEFAULT_TIMEOUT;
 
 use crate::client::ConnectArgs;
 

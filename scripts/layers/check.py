@@ -25,7 +25,7 @@ CRATE_LAYERS = {
     "broker/src": [
         ["clock", "memory_pool", "seeded_rng", "shutdown"],
         ["config"],
-        ["log", "producer", "security", "client"],
+        ["log", "producer", "security"],
         ["partition"],
         ["cluster", "topic", "error"],
         ["group", "transaction", "replication", "broker_configs", "user_credentials", "acls",
@@ -37,7 +37,13 @@ CRATE_LAYERS = {
     ],
     "tls/src": [["pem"], ["followed", "verify"], ["lib"]],
     "weblog/src": [["clock"], ["access", "body"], ["lib"]],
-    "client/src": [["error", "settings"], ["reach", "checkpoint", "topics"], ["lib"]],
+    "client/rdkafka/src": [["error", "settings"], ["reach", "checkpoint", "topics"], ["lib"]],
+    "client/wire/src": [
+        ["mechanism"],
+        ["scram_client", "security"],
+        ["connection", "sasl_login"],
+        ["lib"],
+    ],
     "streams/src": [
         # base: errors, records, the state map, watermarks
         ["error", "record", "state_map", "watermark"],

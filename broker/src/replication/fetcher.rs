@@ -31,12 +31,13 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 use tokio::sync::watch;
 use tokio::time::Instant;
+use weir_wire::{ClientError, ProtocolClient, SecurityConfigError};
 
-use crate::client::{BrokerIdentity, ClientError, ProtocolClient, SecurityConfigError};
 use crate::cluster::member::ClusterMember;
 use crate::config::BrokerConfig;
 use crate::log::leader_epochs::UNDEFINED_OFFSET;
 use crate::partition::Partition;
+use crate::security::BrokerIdentity;
 
 /// Kafka's `replica.*` settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,9 @@
 //! - [`ssl_principal`]: a client certificate's subject (RFC 2253) and `ssl.principal.mapping.rules`.
 //! - [`tls`]: an SSL listener's rustls acceptor from PEM files, rebuilt when they change (the
 //!   client and controller listeners share it).
+//! - [`broker_identity`]: the other side — what this broker presents when it connects to
+//!   other brokers and controllers (TLS files, the inter-broker SASL login), as the
+//!   [`weir_wire::ClientSecurity`] its protocol client connects with.
 //!
 //! Data flow: a connection on a SASL listener (`server::authentication`) takes ApiVersions and
 //! SaslHandshake, runs an [`sasl::Exchange`] over SaslAuthenticate requests (or raw tokens
@@ -21,6 +24,7 @@
 //! before authentication succeeds.
 
 pub mod acl;
+pub mod broker_identity;
 pub mod jaas;
 pub mod listener;
 pub mod oauth;
@@ -30,4 +34,5 @@ pub mod scram;
 pub mod ssl_principal;
 pub mod tls;
 
+pub use broker_identity::BrokerIdentity;
 pub use principal::KafkaPrincipal;

@@ -12,10 +12,11 @@ use std::time::Duration;
 
 use kafka_protocol::protocol::Request;
 use kafka_protocol::ResponseError;
+use weir_wire::ProtocolClient;
 
-use crate::client::{BrokerIdentity, ProtocolClient};
 use crate::cluster::member::ClusterMember;
 use crate::cluster::MetadataImage;
+use crate::security::BrokerIdentity;
 
 /// Connecting to another broker gives up after this long.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

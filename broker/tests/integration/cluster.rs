@@ -237,9 +237,7 @@ async fn three_brokers_place_topics_serve_clients_and_move_leaders_off_a_dead_br
     let mut producer_ids = BTreeSet::new();
     for node_id in 1..=3 {
         let address = cluster.bootstrap(node_id);
-        let mut client = weir_broker::client::ProtocolClient::connect(&address)
-            .await
-            .unwrap();
+        let mut client = weir_wire::ProtocolClient::connect(&address).await.unwrap();
         for _ in 0..3 {
             let request = kafka_protocol::messages::InitProducerIdRequest::default()
                 .with_transactional_id(None)
@@ -394,7 +392,7 @@ pub(crate) async fn find_coordinator(
     key: &str,
 ) -> i32 {
     let address = cluster.bootstrap(node_id);
-    let Ok(mut client) = weir_broker::client::ProtocolClient::connect(&address).await else {
+    let Ok(mut client) = weir_wire::ProtocolClient::connect(&address).await else {
         return -1;
     };
     let request = kafka_protocol::messages::FindCoordinatorRequest::default()

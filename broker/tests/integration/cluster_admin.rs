@@ -135,7 +135,7 @@ pub(crate) async fn reassign(
     };
     use kafka_protocol::messages::{AlterPartitionReassignmentsRequest, BrokerId, TopicName};
     use kafka_protocol::protocol::StrBytes;
-    let mut client = weir_broker::client::ProtocolClient::connect(&cluster.bootstrap(1))
+    let mut client = weir_wire::ProtocolClient::connect(&cluster.bootstrap(1))
         .await
         .unwrap();
     let request = AlterPartitionReassignmentsRequest::default().with_topics(vec![
@@ -152,7 +152,7 @@ pub(crate) async fn reassign(
 /// How many partitions are being moved, as ListPartitionReassignments answers.
 pub(crate) async fn moves_in_progress(cluster: &TestCluster) -> usize {
     use kafka_protocol::messages::ListPartitionReassignmentsRequest;
-    let mut client = weir_broker::client::ProtocolClient::connect(&cluster.bootstrap(2))
+    let mut client = weir_wire::ProtocolClient::connect(&cluster.bootstrap(2))
         .await
         .unwrap();
     let request = ListPartitionReassignmentsRequest::default().with_topics(None);

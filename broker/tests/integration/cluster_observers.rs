@@ -21,7 +21,7 @@ async fn describe_quorum(
     cluster: &TestCluster,
     node_id: i32,
 ) -> describe_quorum_response::PartitionData {
-    let mut client = weir_broker::client::ProtocolClient::connect(&cluster.bootstrap(node_id))
+    let mut client = weir_wire::ProtocolClient::connect(&cluster.bootstrap(node_id))
         .await
         .unwrap();
     let request = DescribeQuorumRequest::default().with_topics(vec![TopicData::default()

@@ -34,9 +34,7 @@ fn transaction_coordinator(bootstrap: &str, transactional_id: &str) -> Option<i3
         .build()
         .unwrap();
     runtime.block_on(async {
-        let mut client = weir_broker::client::ProtocolClient::connect(bootstrap)
-            .await
-            .ok()?;
+        let mut client = weir_wire::ProtocolClient::connect(bootstrap).await.ok()?;
         let request = FindCoordinatorRequest::default()
             .with_key(StrBytes::from_string(transactional_id.into()))
             .with_key_type(1);

@@ -32,7 +32,7 @@ use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
 use serde_json::{json, Value};
-use weir_broker::client::ProtocolClient;
+use weir_wire::ProtocolClient;
 
 const TOPIC_RESOURCE: i8 = 2;
 /// Configs compared between the brokers (Weir implements these; Kafka has many more).

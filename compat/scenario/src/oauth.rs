@@ -19,7 +19,7 @@ use bytes::Bytes;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use kafka_protocol::messages::*;
 use serde_json::{json, Value};
-use weir_broker::client::ProtocolClient;
+use weir_wire::ProtocolClient;
 
 use crate::security::SecureListener;
 use crate::{text, Scenario};

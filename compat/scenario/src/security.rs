@@ -15,8 +15,7 @@ use kafka_protocol::messages::*;
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::Compression;
 use serde_json::{json, Value};
-use weir_broker::client::{ClientSecurity, ProtocolClient, DEFAULT_TIMEOUT};
-use weir_broker::security::scram::ScramMechanism;
+use weir_wire::{ClientSecurity, ProtocolClient, ScramMechanism, DEFAULT_TIMEOUT};
 
 use crate::{batch, name, text, Scenario};
 

@@ -20,9 +20,9 @@ use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use weir_wire::tls_handshake;
 
 use super::rpc::QuorumStream;
-use crate::client::{tls_handshake, BrokerIdentity};
 use crate::cluster::MetadataImage;
 use crate::config::{BrokerConfig, ConfigError};
 use crate::security::acl::{
@@ -30,7 +30,7 @@ use crate::security::acl::{
 };
 use crate::security::ssl_principal::SslPrincipalMapper;
 use crate::security::tls::{self, TlsAcceptorCell, TlsSettings};
-use crate::security::KafkaPrincipal;
+use crate::security::{BrokerIdentity, KafkaPrincipal};
 
 /// The controller listener's security, both sides.
 pub struct ControllerSecurity {

@@ -13,37 +13,7 @@ use std::collections::BTreeMap;
 use super::oauth::ValidToken;
 use super::scram::{ScramCredential, ScramMechanism};
 
-/// A SASL mechanism Weir's broker can serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Mechanism {
-    Plain,
-    Scram(ScramMechanism),
-    OAuthBearer,
-}
-
-impl Mechanism {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mechanism::Plain => "PLAIN",
-            Mechanism::Scram(scram) => scram.name(),
-            Mechanism::OAuthBearer => "OAUTHBEARER",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Mechanism> {
-        match name {
-            "PLAIN" => Some(Mechanism::Plain),
-            "OAUTHBEARER" => Some(Mechanism::OAuthBearer),
-            _ => ScramMechanism::from_name(name).map(Mechanism::Scram),
-        }
-    }
-}
-
-impl std::fmt::Display for Mechanism {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use weir_wire::Mechanism;
 
 /// Where an exchange finds what the client must prove.
 pub trait Credentials {

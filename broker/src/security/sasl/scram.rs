@@ -249,6 +249,7 @@ fn server_nonce() -> Result<String, SaslError> {
 mod tests {
     use super::*;
     use crate::security::sasl::{Exchange, Mechanism};
+    use weir_wire::scram_client::{client_final, client_first_bare};
 
     struct Store(ScramMechanism, ScramCredential);
 
@@ -261,44 +262,13 @@ mod tests {
         }
     }
 
-    /// A SCRAM client as RFC 5802 describes it: its first message, and its final one for the
-    /// server's first.
-    fn client_final(
-        mechanism: ScramMechanism,
-        password: &str,
-        client_first_bare: &str,
-        server_first: &str,
-    ) -> (String, Vec<u8>) {
-        let fields: Vec<&str> = server_first.split(',').collect();
-        let nonce = fields[0].strip_prefix("r=").unwrap();
-        let salt = STANDARD
-            .decode(fields[1].strip_prefix("s=").unwrap())
-            .unwrap();
-        let iterations: u32 = fields[2].strip_prefix("i=").unwrap().parse().unwrap();
-        let salted = mechanism.salted_password(password.as_bytes(), &salt, iterations);
-        let without_proof = format!("c=biws,r={nonce}");
-        let auth_message = format!("{client_first_bare},{server_first},{without_proof}");
-        let client_key = mechanism.client_key(&salted);
-        let signature = mechanism.hmac(&mechanism.hash(&client_key), auth_message.as_bytes());
-        let proof: Vec<u8> = client_key
-            .iter()
-            .zip(&signature)
-            .map(|(a, b)| a ^ b)
-            .collect();
-        let server_signature =
-            mechanism.hmac(&mechanism.server_key(&salted), auth_message.as_bytes());
-        (
-            format!("{without_proof},p={}", STANDARD.encode(proof)),
-            format!("v={}", STANDARD.encode(server_signature)).into_bytes(),
-        )
-    }
-
     fn run(mechanism: ScramMechanism, password: &str) -> Result<Step, SaslError> {
         let stored =
             ScramCredential::from_password(mechanism, "right", b"salt-salt".to_vec(), 4096);
         let store = Store(mechanism, stored);
         let mut exchange = Exchange::new(Mechanism::Scram(mechanism));
-        let bare = "n=al=2Cice,r=fyko+d2lbbFgONRv9qkxdawL";
+        let client_nonce = "fyko+d2lbbFgONRv9qkxdawL";
+        let bare = client_first_bare("al,ice", client_nonce);
         let Step::Challenge(server_first) =
             exchange.step(format!("n,,{bare}").as_bytes(), &store)?
         else {
@@ -306,10 +276,20 @@ mod tests {
         };
         let server_first = String::from_utf8(server_first).unwrap();
         assert!(server_first.starts_with("r=fyko+d2lbbFgONRv9qkxdawL"));
-        let (last, expected_signature) = client_final(mechanism, password, bare, &server_first);
+        // The client's messages are the protocol client's own (weir-wire), so this also checks
+        // that the two sides agree.
+        let (last, expected_signature) = client_final(
+            mechanism,
+            password.as_bytes(),
+            &bare,
+            &server_first,
+            client_nonce,
+        )
+        .unwrap();
         let step = exchange.step(last.as_bytes(), &store)?;
         if let Step::Done { response, .. } = &step {
-            assert_eq!(response, &expected_signature);
+            let expected = format!("v={}", STANDARD.encode(expected_signature));
+            assert_eq!(response, expected.as_bytes());
         }
         assert!(
             exchange.step(b"again", &store).is_err(),

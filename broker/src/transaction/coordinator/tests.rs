@@ -55,7 +55,7 @@ impl Fixture {
             topics,
             groups,
             producer_ids,
-            channel: BrokerChannel::new(0, None, crate::client::BrokerIdentity::plaintext()),
+            channel: BrokerChannel::new(0, None, crate::security::BrokerIdentity::plaintext()),
             settings,
         }
     }

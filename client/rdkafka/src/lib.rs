@@ -1,9 +1,10 @@
 //! # weir-client
 //!
-//! The one home for Kafka clients of Weir's stream jobs, connectors, pipelines and CLI. Every
-//! producer, consumer and admin client they make starts here, so what a connection to a
-//! cluster needs (the bootstrap servers, the user's client properties, timeouts — and the
-//! security settings to come) is decided in one place.
+//! librdkafka's clients for Weir's stream jobs, connectors, pipelines and CLI. Every producer,
+//! consumer and admin client they make starts here, so what a connection to a cluster needs
+//! (the bootstrap servers, the user's client properties, timeouts, security) is decided in one
+//! place. Its sibling `weir-wire` (`client/wire`) is Weir's own protocol client, which the
+//! broker uses and which therefore cannot depend on rdkafka.
 //!
 //! ## Module map
 //! - [`settings`]: [`ClientSettings`] — a cluster's bootstrap servers and the user's librdkafka

@@ -1,22 +1,6 @@
-//! A small Kafka protocol client (one connection, one request at a time) on the
-//! `kafka-protocol` crate: followers fetch from leaders with it, and the CLI uses it for the admin
-//! calls rdkafka falls short on. Works against Weir and Apache Kafka.
-//!
-//! Bounds: responses above [`MAX_RESPONSE_BYTES`] are refused; connecting and every exchange
-//! have a timeout (per client, or per call for long-polling fetches).
-//!
-//! Secured brokers: [`ClientSecurity`] (TLS and a SASL login, from librdkafka's property names,
-//! in `security`) is applied by [`ProtocolClient::connect_secured`]: TLS first, then the SASL
-//! login (`sasl_login`), both within the connect timeout. A broker's own connections to other
-//! brokers and controllers take theirs from its properties ([`BrokerIdentity`], in
-//! `broker_identity`).
-
-mod broker_identity;
-mod sasl_login;
-mod security;
-
-pub use broker_identity::BrokerIdentity;
-pub use security::{ClientSecurity, SaslLogin, SecurityConfigError};
+//! [`ProtocolClient`]: one connection to one broker, one request at a time — TCP, then TLS and
+//! the SASL login when [`ClientSecurity`] asks for them, all within the connect timeout — and
+//! the errors it reports.
 
 use std::time::Duration;
 
@@ -26,6 +10,8 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, Str
 use rustls_pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use crate::security::ClientSecurity;
 
 /// Largest response accepted.
 pub const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
@@ -69,12 +55,12 @@ pub enum ClientError {
 }
 
 /// A connection's byte stream: TCP, or TLS over TCP.
-pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
+pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Transport for T {}
 
 pub struct ProtocolClient {
     stream: Box<dyn Transport>,
-    address: String,
+    pub(crate) address: String,
     client_id: StrBytes,
     timeout: Duration,
     next_correlation_id: i32,
@@ -248,7 +234,9 @@ impl ProtocolClient {
     }
 }
 
-pub(crate) async fn tls_handshake(
+/// TLS over `tcp` to the broker at `address` (host:port; the host is the name its certificate
+/// must carry unless `config` says otherwise), with a hint for the two refusals users meet.
+pub async fn tls_handshake(
     address: &str,
     tcp: TcpStream,
     config: std::sync::Arc<tokio_rustls::rustls::ClientConfig>,

@@ -1,4 +1,4 @@
-//! How [`super::ProtocolClient`] reaches a secured broker, configured with librdkafka's property
+//! How [`crate::ProtocolClient`] reaches a secured broker, configured with librdkafka's property
 //! names so the CLI's `-X` flags mean the same to it as to rdkafka:
 //!
 //! - `security.protocol`: `plaintext` (default), `ssl`, `sasl_plaintext`, `sasl_ssl`;
@@ -22,7 +22,7 @@ use tokio_rustls::rustls;
 use tokio_rustls::rustls::client::WebPkiServerVerifier;
 use weir_tls::verify::{ChainOnly, TrustAnything};
 
-use crate::security::sasl::Mechanism;
+use crate::mechanism::Mechanism;
 
 /// A property the client cannot honour, with the reason.
 #[derive(Debug, thiserror::Error)]
@@ -59,8 +59,8 @@ impl std::fmt::Debug for SaslLogin {
 /// TLS and SASL for one client's connections; the default is PLAINTEXT.
 #[derive(Clone, Default)]
 pub struct ClientSecurity {
-    pub(super) tls: Option<Arc<rustls::ClientConfig>>,
-    pub(super) sasl: Option<SaslLogin>,
+    pub(crate) tls: Option<Arc<rustls::ClientConfig>>,
+    pub(crate) sasl: Option<SaslLogin>,
 }
 
 impl std::fmt::Debug for ClientSecurity {
@@ -83,12 +83,18 @@ impl ClientSecurity {
     }
 
     /// The TLS configuration when the connection is TLS.
-    pub(crate) fn tls_config(&self) -> Option<Arc<rustls::ClientConfig>> {
+    pub fn tls_config(&self) -> Option<Arc<rustls::ClientConfig>> {
         self.tls.clone()
     }
 
     pub fn sasl(&self) -> Option<&SaslLogin> {
         self.sasl.as_ref()
+    }
+
+    /// The same TLS with `sasl` as the login (a broker's inter-broker login comes from its
+    /// JAAS config, not from client properties).
+    pub fn with_sasl(self, sasl: Option<SaslLogin>) -> ClientSecurity {
+        ClientSecurity { sasl, ..self }
     }
 
     /// The security librdkafka-named properties describe (names compared case-insensitively
@@ -293,7 +299,7 @@ mod tests {
         let login = security.sasl().unwrap();
         assert_eq!(
             login.mechanism,
-            Mechanism::Scram(crate::security::scram::ScramMechanism::Sha512)
+            Mechanism::Scram(crate::mechanism::ScramMechanism::Sha512)
         );
         assert_eq!(login.username, "alice");
         assert!(!format!("{security:?}").contains("secret"));

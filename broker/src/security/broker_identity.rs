@@ -16,11 +16,10 @@
 //! reads them once at start-up so a bad configuration stops the broker with the reason.
 
 use crate::config::{BrokerConfig, ConfigError, SecurityProtocol};
-use crate::security::jaas;
-use crate::security::sasl::Mechanism;
-use crate::security::tls::TlsSettings;
+use weir_wire::{ClientSecurity, Mechanism, SaslLogin, SecurityConfigError};
 
-use super::{ClientSecurity, SaslLogin, SecurityConfigError};
+use super::jaas;
+use super::tls::TlsSettings;
 
 /// What this broker presents when it connects on one listener.
 #[derive(Debug, Clone, Default)]
@@ -89,10 +88,7 @@ impl BrokerIdentity {
     /// The client security for one new connection, with the files as they are now.
     pub fn client_security(&self) -> Result<ClientSecurity, SecurityConfigError> {
         let Some((settings, check_host)) = &self.tls else {
-            return Ok(ClientSecurity {
-                tls: None,
-                sasl: self.sasl.clone(),
-            });
+            return Ok(ClientSecurity::plaintext().with_sasl(self.sasl.clone()));
         };
         let as_client_error = |error: ConfigError| SecurityConfigError {
             name: format!("listener {}", settings.listener()),
@@ -112,11 +108,7 @@ impl BrokerIdentity {
         if let Some(truststore) = &truststore {
             properties.push(("ssl.ca.pem", truststore.as_str()));
         }
-        let tls = ClientSecurity::from_properties(properties)?;
-        Ok(ClientSecurity {
-            tls: tls.tls,
-            sasl: self.sasl.clone(),
-        })
+        Ok(ClientSecurity::from_properties(properties)?.with_sasl(self.sasl.clone()))
     }
 
     /// Builds the client security once, so a broker whose files cannot make one stops at
