@@ -125,7 +125,13 @@ pub(super) fn first_records(
             return Ok(Some(sample));
         }
         if !waiting {
-            tracing::info!(job = %config.name, %input, "waiting for a first record to infer the schema from");
+            // At warn: the default level, so a user of an empty topic sees why nothing happens.
+            tracing::warn!(
+                job = %config.name,
+                %input,
+                "{input} is empty: waiting for a first record to infer its schema from \
+                 (declare the schema to start without one: --schema, or a pipeline's `schema:`)"
+            );
             waiting = true;
         }
         std::thread::sleep(FIRST_RECORD_WAIT);
