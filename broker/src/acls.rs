@@ -1,18 +1,18 @@
 //! Where the ACLs are kept, and the authorizer switched on by `authorizer.class.name`.
 //!
-//! Alone, the broker keeps them in `<data dir>/meta/acls.json` (written atomically, read at
-//! start-up); in a cluster they are metadata records in every broker's image, so a change takes
-//! effect on every broker without a restart. `authorizer.class.name` is Kafka's own value,
-//! `org.apache.kafka.metadata.authorizer.StandardAuthorizer`; unset, nothing is checked and the
-//! ACL APIs answer SECURITY_DISABLED, as Kafka does.
+//! Alone, the broker keeps them in `<data dir>/meta/acls.json` (replaced atomically and durably,
+//! `durable_file`; read at start-up); in a cluster they are metadata records in every broker's
+//! image, so a change takes effect on every broker without a restart. `authorizer.class.name` is
+//! Kafka's own value, `org.apache.kafka.metadata.authorizer.StandardAuthorizer`; unset, nothing is
+//! checked and the ACL APIs answer SECURITY_DISABLED, as Kafka does.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::durable_file::{self, read_small_file, SmallFile};
 use crate::error::BrokerError;
 use crate::log::error::LogError;
-use crate::log::index::{read_small_file, write_file_synced, SmallFile};
 pub use crate::security::acl::{authorizer_settings, STANDARD_AUTHORIZER};
 use crate::security::acl::{AclBinding, AclFilter, ResourceType, CLUSTER_NAME};
 
@@ -111,7 +111,7 @@ impl AclStore {
         if next != **bindings {
             let bytes = serde_json::to_vec_pretty(&next)
                 .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
-            write_file_synced(&self.path, &bytes).map_err(|e| LogError::io(&self.path, e))?;
+            durable_file::replace(&self.path, &bytes).map_err(|e| LogError::io(&self.path, e))?;
             *bindings = Arc::new(next);
         }
         Ok(removed)

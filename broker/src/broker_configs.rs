@@ -1,18 +1,18 @@
 //! Dynamic broker configs: where they are kept and how a change takes effect.
 //!
 //! A change (AlterConfigs or IncrementalAlterConfigs on a BROKER resource) is validated whole —
-//! every name a dynamic property, every value valid, the combination one the broker can run
-//! with — then stored: alone, in `<data dir>/meta/broker-configs.json` (written atomically,
+//! every name a dynamic property, every value valid, the combination one the broker can run with —
+//! then stored: alone, in `<data dir>/meta/broker-configs.json` (replaced atomically and durably,
 //! read at start-up before any log opens); in a cluster, as a metadata record through the
-//! controller, so every broker applies it from its image and it survives restarts as the rest
-//! of the metadata does (each broker keeps a copy in the same file, so that its logs open with
-//! them before its image has caught up).
+//! controller, so every broker applies it from its image and it survives restarts as the rest of
+//! the metadata does (each broker keeps a copy in the same file, so that its logs open with them
+//! before its image has caught up).
 //!
 //! Taking effect ([`apply`]): the broker's [`LiveConfig`] gets the new layers, and every topic
 //! whose effective log config changed (a default it takes from a broker property, such as
 //! `retention.ms` from `log.retention.ms`) gets it at once. Settings read when used
-//! (`log.cleaner.backoff.ms`, `producer.id.expiration.ms`) see the new value on their next
-//! use; the connection limits watch the live config.
+//! (`log.cleaner.backoff.ms`, `producer.id.expiration.ms`) see the new value on their next use; the
+//! connection limits watch the live config.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,9 +21,9 @@ use std::sync::Mutex;
 use crate::config::{
     validate_combined, validate_dynamic, BrokerResource, DynamicConfigs, LiveConfig,
 };
+use crate::durable_file::{self, read_small_file, SmallFile};
 use crate::error::BrokerError;
 use crate::log::error::LogError;
-use crate::log::index::{read_small_file, write_file_synced, SmallFile};
 use crate::topic::TopicRegistry;
 
 /// Every BROKER resource's dynamic configs, by resource name ("" for the cluster default).
@@ -65,7 +65,7 @@ impl BrokerConfigStore {
     fn write(&self, sets: &BrokerConfigSets) -> Result<(), BrokerError> {
         let bytes = serde_json::to_vec_pretty(sets)
             .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
-        write_file_synced(&self.path, &bytes).map_err(|e| LogError::io(&self.path, e).into())
+        durable_file::replace(&self.path, &bytes).map_err(|e| LogError::io(&self.path, e).into())
     }
 
     /// The stored sets.

@@ -9,7 +9,8 @@
 //! (`scripts/layers/check.py` enforces it in the test command):
 //!
 //! 1. [`clock`] (time behind a seam), `shutdown` (the stop signal every task watches),
-//!    [`memory_pool`] (bytes reserved before they are allocated)
+//!    [`memory_pool`] (bytes reserved before they are allocated), [`durable_file`] (small files
+//!    replaced whole and durably, the file system behind a seam)
 //! 2. [`config`] (broker and topic properties by Kafka's names)
 //! 3. [`log`] (storage: batches, segments, indexes, recovery, retention, compaction) beside
 //!    [`producer`] (idempotent producers: ids, per-partition sequence state, snapshots),
@@ -61,6 +62,7 @@ pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod context;
+pub mod durable_file;
 pub mod error;
 pub mod fetch_session;
 pub mod group;

@@ -3,16 +3,17 @@
 //! AlterUserScramCredentials upserts or deletes one credential per user and mechanism; Kafka's
 //! rules decide what is refused (an empty name, an unknown mechanism, iterations outside
 //! 4096..=16384, deleting what does not exist, one user twice in a request). Alone, the broker
-//! keeps them in `<data dir>/meta/scram-credentials.json` (written atomically, read at
-//! start-up); in a cluster they are metadata records, in every broker's image.
+//! keeps them in `<data dir>/meta/scram-credentials.json` (replaced atomically and durably,
+//! `durable_file`; read at start-up); in a cluster they are metadata records, in every broker's
+//! image.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::durable_file::{self, read_small_file, SmallFile};
 use crate::error::BrokerError;
 use crate::log::error::LogError;
-use crate::log::index::{read_small_file, write_file_synced, SmallFile};
 pub use crate::security::scram::UserCredentials;
 use crate::security::scram::{
     apply_change, ScramCredential, ScramMechanism, MAX_ITERATIONS, MIN_ITERATIONS,
@@ -187,7 +188,7 @@ impl UserCredentialStore {
         apply_changes(&mut next, &accepted);
         let bytes = serde_json::to_vec_pretty(&next)
             .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
-        write_file_synced(&self.path, &bytes).map_err(|e| LogError::io(&self.path, e))?;
+        durable_file::replace(&self.path, &bytes).map_err(|e| LogError::io(&self.path, e))?;
         *credentials = next;
         Ok(refused)
     }

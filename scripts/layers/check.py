@@ -23,7 +23,7 @@ from collections import defaultdict
 # crate root.
 CRATE_LAYERS = {
     "broker/src": [
-        ["clock", "memory_pool", "seeded_rng", "shutdown"],
+        ["clock", "durable_file", "memory_pool", "seeded_rng", "shutdown"],
         ["config"],
         ["log", "producer", "security"],
         ["partition"],

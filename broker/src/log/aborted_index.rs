@@ -170,7 +170,7 @@ impl AbortedIndex {
         for entry in &self.entries {
             encode(entry, &mut bytes);
         }
-        crate::log::index::write_file_synced(&self.path, &bytes)
+        crate::durable_file::replace(&self.path, &bytes)
             .map_err(|e| LogError::io(&self.path, e))?;
         let file = OpenOptions::new()
             .append(true)

@@ -9,7 +9,6 @@
 //! Index files are an optimisation: a missing or inconsistent one is rebuilt from the log.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 const OFFSET_ENTRY_BYTES: usize = 8;
@@ -77,7 +76,7 @@ impl OffsetIndex {
             bytes.extend_from_slice(&entry.relative_offset.to_be_bytes());
             bytes.extend_from_slice(&entry.position.to_be_bytes());
         }
-        write_file_synced(path, &bytes)
+        crate::durable_file::replace(path, &bytes)
     }
 
     /// Loads an index file; `None` when it is missing or inconsistent with a segment of
@@ -149,7 +148,7 @@ impl TimeIndex {
             bytes.extend_from_slice(&entry.timestamp.to_be_bytes());
             bytes.extend_from_slice(&entry.relative_offset.to_be_bytes());
         }
-        write_file_synced(path, &bytes)
+        crate::durable_file::replace(path, &bytes)
     }
 
     pub fn load(path: &Path) -> Option<Self> {
@@ -176,40 +175,6 @@ impl TimeIndex {
         }
         Some(index)
     }
-}
-
-/// Writes a small file atomically: temporary file, fsync, rename.
-pub fn write_file_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension("tmp");
-    {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_data()?;
-    }
-    fs::rename(&tmp, path)
-}
-
-/// What [`read_small_file`] found.
-pub enum SmallFile {
-    Missing,
-    TooLarge(u64),
-    Bytes(Vec<u8>),
-}
-
-/// Reads a small metadata file whole, unless it is larger than `max_bytes` (its size is
-/// checked before anything is read).
-pub fn read_small_file(path: &Path, max_bytes: u64) -> std::io::Result<SmallFile> {
-    let size = match fs::metadata(path) {
-        Ok(metadata) => metadata.len(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(SmallFile::Missing)
-        }
-        Err(error) => return Err(error),
-    };
-    if size > max_bytes {
-        return Ok(SmallFile::TooLarge(size));
-    }
-    fs::read(path).map(SmallFile::Bytes)
 }
 
 #[cfg(test)]

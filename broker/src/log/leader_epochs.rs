@@ -12,8 +12,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::durable_file;
 use crate::log::error::LogError;
-use crate::log::index::write_file_synced;
 
 pub const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";
 const FORMAT_VERSION: &str = "0";
@@ -139,7 +139,7 @@ impl LeaderEpochCache {
         for entry in &self.entries {
             text.push_str(&format!("{} {}\n", entry.epoch, entry.start_offset));
         }
-        write_file_synced(&self.path, text.as_bytes()).map_err(|e| LogError::io(&self.path, e))
+        durable_file::replace(&self.path, text.as_bytes()).map_err(|e| LogError::io(&self.path, e))
     }
 }
 

@@ -25,12 +25,12 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 
 use crate::config::LogConfig;
+use crate::durable_file;
 use crate::log::aborted_index::{AbortedIndex, AbortedTxn};
 use crate::log::batch::{self, BatchHeader, BatchIter};
 use crate::log::compression::decompress_bounded;
 use crate::log::control::{self, MarkerKind};
 use crate::log::error::LogError;
-use crate::log::index::write_file_synced;
 use crate::log::leader_epochs::LeaderEpochCache;
 use crate::log::segment::{read_file_at, sync_dir, Segment};
 use crate::producer::snapshot;
@@ -101,7 +101,7 @@ impl PartitionLog {
         clean_shutdown: bool,
         now_ms: i64,
     ) -> Result<Self, LogError> {
-        fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+        durable_file::create_directory(dir).map_err(|e| LogError::io(dir, e))?;
         crate::log::compaction::swap::recover(dir)?;
         let mut bases = Vec::new();
         for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
@@ -139,6 +139,8 @@ impl PartitionLog {
             let base = saved_log_start.unwrap_or(0);
             log.segments
                 .insert(base, Segment::create(dir, base, now_ms)?);
+            // The first segment's entry, as a roll syncs each new one's.
+            sync_dir(dir)?;
         }
         let first_base = *log.segments.keys().next().unwrap_or(&0);
         let log_end = log.log_end_offset();
@@ -557,7 +559,8 @@ impl PartitionLog {
     pub(crate) fn set_first_dirty_offset(&mut self, offset: i64) -> Result<(), LogError> {
         self.first_dirty_offset = offset;
         let path = self.dir.join(CLEANER_CHECKPOINT_FILE);
-        write_file_synced(&path, offset.to_string().as_bytes()).map_err(|e| LogError::io(&path, e))
+        durable_file::replace(&path, offset.to_string().as_bytes())
+            .map_err(|e| LogError::io(&path, e))
     }
 
     pub fn active_base_offset(&self) -> i64 {
@@ -646,13 +649,13 @@ impl PartitionLog {
     /// Writes the high watermark checkpoint (whole, fsynced).
     pub fn checkpoint_high_watermark(&self, high_watermark: i64) -> Result<(), LogError> {
         let path = self.dir.join(HIGH_WATERMARK_FILE);
-        write_file_synced(&path, high_watermark.to_string().as_bytes())
+        durable_file::replace(&path, high_watermark.to_string().as_bytes())
             .map_err(|e| LogError::io(&path, e))
     }
 
     pub fn checkpoint_recovery_point(&self) -> Result<(), LogError> {
         let path = self.dir.join(RECOVERY_POINT_FILE);
-        write_file_synced(&path, self.recovery_point.to_string().as_bytes())
+        durable_file::replace(&path, self.recovery_point.to_string().as_bytes())
             .map_err(|e| LogError::io(&path, e))
     }
 
@@ -671,7 +674,7 @@ impl PartitionLog {
 
     fn write_log_start_offset(&mut self) -> Result<(), LogError> {
         let path = self.dir.join(LOG_START_OFFSET_FILE);
-        write_file_synced(&path, self.log_start_offset.to_string().as_bytes())
+        durable_file::replace(&path, self.log_start_offset.to_string().as_bytes())
             .map_err(|e| LogError::io(&path, e))?;
         if self.epochs.truncate_from_start(self.log_start_offset) {
             self.epochs.persist()?;

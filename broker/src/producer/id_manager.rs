@@ -12,8 +12,8 @@ use std::sync::Mutex;
 
 use tokio::sync::Notify;
 
+use crate::durable_file;
 use crate::log::error::LogError;
-use crate::log::index::write_file_synced;
 
 /// Ids reserved per write of the block file (Kafka's controller hands out blocks of 1000 too).
 const BLOCK_SIZE: i64 = 1000;
@@ -78,7 +78,7 @@ impl ProducerIdManager {
             match source {
                 Source::File(path) => {
                     let end = next.0 + BLOCK_SIZE;
-                    write_file_synced(path, end.to_string().as_bytes())
+                    durable_file::replace(path, end.to_string().as_bytes())
                         .map_err(|e| LogError::io(&*path, e))?;
                     next.1 = end;
                 }

@@ -371,7 +371,6 @@ fn load_or_create_cluster_id(
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| LogError::io(parent, e))?;
     }
-    crate::log::index::write_file_synced(&path, id.as_bytes())
-        .map_err(|e| LogError::io(&path, e))?;
+    crate::durable_file::replace(&path, id.as_bytes()).map_err(|e| LogError::io(&path, e))?;
     Ok(id)
 }

@@ -19,9 +19,9 @@ use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::config::{validate_topic_config, BrokerConfig, LiveConfig, LogConfig};
+use crate::durable_file;
 use crate::error::BrokerError;
 use crate::log::error::LogError;
-use crate::log::index::write_file_synced;
 use crate::log::PartitionLog;
 use crate::partition::Partition;
 
@@ -405,7 +405,7 @@ impl TopicRegistry {
         let path = self.meta_path(name);
         let bytes = serde_json::to_vec_pretty(record)
             .map_err(|e| BrokerError::InvalidRequest(e.to_string()))?;
-        write_file_synced(&path, &bytes).map_err(|e| LogError::io(&path, e))?;
+        durable_file::replace(&path, &bytes).map_err(|e| LogError::io(&path, e))?;
         Ok(())
     }
 

@@ -26,7 +26,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::{MetadataTypes, NodeId};
-use crate::log::index::write_file_synced;
+use crate::durable_file;
 
 /// A frame longer than this is corruption, not an entry (metadata batches are small).
 const MAX_ENTRY_BYTES: usize = 64 * 1024 * 1024;
@@ -120,8 +120,7 @@ impl QuorumLogStore {
         let dir = self.dir.clone();
         let file = off_runtime(move || {
             let path = dir.join("log");
-            write_file_synced(&path.with_extension("new"), &frames)?;
-            fs::rename(path.with_extension("new"), &path)?;
+            durable_file::replace(&path, &frames)?;
             OpenOptions::new().append(true).read(true).open(&path)
         })
         .await?;
@@ -132,7 +131,7 @@ impl QuorumLogStore {
     async fn save_json<T: Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
         let bytes = serde_json::to_vec(value).map_err(io::Error::other)?;
         let path = self.dir.join(name);
-        off_runtime(move || write_file_synced(&path, &bytes)).await
+        off_runtime(move || durable_file::replace(&path, &bytes)).await
     }
 }
 

@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use super::log_store::{off_runtime, read_json};
 use super::{AppliedBatch, MetadataTypes, NodeId};
 use crate::cluster::image::MetadataImage;
-use crate::log::index::write_file_synced;
+use crate::durable_file;
 
 type Result<T> = std::result::Result<T, StorageError<NodeId>>;
 type Membership = StoredMembership<NodeId, openraft::BasicNode>;
@@ -97,7 +97,7 @@ fn read_snapshot_file(dir: &Path) -> io::Result<Option<SnapshotFile>> {
 async fn write_snapshot_file(dir: &Path, file: &SnapshotFile) -> io::Result<()> {
     let bytes = serde_json::to_vec(file).map_err(io::Error::other)?;
     let path = dir.join(SNAPSHOT_FILE);
-    off_runtime(move || write_file_synced(&path, &bytes)).await
+    off_runtime(move || durable_file::replace(&path, &bytes)).await
 }
 
 fn snapshot_of(file: SnapshotFile) -> io::Result<Snapshot<MetadataTypes>> {
