@@ -55,7 +55,7 @@ pub enum ClientError {
 }
 
 /// A connection's byte stream: TCP, or TLS over TCP.
-pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
+pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Transport for T {}
 
 pub struct ProtocolClient {

@@ -39,7 +39,7 @@ pub mod scram_client;
 pub mod security;
 
 pub use connection::{
-    tls_handshake, ClientError, ProtocolClient, Transport, DEFAULT_TIMEOUT, MAX_RESPONSE_BYTES,
+    tls_handshake, ClientError, ProtocolClient, DEFAULT_TIMEOUT, MAX_RESPONSE_BYTES,
 };
 pub use mechanism::{Mechanism, ScramMechanism};
 pub use security::{ClientSecurity, SaslLogin, SecurityConfigError};
