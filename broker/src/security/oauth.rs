@@ -10,14 +10,20 @@
 //!   tokens are refused), unexpired and not before its `nbf`, with `sasl.oauthbearer.clock.skew.seconds`
 //!   of leeway; its `iss` must equal `sasl.oauthbearer.expected.issuer` and its `aud` name one of
 //!   `sasl.oauthbearer.expected.audience` when those are set;
-//! - the principal is `User:<the sasl.oauthbearer.sub.claim.name claim>` (`sub` by default), and
-//!   the token's expiry bounds the session (KIP-368) when `connections.max.reauth.ms` is set.
+//! - it must carry `exp` and `iat` (Kafka's validator requires both);
+//! - the principal is `User:<the sasl.oauthbearer.sub.claim.name claim>` (`sub` by default,
+//!   trimmed), and the token's expiry bounds the session (KIP-368) when
+//!   `connections.max.reauth.ms` is set;
+//! - its scopes are the `sasl.oauthbearer.scope.claim.name` claim (`scope` by default): a string
+//!   is one scope, an array one per element, each non-blank and none twice, else the token is
+//!   refused, as Kafka's validator does. Like Kafka, Weir authorizes by ACLs, not by scopes.
 //!
 //! The listener enables this with Kafka's own
 //! `listener.name.<l>.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler`;
 //! without it Kafka would accept unsigned tokens (its development-only default), which Weir
 //! refuses to start with.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -52,6 +58,8 @@ pub struct ValidToken {
     pub principal_name: String,
     /// The `exp` claim, in milliseconds since the epoch.
     pub expires_at_ms: i64,
+    /// The scope claim's values, trimmed.
+    pub scopes: BTreeSet<String>,
 }
 
 /// One listener's OAUTHBEARER validator.
@@ -61,6 +69,7 @@ pub struct TokenValidator {
     audience: Vec<String>,
     issuer: Option<String>,
     sub_claim: String,
+    scope_claim: String,
     clock_skew_seconds: u64,
     refresh_interval: Duration,
     keys: RwLock<Arc<JwkSet>>,
@@ -146,7 +155,8 @@ impl TokenValidator {
                 .filter(|entry| !entry.is_empty())
                 .collect(),
             issuer: get("sasl.oauthbearer.expected.issuer").filter(|issuer| !issuer.is_empty()),
-            sub_claim: get("sasl.oauthbearer.sub.claim.name").unwrap_or_else(|| "sub".into()),
+            sub_claim: claim_name(&get, "sasl.oauthbearer.sub.claim.name", "sub")?,
+            scope_claim: claim_name(&get, "sasl.oauthbearer.scope.claim.name", "scope")?,
             clock_skew_seconds: number("sasl.oauthbearer.clock.skew.seconds")?,
             refresh_interval: Duration::from_millis(
                 number("sasl.oauthbearer.jwks.endpoint.refresh.ms")?.max(1),
@@ -282,15 +292,22 @@ impl TokenValidator {
         let principal_name = claims
             .get(&self.sub_claim)
             .and_then(|value| value.as_str())
-            .filter(|name| !name.trim().is_empty())
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
             .ok_or_else(|| format!("the token has no {:?} claim", self.sub_claim))?;
         let expires_at_seconds = claims
             .get("exp")
             .and_then(|exp| exp.as_f64())
             .ok_or("the token's exp is not a number")?;
+        match claims.get("iat").and_then(|iat| iat.as_f64()) {
+            Some(issued_at) if issued_at >= 0.0 => {}
+            Some(_) => return Err("the token's iat is negative".into()),
+            None => return Err("the token has no iat (issued at) claim".into()),
+        }
         Ok(ValidToken {
             principal_name: principal_name.to_string(),
             expires_at_ms: (expires_at_seconds * 1000.0) as i64,
+            scopes: scopes(&claims, &self.scope_claim)?,
         })
     }
 
@@ -304,6 +321,46 @@ impl TokenValidator {
             self.early_refresh.notify_one();
         }
     }
+}
+
+/// A claim name property (`sasl.oauthbearer.sub.claim.name`, `….scope.claim.name`), trimmed;
+/// blank is refused, as Kafka does.
+fn claim_name(
+    get: &dyn Fn(&str) -> Option<String>,
+    property: &str,
+    default: &str,
+) -> Result<String, ConfigError> {
+    match get(property) {
+        None => Ok(default.to_string()),
+        Some(name) if name.trim().is_empty() => {
+            Err(invalid(property, &name, "a claim name must not be blank"))
+        }
+        Some(name) => Ok(name.trim().to_string()),
+    }
+}
+
+/// The scopes in `claim`, as Kafka's validator reads them: a string is one scope, an array one
+/// per element; each trimmed, none blank or twice. Any other value, or none, is no scope.
+fn scopes(claims: &serde_json::Value, claim: &str) -> Result<BTreeSet<String>, String> {
+    let values: Vec<&serde_json::Value> = match claims.get(claim) {
+        Some(serde_json::Value::String(_)) => vec![&claims[claim]],
+        Some(serde_json::Value::Array(elements)) => elements.iter().collect(),
+        _ => Vec::new(),
+    };
+    let mut scopes = BTreeSet::new();
+    for value in values {
+        let scope = value
+            .as_str()
+            .map(str::trim)
+            .filter(|scope| !scope.is_empty())
+            .ok_or_else(|| {
+                format!("the token's {claim} claim holds a blank or non-string scope")
+            })?;
+        if !scopes.insert(scope.to_string()) {
+            return Err(format!("the token's {claim} claim names {scope} twice"));
+        }
+    }
+    Ok(scopes)
 }
 
 /// Whether the token's header says `alg: none`.
@@ -343,4 +400,46 @@ fn is_loopback(url: &reqwest::Url) -> bool {
         || host
             .parse::<std::net::IpAddr>()
             .is_ok_and(|address| address.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn scopes_are_read_as_kafkas_validator_reads_them() {
+        let read = |claims: serde_json::Value| scopes(&claims, "scp");
+        let set = |names: &[&str]| names.iter().map(|name| name.to_string()).collect();
+        assert_eq!(read(json!({"scp": " read "})), Ok(set(&["read"])));
+        assert_eq!(
+            read(json!({"scp": ["read", "write"]})),
+            Ok(set(&["read", "write"]))
+        );
+        assert_eq!(read(json!({"scope": "other claim"})), Ok(set(&[])));
+        assert_eq!(read(json!({"scp": 7})), Ok(set(&[])));
+        for bad in [
+            json!({"scp": "  "}),
+            json!({"scp": ["read", ""]}),
+            json!({"scp": ["read", 7]}),
+            json!({"scp": ["read", " read"]}),
+        ] {
+            assert!(read(bad.clone()).is_err(), "{bad} was accepted");
+        }
+    }
+
+    #[test]
+    fn a_blank_claim_name_is_refused() {
+        let get = |value: &'static str| move |_: &str| Some(value.to_string());
+        assert_eq!(
+            claim_name(&get(" scp "), "sasl.oauthbearer.scope.claim.name", "scope").unwrap(),
+            "scp"
+        );
+        assert!(claim_name(&get(" "), "sasl.oauthbearer.scope.claim.name", "scope").is_err());
+        assert_eq!(
+            claim_name(&|_: &str| None, "sasl.oauthbearer.sub.claim.name", "sub").unwrap(),
+            "sub"
+        );
+    }
 }

@@ -206,7 +206,10 @@ async fn valid_tokens_name_their_principal_and_every_bad_token_is_refused() {
         "http://{}/jwks.json",
         serve_jwks(Arc::clone(&document)).await
     );
-    let (broker, admin, sasl) = oauth_broker(dir.path(), &url, &[HANDLER]).await.unwrap();
+    let scope_claim = ("sasl.oauthbearer.scope.claim.name", "scp");
+    let (broker, admin, sasl) = oauth_broker(dir.path(), &url, &[HANDLER, scope_claim])
+        .await
+        .unwrap();
     create_topic(&admin.to_string(), "tokens", 1, &[]).await;
 
     // alice's token: produced and read back exactly, as User:alice.
@@ -278,6 +281,15 @@ async fn valid_tokens_name_their_principal_and_every_bad_token_is_refused() {
             SigningKey::new("k9").token("alice", 600, json!({})),
         ),
         ("unsigned", unsigned),
+        ("no iat", first.token("alice", 600, json!({"iat": null}))),
+        (
+            "a blank scope",
+            first.token("alice", 600, json!({"scp": ["read", " "]})),
+        ),
+        (
+            "a scope named twice",
+            first.token("alice", 600, json!({"scp": ["read", "read"]})),
+        ),
         ("a shared secret", {
             let mut header = Header::new(Algorithm::HS256);
             header.kid = Some("k1".into());
@@ -296,6 +308,14 @@ async fn valid_tokens_name_their_principal_and_every_bad_token_is_refused() {
         produce_with(sasl, first.token("alice", 600, json!({})), "tokens").await,
         Ok(values.len() as i64),
         "the broker kept serving"
+    );
+    // The scope claim is the configured one: scopes under it are read, the default `scope`
+    // claim is just another claim.
+    let scoped = json!({"scp": ["read", "write"], "scope": ["x", "x"]});
+    assert_eq!(
+        produce_with(sasl, first.token("alice", 600, scoped), "tokens").await,
+        Ok(values.len() as i64 + 1),
+        "a token with good scopes"
     );
 
     // A key added to the JWKS: the first token naming it makes the broker refresh early.

@@ -128,6 +128,9 @@ impl Scenario {
             let created = self.as_client(alice, "oauth-alice-topic").await?;
             self.note("oauth/valid_unauthorized/create_topic", created);
         }
+        let scoped = claims("alice", json!({"scope": ["read", "write"]}));
+        let (step, _) = oauth_login(secure, &trusted(&scoped)?).await?;
+        self.note("oauth/valid_with_scopes/login", step);
         let now = now_s();
         let refused = [
             (
@@ -163,6 +166,18 @@ impl Scenario {
             (
                 "foreign_signature",
                 signed(&keys.foreign, TRUSTED_KID, &claims("alice", json!({})))?,
+            ),
+            (
+                "no_issued_at",
+                trusted(&claims("alice", json!({"iat": null})))?,
+            ),
+            (
+                "blank_scope",
+                trusted(&claims("alice", json!({"scope": ["read", " "]})))?,
+            ),
+            (
+                "scope_twice",
+                trusted(&claims("alice", json!({"scope": ["read", "read"]})))?,
             ),
             ("unsigned", unsigned(&claims("alice", json!({})))),
             ("not_a_jwt", "not-a-token".to_string()),

@@ -150,6 +150,7 @@ mod tests {
                 "good" => Ok(ValidToken {
                     principal_name: "alice".into(),
                     expires_at_ms: 1_000_000,
+                    scopes: Default::default(),
                 }),
                 _ => Err("bad signature".into()),
             }
