@@ -84,4 +84,4 @@ pub mod user_credentials;
 
 pub use config::BrokerConfig;
 pub use error::BrokerError;
-pub use server::Broker;
+pub use server::{Broker, BrokerFuture};

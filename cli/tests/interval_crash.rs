@@ -18,8 +18,8 @@ mod support {
     pub(crate) mod produce;
     pub(crate) mod rng;
 
-    /// As `end_to_end`'s: the tests of this binary run one at a time.
-    pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
+    /// Unlike `end_to_end`'s, one place: the tests of this binary run one at a time.
+    pub(crate) fn test_slot() -> std::sync::MutexGuard<'static, ()> {
         static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
         SERIAL
             .lock()

@@ -3,6 +3,8 @@
 //! (each commits what it can) and its error is the run's; a stop request ends the run with a
 //! last commit everywhere.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -56,7 +58,19 @@ enum Finished {
 /// The stages of every pipeline, running: each ends with what it finished.
 type Stages = FuturesUnordered<tokio::task::JoinHandle<Result<Finished>>>;
 
-pub async fn run(
+///
+/// Boxed so that the running (DataFusion's planning, the connectors, the embedded broker) is
+/// compiled once, in this crate, not again in each crate that awaits it.
+pub fn run(
+    pipelines: Vec<LoadedPipeline>,
+    options: RunOptions,
+    metrics: Arc<PipelineMetrics>,
+    stop: Arc<AtomicBool>,
+) -> Pin<Box<dyn Future<Output = Result<RunSummary>> + Send>> {
+    Box::pin(run_all(pipelines, options, metrics, stop))
+}
+
+async fn run_all(
     pipelines: Vec<LoadedPipeline>,
     options: RunOptions,
     metrics: Arc<PipelineMetrics>,

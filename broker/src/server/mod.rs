@@ -22,7 +22,9 @@ mod metrics_http;
 mod response_frame;
 mod startup;
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -50,20 +52,31 @@ pub struct Broker {
     cluster: Option<(QuorumNode, BrokerLifecycle)>,
 }
 
+/// A broker's start, shutdown or abort in progress, boxed so that its body is compiled once, in
+/// this crate. An `async fn` of this crate awaited elsewhere is compiled again in every crate
+/// that awaits it (release builds do not share generic code between crates), with everything it
+/// calls: the metrics server, the quorum and its RPCs — about 9,000 functions in each test binary
+/// and in the `weir` binary.
+pub type BrokerFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
 /// How long a stopping broker waits for the controller to move its leaderships away.
 const CONTROLLED_SHUTDOWN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Broker {
     /// Recovers the data directory, binds the listeners and starts serving.
-    pub async fn start(config: BrokerConfig) -> Result<Broker, BrokerError> {
-        Self::start_with_clock(config, Arc::new(SystemClock)).await
+    pub fn start(config: BrokerConfig) -> BrokerFuture<Result<Broker, BrokerError>> {
+        Self::start_with_clock(config, Arc::new(SystemClock))
     }
 
     /// [`Broker::start`] with time from `clock` (tests move it by hand).
-    pub async fn start_with_clock(
+    pub fn start_with_clock(
         config: BrokerConfig,
         clock: Arc<dyn Clock>,
-    ) -> Result<Broker, BrokerError> {
+    ) -> BrokerFuture<Result<Broker, BrokerError>> {
+        Box::pin(Self::started(config, clock))
+    }
+
+    async fn started(config: BrokerConfig, clock: Arc<dyn Clock>) -> Result<Broker, BrokerError> {
         let pool_bytes = config.queued_max_request_bytes()?;
         let storage = startup::open_storage(&config, &clock)?;
         let connection_limits =
@@ -172,7 +185,11 @@ impl Broker {
 
     /// Stops accepting, lets in-flight requests finish, flushes and closes every log, and leaves
     /// the clean-shutdown marker.
-    pub async fn shutdown(mut self) -> Result<(), BrokerError> {
+    pub fn shutdown(self) -> BrokerFuture<Result<(), BrokerError>> {
+        Box::pin(self.shut_down())
+    }
+
+    async fn shut_down(mut self) -> Result<(), BrokerError> {
         tracing::info!("shutting down");
         let quorum = match self.cluster.take() {
             Some((quorum, lifecycle)) => {
@@ -230,7 +247,11 @@ impl Broker {
     }
 
     /// Stops serving without flushing or closing logs, as a crash would (tests).
-    pub async fn abort(mut self) {
+    pub fn abort(self) -> BrokerFuture<()> {
+        Box::pin(self.aborted())
+    }
+
+    async fn aborted(mut self) {
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         if let Some(replication) = &self.context.replication {

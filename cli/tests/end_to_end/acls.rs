@@ -181,7 +181,7 @@ fn assert_refused(secure: u16, ca: &Path, user: &str, topic: &str, count: usize)
 
 #[test]
 fn acls_made_by_the_cli_over_sasl_ssl_decide_what_a_client_reads() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let dir = tempfile::tempdir().unwrap();
     let (keystore, ca, other_ca) = certificates(dir.path());
     let (plain, secure) = (free_port(), free_port());

@@ -41,7 +41,7 @@ fn certificates(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBu
 
 #[test]
 fn a_tls_broker_outlives_clients_that_leave_mid_fetch() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let dir = tempfile::tempdir().unwrap();
     let (keystore, ca) = certificates(dir.path());
     let port = free_port();

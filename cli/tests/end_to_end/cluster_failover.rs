@@ -45,7 +45,7 @@ fn transaction_coordinator(bootstrap: &str, transactional_id: &str) -> Option<i3
 
 #[test]
 fn leaders_and_coordinators_killed_9_lose_duplicate_and_tear_nothing() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let seed = Rng::seed_from_clock();
     eprintln!("cluster failover seed {seed}");
     let mut rng = Rng::new(seed);

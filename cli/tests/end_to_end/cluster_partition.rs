@@ -29,7 +29,7 @@ const CUTS: usize = 6;
 
 #[test]
 fn brokers_cut_off_by_a_network_partition_lose_and_duplicate_nothing() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let seed = Rng::seed_from_clock();
     eprintln!("cluster partition seed {seed}");
     let mut rng = Rng::new(seed);

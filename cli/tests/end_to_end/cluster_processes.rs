@@ -13,7 +13,7 @@ use nodes::*;
 
 #[test]
 fn three_processes_form_a_cluster_and_survive_the_controller_being_killed() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let dir = tempfile::tempdir().unwrap();
     let (mut nodes, voters) = three_nodes(&["leader.imbalance.check.interval.seconds=1"]);
     for node in &mut nodes {

@@ -22,7 +22,7 @@ const KILLS: usize = 6;
 
 #[test]
 fn kill_9_during_transactions_and_idempotent_writes_loses_and_duplicates_nothing() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let seed = Rng::seed_from_clock();
     eprintln!("crash test seed {seed}");
     let mut rng = Rng::new(seed);
@@ -97,7 +97,7 @@ fn kill_9_during_transactions_and_idempotent_writes_loses_and_duplicates_nothing
 /// and a non-zero exit — never a panic or a half-started broker.
 #[test]
 fn an_unusable_data_directory_is_one_line_and_a_failed_exit() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let dir = tempfile::tempdir().unwrap();
     let read_only = dir.path().join("read-only");
     std::fs::create_dir(&read_only).unwrap();

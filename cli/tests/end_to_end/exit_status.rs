@@ -26,7 +26,7 @@ fn assert_needs_a_change(output: &Output, names: &str) {
 
 #[test]
 fn a_pipeline_or_job_that_cannot_run_as_configured_exits_78_with_a_hint() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let dir = tempfile::tempdir().unwrap();
     let pipeline = dir.path().join("bad.yaml");
     std::fs::write(

@@ -67,7 +67,7 @@ fn rows_by_line(batches: &[RecordBatch]) -> BTreeMap<String, usize> {
 
 #[test]
 fn concurrent_clients_get_their_lines_written_exactly_once() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let warehouse = dir.path().join("warehouse");

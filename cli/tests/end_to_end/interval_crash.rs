@@ -162,7 +162,7 @@ const QUERY: &str = "SELECT o.id AS order_id, p.pid AS payment FROM orders o LEF
 
 #[test]
 fn an_interval_join_killed_9_again_and_again_joins_each_pair_once() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     killed_again_and_again(Layout {
         orders: 3,
         payments: 2,
@@ -171,7 +171,7 @@ fn an_interval_join_killed_9_again_and_again_joins_each_pair_once() {
 
 #[test]
 fn an_interval_join_merging_directly_beside_a_copy_using_the_topic_joins_each_pair_once() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     killed_again_and_again(Layout {
         orders: 1,
         payments: 3,

@@ -54,7 +54,7 @@ fn committed_output(bootstrap: &str, want: usize) -> BTreeMap<u64, usize> {
 
 #[test]
 fn a_sql_job_killed_9_again_and_again_writes_each_row_exactly_once() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let seed = Rng::seed_from_clock();
     eprintln!("job crash test seed {seed}");
     let mut rng = Rng::new(seed);

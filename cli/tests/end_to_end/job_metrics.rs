@@ -20,7 +20,7 @@ fn metric(text: &str, name: &str) -> Option<i64> {
 
 #[test]
 fn a_job_serves_its_metrics() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let broker = BrokerProcess::start();
     let bootstrap = broker.bootstrap();
     broker.create_topic("clicks", 2);

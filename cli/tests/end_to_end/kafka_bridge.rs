@@ -75,7 +75,7 @@ fn spawn(
 
 #[test]
 fn kafka_to_weir_to_kafka_exactly_once_across_kills() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let far = far_bootstrap();
     let (secured, client_properties) = secured_far();
     let seed = Rng::seed_from_clock();

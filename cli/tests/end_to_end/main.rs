@@ -7,8 +7,9 @@
 //! `support/` holds what several tests share (broker and job processes, the history checker,
 //! the workload, the cluster nodes and network namespaces).
 //!
-//! The tests run one at a time (`support::serial`): each drives processes that use both cores,
-//! and several check progress against deadlines, as they did when each was a binary of its own.
+//! At most two tests run at once (`support::test_slot`): each drives processes, mostly waiting
+//! for them (a third of a core on average over the whole binary, measured one at a time), and
+//! several check progress against deadlines, which more at once would make a matter of load.
 
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![allow(clippy::too_many_lines)] // a test is one scenario, read top to bottom

@@ -496,7 +496,7 @@ fn chained_oracle(
 
 #[test]
 fn nexmark_queries_match_the_oracle() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let expected = oracle();
     for (name, _, _, _) in queries() {
         let rows = expected.get(name).map_or(0, Rows::len);

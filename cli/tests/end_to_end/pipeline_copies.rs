@@ -202,7 +202,7 @@ fn shared(copies: &[&Copy]) -> bool {
 
 #[test]
 fn copies_share_a_pipeline_and_survive_a_kill_without_losing_or_repeating() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let dir = tempfile::tempdir().unwrap();
     let broker = BrokerProcess::start();
     let table = format!("copies_{}", std::process::id());

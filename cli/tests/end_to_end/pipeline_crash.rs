@@ -205,7 +205,7 @@ fn dead_letters(data_dir: &Path, want: usize) -> Vec<String> {
 
 #[test]
 fn file_to_postgres_and_parquet_exactly_once_across_kills() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let seed = Rng::seed_from_clock();
     println!("seed {seed}");
     let mut rng = Rng::new(seed);

@@ -13,7 +13,7 @@ use scrape::{get_metrics, metric};
 
 #[test]
 fn a_pipeline_serves_its_metrics() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("pipeline.yaml");
     std::fs::write(

@@ -136,7 +136,7 @@ fn published(warehouse: &std::path::Path, log: &str) -> Rows {
 
 #[test]
 fn requests_are_joined_with_the_deploys_of_their_path_just_before_them() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let broker = BrokerProcess::start();
     let bootstrap = broker.bootstrap();
     broker.create_topic("deploys", 2);

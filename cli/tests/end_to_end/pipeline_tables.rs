@@ -54,7 +54,7 @@ fn produce_table(bootstrap: &str) {
 
 #[test]
 fn every_line_is_joined_once_with_the_tables_latest_value() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let broker = BrokerProcess::start();
     let bootstrap = broker.bootstrap();
     broker.create_topic("statuses", 1);

@@ -70,7 +70,7 @@ async fn table_rows(table: &str) -> Groups {
 
 #[test]
 fn an_updating_aggregate_lands_in_postgres_as_a_view_keyed_by_group() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let dir = tempfile::tempdir().unwrap();
     let table = format!("view_{}", std::process::id());
     let config = dir.path().join("pipeline.yaml");

@@ -95,7 +95,7 @@ fn column_i64(batch: &datafusion::arrow::record_batch::RecordBatch, name: &str) 
 
 #[test]
 fn windows_per_minute_and_status_land_exactly_once() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let batches = run_pipeline(
         "SELECT tumble(timestamp, INTERVAL '1 minute') AS minute, status, count(*) AS requests
     FROM requests GROUP BY tumble(timestamp, INTERVAL '1 minute'), status",
@@ -129,7 +129,7 @@ fn windows_per_minute_and_status_land_exactly_once() {
 /// the ones still open at the end of the bounded run's input included, exactly once.
 #[test]
 fn sessions_per_status_land_exactly_once() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     const GAP_MS: i64 = 3_000;
     let batches = run_pipeline(
         "SELECT session(timestamp, INTERVAL '3' SECOND) AS started, status, count(*) AS requests,

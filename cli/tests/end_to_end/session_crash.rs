@@ -100,7 +100,7 @@ const QUERY: &str = "SELECT CAST(session(_timestamp, INTERVAL '1' SECOND) AS BIG
 
 #[test]
 fn a_session_job_killed_9_again_and_again_emits_each_session_once_with_exact_counts() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let seed = Rng::seed_from_clock();
     eprintln!("session crash test seed {seed}");
     let mut rng = Rng::new(seed);

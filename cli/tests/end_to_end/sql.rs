@@ -68,7 +68,7 @@ fn weir_sql(bootstrap: &str, args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn topics_are_tables_for_ad_hoc_queries() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let broker = BrokerProcess::start();
     let bootstrap = broker.bootstrap();
     broker.create_topic("weblogs", 2);
@@ -177,7 +177,7 @@ fn produce_view(bootstrap: &str) {
 
 #[test]
 fn a_topic_read_as_a_table_holds_the_latest_value_of_each_key() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let broker = BrokerProcess::start();
     let bootstrap = broker.bootstrap();
     broker.create_topic("hits", 1);

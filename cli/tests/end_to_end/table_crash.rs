@@ -156,7 +156,7 @@ const QUERY: &str = "SELECT o.id, c.version FROM orders o \
 
 #[test]
 fn a_table_join_killed_9_again_and_again_joins_each_order_once_with_its_version() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let seed = Rng::seed_from_clock();
     eprintln!("table join crash test seed {seed}");
     let mut rng = Rng::new(seed);

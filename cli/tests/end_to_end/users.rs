@@ -53,7 +53,7 @@ fn logs_in(sasl: u16, user: &str, password: &str) -> bool {
 
 #[test]
 fn users_made_by_the_cli_log_in_until_deleted() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let dir = tempfile::tempdir().unwrap();
     let (plain, sasl) = (free_port(), free_port());
     let mut broker = start_broker(dir.path(), plain, sasl);

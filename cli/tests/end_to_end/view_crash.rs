@@ -83,7 +83,7 @@ fn view(records: &[Record]) -> (BTreeMap<String, Option<WindowValues>>, Vec<Stri
 
 #[test]
 fn a_view_job_killed_9_again_and_again_ends_with_exactly_the_counts() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let seed = Rng::seed_from_clock();
     eprintln!("view crash test seed {seed}");
     let mut rng = Rng::new(seed);

@@ -75,7 +75,7 @@ const QUERY: &str = "SELECT CAST(tumble(_timestamp, INTERVAL '10 seconds') AS BI
 
 #[test]
 fn a_windowed_job_killed_9_again_and_again_emits_each_window_once_with_exact_counts() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     killed_again_and_again("window-job", QUERY, &[]);
 }
 
@@ -85,7 +85,7 @@ fn a_windowed_job_killed_9_again_and_again_emits_each_window_once_with_exact_cou
 /// every stage exactly once through the kills.
 #[test]
 fn a_job_in_stages_killed_9_again_and_again_hands_each_window_on_once() {
-    let _serial = crate::support::serial();
+    let _slot = crate::support::test_slot();
     let query = format!(
         "WITH per_user AS ({QUERY}) \
          SELECT \"window\", user, n, total, fingerprints FROM per_user WHERE n > 0"

@@ -30,7 +30,7 @@ pub use config::{ParquetCompression, ParquetSinkConfig};
 #[cfg(feature = "runtime")]
 pub use manifest::Manifest;
 #[cfg(feature = "runtime")]
-pub use read::{read_published, read_published_at};
+pub use read::{read_published, read_published_at, Published};
 #[cfg(feature = "runtime")]
 pub use sink::ParquetSink;
 #[cfg(feature = "runtime")]

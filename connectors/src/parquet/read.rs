@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use arrow::datatypes::{Schema, SchemaRef};
@@ -30,11 +32,24 @@ pub fn read_published(
 
 /// [`read_published`] for any place a sink publishes to: a local directory or `s3://bucket/prefix`
 /// (settings from the `AWS_*` environment and `storage_options`).
-pub async fn read_published_at(
+///
+/// Boxed so that the object store's reading is compiled once, in this crate.
+pub fn read_published_at<'a>(
+    location: &'a str,
+    storage_options: &'a BTreeMap<String, String>,
+    max_rows: usize,
+) -> Pin<Box<dyn Future<Output = Result<Published, ConnectorError>> + Send + 'a>> {
+    Box::pin(read_location(location, storage_options, max_rows))
+}
+
+/// A published table's schema and rows.
+pub type Published = (SchemaRef, Vec<RecordBatch>);
+
+async fn read_location(
     location: &str,
     storage_options: &BTreeMap<String, String>,
     max_rows: usize,
-) -> Result<(SchemaRef, Vec<RecordBatch>), ConnectorError> {
+) -> Result<Published, ConnectorError> {
     let store = store::open_location(location, storage_options)?;
     let mut collected = Collected::new(location.to_string(), max_rows);
     for relative in store.list_published().await? {

@@ -2,6 +2,8 @@
 //! against the topic's columns), and — unless offline — that the cluster and databases answer.
 //! Every problem is a diagnostic pointing at its field.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -16,7 +18,19 @@ const REACH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The pipelines of `path`, loaded and validated — or every problem in them, in file order:
 /// what loading refused (it goes on past each) and what the checks of the (repaired) configs
 /// find, but for fields loading had to repair.
-pub async fn check(path: &std::path::Path, offline: bool) -> Result<Vec<LoadedPipeline>, Diagnostics> {
+///
+/// Boxed so that the checks (DataFusion's planning among them) are compiled once, in this crate.
+pub fn check(
+    path: &std::path::Path,
+    offline: bool,
+) -> Pin<Box<dyn Future<Output = Result<Vec<LoadedPipeline>, Diagnostics>> + Send + '_>> {
+    Box::pin(check_path(path, offline))
+}
+
+async fn check_path(
+    path: &std::path::Path,
+    offline: bool,
+) -> Result<Vec<LoadedPipeline>, Diagnostics> {
     let mut report = load_checked(path);
     let mut problems = std::mem::take(&mut report.problems);
     let found = validate(&report.pipelines, offline).await;
@@ -32,7 +46,15 @@ pub async fn check(path: &std::path::Path, offline: bool) -> Result<Vec<LoadedPi
 }
 
 /// Everything wrong with `pipelines`; `offline` skips the network checks.
-pub async fn validate(pipelines: &[LoadedPipeline], offline: bool) -> Vec<Diagnostic> {
+/// Boxed as [`check`] is.
+pub fn validate(
+    pipelines: &[LoadedPipeline],
+    offline: bool,
+) -> Pin<Box<dyn Future<Output = Vec<Diagnostic>> + Send + '_>> {
+    Box::pin(validate_all(pipelines, offline))
+}
+
+async fn validate_all(pipelines: &[LoadedPipeline], offline: bool) -> Vec<Diagnostic> {
     let mut problems = Vec::new();
     let mut names = HashSet::new();
     for pipeline in pipelines {

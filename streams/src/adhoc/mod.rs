@@ -9,6 +9,8 @@
 //! Bounded: at most `max_records` records per topic are read (the query fails beyond, rather than
 //! answering over part of a topic without saying so).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,7 +63,17 @@ impl AdhocOptions {
 }
 
 /// Runs `query` over the topics it names.
-pub async fn query(options: &AdhocOptions, query: &str) -> Result<Vec<RecordBatch>> {
+///
+/// Boxed so that DataFusion's planning and execution are compiled once, in this crate, not again
+/// in each crate that awaits it.
+pub fn query<'a>(
+    options: &'a AdhocOptions,
+    query: &'a str,
+) -> Pin<Box<dyn Future<Output = Result<Vec<RecordBatch>>> + Send + 'a>> {
+    Box::pin(run_query(options, query))
+}
+
+async fn run_query(options: &AdhocOptions, query: &str) -> Result<Vec<RecordBatch>> {
     let context = SessionContext::new();
     window_functions::register(&context);
     let state = context.state();
