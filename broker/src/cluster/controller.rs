@@ -82,8 +82,34 @@ impl Default for ControllerConfig {
     }
 }
 
+/// Kafka's controller refuses a user operation (one CreateTopics or CreatePartitions request)
+/// that would write more metadata records than this (`QuorumController.MAX_RECORDS_PER_USER_OP`):
+/// a topic is one record, each partition one more, each config one more. Checked before any
+/// placement is computed, so a request for 2^31 partitions costs nothing.
+pub const MAX_RECORDS_PER_USER_OPERATION: u64 = 10_000;
+
+/// The metadata records creating a topic writes, as Kafka counts them: the topic, each
+/// partition, each config.
+pub fn topic_creation_records(partitions: i32, configs: usize) -> u64 {
+    1 + u64::try_from(partitions).unwrap_or(0) + configs as u64
+}
+
+/// Refuses an operation of `records` metadata records over [`MAX_RECORDS_PER_USER_OPERATION`].
+pub fn check_operation_records(records: u64) -> Result<(), ControllerError> {
+    if records > MAX_RECORDS_PER_USER_OPERATION {
+        return Err(ControllerError::ExcessivelyLargeBatch { records });
+    }
+    Ok(())
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ControllerError {
+    /// Kafka's words (POLICY_VIOLATION), with the count.
+    #[error(
+        "Unable to perform excessively large batch operation: {records} metadata records, at \
+         most {MAX_RECORDS_PER_USER_OPERATION} per request"
+    )]
+    ExcessivelyLargeBatch { records: u64 },
     #[error("replication factor {replication_factor} with {live_brokers} live brokers")]
     InvalidReplicationFactor {
         replication_factor: i32,
@@ -314,6 +340,8 @@ impl Controller {
         if self.image.topic_by_name(name).is_some() {
             return Err(ControllerError::TopicAlreadyExists { name: name.into() });
         }
+        let partitions_written = assignments.as_ref().map_or(partitions, |a| a.len() as i32);
+        check_operation_records(topic_creation_records(partitions_written, configs.len()))?;
         let topic_id = Uuid::new_v4();
         let assignments = match assignments {
             Some(assignments) => self.checked_assignments(assignments)?,
@@ -361,6 +389,7 @@ impl Controller {
             });
         }
         let added = count - current;
+        check_operation_records(added as u64)?;
         let factor = topic.partitions.first().map_or(1, |p| p.replicas.len()) as i32;
         let assignments = match assignments {
             Some(assignments) => {

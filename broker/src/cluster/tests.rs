@@ -694,3 +694,44 @@ fn a_reassignment_adds_replicas_waits_for_them_to_sync_then_drops_the_old_ones()
         "{error:?}"
     );
 }
+
+#[test]
+fn operations_over_ten_thousand_metadata_records_are_refused_before_placement() {
+    let mut cluster = Cluster::new(3, false);
+    let huge = cluster
+        .controller
+        .create_topic("huge", i32::MAX, Some(1), None, BTreeMap::new())
+        .unwrap_err();
+    assert_eq!(
+        huge,
+        ControllerError::ExcessivelyLargeBatch {
+            records: 1 + i32::MAX as u64
+        }
+    );
+    let configs: BTreeMap<String, String> = (0..2)
+        .map(|i| (format!("config.{i}"), "1".to_string()))
+        .collect();
+    let over = cluster
+        .controller
+        .create_topic("over", 9_998, Some(1), None, configs)
+        .unwrap_err();
+    assert_eq!(
+        over,
+        ControllerError::ExcessivelyLargeBatch { records: 10_001 }
+    );
+    assert!(cluster
+        .controller
+        .create_topic("largest", 9_999, Some(1), None, BTreeMap::new())
+        .is_ok());
+    cluster.topic("events", 2);
+    let grown = cluster
+        .controller
+        .create_partitions("events", i32::MAX, None)
+        .unwrap_err();
+    assert_eq!(
+        grown,
+        ControllerError::ExcessivelyLargeBatch {
+            records: i32::MAX as u64 - 2
+        }
+    );
+}

@@ -8,6 +8,7 @@ use kafka_protocol::messages::create_partitions_response::CreatePartitionsTopicR
 use kafka_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::cluster::controller::check_operation_records;
 use crate::cluster::member::ClusterMember;
 use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::context::BrokerContext;
@@ -21,11 +22,20 @@ pub async fn handle(
     access: &Access,
     request: CreatePartitionsRequest,
 ) -> CreatePartitionsResponse {
+    let allowed =
+        |topic: &CreatePartitionsTopic| access.allows_topic(Operation::Alter, topic.name.as_str());
+    let records: u64 = request
+        .topics
+        .iter()
+        .filter(|topic| allowed(topic))
+        .map(|topic| partitions_added(context, topic))
+        .sum();
+    let too_large = check_operation_records(records).err();
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in request.topics {
         let result = CreatePartitionsTopicResult::default().with_name(topic.name.clone());
         // ALTER on the topic, as Kafka (before its existence is looked at).
-        if !access.allows_topic(Operation::Alter, topic.name.as_str()) {
+        if !allowed(&topic) {
             results.push(
                 result
                     .with_error_code(kafka_protocol::ResponseError::TopicAuthorizationFailed.code())
@@ -33,9 +43,13 @@ pub async fn handle(
             );
             continue;
         }
-        let outcome = match &context.cluster {
-            Some(cluster) => create_in_cluster(cluster, &topic, request.validate_only).await,
-            None => check_assignments(context, &topic).and_then(|()| {
+        let outcome = match (&too_large, &context.cluster) {
+            // Kafka's controller fails the whole request.
+            (Some(error), _) => Err(BrokerError::from(error.clone())),
+            (None, Some(cluster)) => {
+                create_in_cluster(cluster, &topic, request.validate_only).await
+            }
+            (None, None) => check_assignments(context, &topic).and_then(|()| {
                 context.topics.create_partitions(
                     topic.name.as_str(),
                     topic.count,
@@ -51,6 +65,26 @@ pub async fn handle(
         });
     }
     CreatePartitionsResponse::default().with_results(results)
+}
+
+/// How many partitions growing `topic` would add (a metadata record each); none for a topic
+/// unknown or not growing, which is refused on its own.
+fn partitions_added(context: &BrokerContext, topic: &CreatePartitionsTopic) -> u64 {
+    let name = topic.name.as_str();
+    let current = match &context.cluster {
+        Some(cluster) => cluster
+            .image()
+            .image
+            .topic_by_name(name)
+            .map(|t| t.partitions.len() as i64),
+        None => context
+            .topics
+            .get(name)
+            .map(|t| i64::from(t.partition_count())),
+    };
+    current.map_or(0, |current| {
+        (i64::from(topic.count) - current).max(0) as u64
+    })
 }
 
 /// In a cluster the controller places the new partitions (or takes the given assignments);

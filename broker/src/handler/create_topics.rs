@@ -10,6 +10,7 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 
+use crate::cluster::controller::{check_operation_records, topic_creation_records};
 use crate::cluster::member::ClusterMember;
 use crate::cluster::quorum::rpc::ControllerRequest;
 use crate::cluster::ControllerConfig;
@@ -35,6 +36,11 @@ pub fn handle(
         .map(|topic| topic.name.to_string())
         .filter(|name| !everything && !access.allows_topic(Operation::Create, name))
         .collect();
+    let records = records_requested(&request, context.config().num_partitions(), &refused);
+    if let Err(error) = check_operation_records(records) {
+        let refusal = refuse_every_topic(request, &refused, &error.into());
+        return HandlerOutput::Ready(Box::new(ResponseKind::CreateTopics(refusal)));
+    }
     match &context.cluster {
         None => HandlerOutput::Ready(Box::new(ResponseKind::CreateTopics(create_here(
             context, version, request, &refused,
@@ -49,6 +55,54 @@ pub fn handle(
             }))
         }
     }
+}
+
+/// The metadata records the request's topics would write, as Kafka counts them for its bound
+/// on one request (topics the principal may not create write none).
+fn records_requested(
+    request: &CreateTopicsRequest,
+    default_partitions: i32,
+    refused: &Refused,
+) -> u64 {
+    request
+        .topics
+        .iter()
+        .filter(|topic| !refused.contains(topic.name.as_str()))
+        .map(|topic| {
+            let partitions = match (topic.assignments.len(), topic.num_partitions) {
+                (0, -1) => default_partitions,
+                (0, partitions) => partitions,
+                (assigned, _) => i32::try_from(assigned).unwrap_or(i32::MAX),
+            };
+            let configs = topic.configs.iter().filter(|c| c.value.is_some()).count();
+            topic_creation_records(partitions, configs)
+        })
+        .sum()
+}
+
+/// The answer to a request refused as a whole: each topic the principal may create gets
+/// `error`, as Kafka's controller fails the whole operation.
+fn refuse_every_topic(
+    request: CreateTopicsRequest,
+    refused: &Refused,
+    error: &BrokerError,
+) -> CreateTopicsResponse {
+    let mut seen = std::collections::HashSet::new();
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let result = CreatableTopicResult::default().with_name(topic.name.clone());
+            if !seen.insert(topic.name.to_string()) {
+                with_error(result, &listed_twice(&topic.name))
+            } else if refused.contains(topic.name.as_str()) {
+                not_authorized(result)
+            } else {
+                with_error(result, error)
+            }
+        })
+        .collect();
+    CreateTopicsResponse::default().with_topics(topics)
 }
 
 /// A broker running alone creates topics in its own registry.

@@ -42,6 +42,7 @@ pub fn error_for(error: &BrokerError) -> ResponseError {
 
 fn controller_error(error: &ControllerError) -> ResponseError {
     match error {
+        ControllerError::ExcessivelyLargeBatch { .. } => ResponseError::PolicyViolation,
         ControllerError::InvalidReplicationFactor { .. } => ResponseError::InvalidReplicationFactor,
         ControllerError::InvalidPartitions { .. }
         | ControllerError::PartitionsNotIncreased { .. } => ResponseError::InvalidPartitions,

@@ -26,6 +26,7 @@ mod groups;
 mod idempotence;
 mod limits;
 mod listeners;
+mod metadata_limits;
 mod oauthbearer;
 mod produce_consume;
 mod raw;

@@ -190,6 +190,19 @@ impl Scenario {
         Ok(json!({"error": result.error_code, "partitions": result.num_partitions}))
     }
 
+    /// CreateTopics with `validate_only`: what would be answered, nothing created.
+    async fn validate_topic(&mut self, topic: &str, partitions: i32) -> anyhow::Result<Value> {
+        let request = CreateTopicsRequest::default()
+            .with_timeout_ms(10_000)
+            .with_validate_only(true)
+            .with_topics(vec![create_topics_request::CreatableTopic::default()
+                .with_name(name(topic))
+                .with_num_partitions(partitions)
+                .with_replication_factor(1)]);
+        let response = self.client.call(7, &request).await?;
+        Ok(json!({"error": response.topics[0].error_code}))
+    }
+
     /// Waits until a new topic's partitions have a leader (Kafka publishes topics through its
     /// metadata log, so a request right after CreateTopics may not find it yet).
     async fn wait_ready(&mut self, topic: &str) -> anyhow::Result<()> {
@@ -890,6 +903,15 @@ impl Scenario {
             .create_topic(&self.topic("defaults"), -1, -1, &[])
             .await?;
         self.note("create_topic/broker_defaults", step);
+        // Kafka's bound on one request's metadata records (a topic, and one per partition).
+        let step = self
+            .create_topic(&self.topic("huge"), i32::MAX, 1, &[])
+            .await?;
+        self.note("create_topic/excessive_partitions", step);
+        let step = self.validate_topic(&self.topic("largest"), 9_999).await?;
+        self.note("create_topic/validate_9999_partitions", step);
+        let step = self.validate_topic(&self.topic("largest"), 10_000).await?;
+        self.note("create_topic/validate_10000_partitions", step);
 
         let step = self.metadata(&main, false).await?;
         self.note("metadata/topic", step);
@@ -1025,6 +1047,8 @@ impl Scenario {
             .create_partitions(&self.topic("missing"), 2, None)
             .await?;
         self.note("create_partitions/unknown_topic", step);
+        let step = self.create_partitions(&main, i32::MAX, None).await?;
+        self.note("create_partitions/excessive", step);
         // Kafka publishes new partitions through its metadata log: wait until they show.
         let mut step = self.metadata(&main, false).await?;
         for _ in 0..50 {
