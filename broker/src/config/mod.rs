@@ -25,6 +25,8 @@ mod listeners;
 mod live;
 mod properties;
 #[cfg(test)]
+mod read_tests;
+#[cfg(test)]
 mod tests;
 mod topic;
 
@@ -39,6 +41,6 @@ pub use listeners::{Listener, SecurityProtocol};
 pub use live::LiveConfig;
 pub use properties::{
     topic_config_def, validate_topic_config, ConfigType, PropertyDef, TopicConfigDef,
-    BROKER_PROPERTIES, MAX_DECOMPRESSED_BATCH_BYTES, TOPIC_CONFIGS,
+    ACCEPTED_WITHOUT_EFFECT, BROKER_PROPERTIES, MAX_DECOMPRESSED_BATCH_BYTES, TOPIC_CONFIGS,
 };
 pub use topic::{LogConfig, TopicCompression};

@@ -51,6 +51,11 @@ pub(super) const REFUSED_PROPERTIES: &[(&str, &str)] = &[(
      requests in order. Bound request memory with queued.max.request.bytes",
 )];
 
+/// Kafka properties Weir accepts that change nothing here, with the reason (COMPATIBILITY.md
+/// lists them). Every other property in the tables takes effect: `config::read_tests` fails when
+/// one is neither read outside the tables nor named here.
+pub const ACCEPTED_WITHOUT_EFFECT: &[(&str, &str)] = &[];
+
 const fn prop(name: &'static str, kind: ConfigType, default: &'static str) -> PropertyDef {
     PropertyDef {
         name,

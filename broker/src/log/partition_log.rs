@@ -9,11 +9,13 @@
 //!
 //! Here: opening, appends (as leader, from a coordinator, as a follower, markers), reads and
 //! timestamp lookups, rolling, flush planning, checkpoints and the cleaner's view of the
-//! segments; `recovery` (segments, leader epochs, producer state on open) and `retention`
-//! (log start, retention, truncation, reset) are beside it.
+//! segments; `recovery` (segments, leader epochs, producer state on open), `retention` (log
+//! start, retention, truncation, reset) and `retired` (removed segments' files kept for
+//! `file.delete.delay.ms`) are beside it.
 
 mod recovery;
 mod retention;
+pub mod retired;
 #[cfg(test)]
 mod tests;
 
@@ -36,6 +38,7 @@ use crate::log::segment::{read_file_at, sync_dir, Segment};
 use crate::producer::snapshot;
 use crate::producer::state::{ProducerStateManager, SequenceCheck};
 use recovery::read_offset_file;
+use retired::RetiredFiles;
 
 const LOG_START_OFFSET_FILE: &str = "log-start-offset";
 const RECOVERY_POINT_FILE: &str = "recovery-point";
@@ -89,6 +92,8 @@ pub struct PartitionLog {
     aborted: AbortedIndex,
     /// The first offset of each leader epoch in this log.
     epochs: LeaderEpochCache,
+    /// Removed segments' files waiting for `file.delete.delay.ms`.
+    retired: RetiredFiles,
 }
 
 impl PartitionLog {
@@ -107,7 +112,7 @@ impl PartitionLog {
         for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
             let entry = entry.map_err(|e| LogError::io(dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".tmp") {
+            if name.ends_with(".tmp") || retired::is_leftover(&name) {
                 let _ = fs::remove_file(entry.path());
                 continue;
             }
@@ -133,6 +138,7 @@ impl PartitionLog {
             producers: ProducerStateManager::default(),
             aborted: AbortedIndex::unopened(dir),
             epochs: LeaderEpochCache::empty(dir),
+            retired: RetiredFiles::default(),
         };
         log.load_segments(&bases, clean_shutdown, now_ms)?;
         if log.segments.is_empty() {
@@ -596,10 +602,22 @@ impl PartitionLog {
             if let Some(segment) = self.segments.remove(base) {
                 let path = segment.path().to_path_buf();
                 self.unflushed_sealed.retain(|(_, p)| *p != path);
-                segment.delete_files()?;
+                self.retired
+                    .retire(&segment, self.config.file_delete_delay_ms)?;
             }
         }
         Ok(())
+    }
+
+    /// Deletes removed segments' files whose `file.delete.delay.ms` has passed (the background
+    /// calls it every second); answers how many segments' files went.
+    pub fn delete_retired_files(&mut self, now_ms: i64) -> Result<usize, LogError> {
+        self.retired.delete_due(now_ms)
+    }
+
+    /// How many removed segments' files wait for `file.delete.delay.ms`.
+    pub fn retired_segments_waiting(&self) -> usize {
+        self.retired.waiting()
     }
 
     /// Adds a sealed segment (already durable) in place of removed ones.

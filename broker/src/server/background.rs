@@ -1,7 +1,8 @@
-//! Background work: retention, log compaction, transaction timeouts, producer expiry, periodic
-//! flushes (`flush.ms`, `flush.messages`), recovery-point and high watermark checkpoints, group
-//! ticks, the expiry of empty groups' offsets and (cluster mode) the sweep for followers that
-//! fell out of the ISR. Each loop stops when shutdown is signalled.
+//! Background work: retention, removed segments' files after `file.delete.delay.ms`, log
+//! compaction, transaction timeouts, producer expiry, periodic flushes (`flush.ms`,
+//! `flush.messages`), recovery-point and high watermark checkpoints, group ticks, the expiry of
+//! empty groups' offsets and (cluster mode) the sweep for followers that fell out of the ISR.
+//! Each loop stops when shutdown is signalled.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,8 @@ use crate::transaction::TxnError;
 
 /// How often partitions are checked for a due flush.
 const FLUSH_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// How often removed segments' files are checked for a passed `file.delete.delay.ms`.
+const RETIRED_FILES_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// How often recovery points are written (Kafka's `log.flush.offset.checkpoint.interval.ms`).
 const RECOVERY_POINT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(60);
 /// How often high watermarks are written in a cluster (Kafka's
@@ -31,6 +34,10 @@ pub(super) fn spawn(
     tasks.spawn(every(retention_interval, shutdown.clone(), {
         let context = Arc::clone(&context);
         move || enforce_retention(&context)
+    }));
+    tasks.spawn(every(RETIRED_FILES_CHECK_INTERVAL, shutdown.clone(), {
+        let context = Arc::clone(&context);
+        move || delete_retired_files(&context)
     }));
     tasks.spawn(flush_loop(Arc::clone(&context), shutdown.clone()));
     let txn_check = Duration::from_millis(context.config().transaction_abort_check_interval_ms());
@@ -195,6 +202,16 @@ pub(super) fn enforce_retention(context: &BrokerContext) {
             Err(error) => {
                 tracing::warn!(%error, topic = %partition.topic, partition = partition.index, "retention failed")
             }
+        }
+    }
+}
+
+/// Deletes removed segments' files whose `file.delete.delay.ms` has passed.
+fn delete_retired_files(context: &BrokerContext) {
+    let now_ms = context.clock.now_ms();
+    for partition in context.topics.all_partitions() {
+        if let Err(error) = partition.log().delete_retired_files(now_ms) {
+            tracing::warn!(%error, topic = %partition.topic, partition = partition.index, "deleting removed segments' files failed");
         }
     }
 }

@@ -47,7 +47,8 @@ impl PartitionLog {
             if let Some(segment) = self.segments.remove(base) {
                 let path = segment.path().to_path_buf();
                 self.unflushed_sealed.retain(|(_, p)| *p != path);
-                segment.delete_files()?;
+                self.retired
+                    .retire(&segment, self.config.file_delete_delay_ms)?;
             }
         }
         if let Some(first) = self.segments.keys().next() {
@@ -124,7 +125,8 @@ impl PartitionLog {
             if let Some(segment) = self.segments.remove(base) {
                 let path = segment.path().to_path_buf();
                 self.unflushed_sealed.retain(|(_, p)| *p != path);
-                segment.delete_files()?;
+                self.retired
+                    .retire(&segment, self.config.file_delete_delay_ms)?;
             }
         }
         let interval = self.config.index_interval_bytes;
@@ -153,7 +155,8 @@ impl PartitionLog {
         let bases: Vec<i64> = self.segments.keys().copied().collect();
         for base in bases {
             if let Some(segment) = self.segments.remove(&base) {
-                segment.delete_files()?;
+                self.retired
+                    .retire(&segment, self.config.file_delete_delay_ms)?;
             }
         }
         self.unflushed_sealed.clear();

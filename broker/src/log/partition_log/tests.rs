@@ -1,4 +1,5 @@
 use super::*;
+use crate::log::segment::segment_file_name;
 use crate::log::test_support::encode_batch;
 use kafka_protocol::records::Compression;
 
@@ -231,4 +232,88 @@ fn an_index_entry_pointing_inside_a_batch_falls_back_to_a_scan() {
             .unwrap();
         assert_eq!(header.base_offset, offset);
     }
+}
+
+/// The names of the files in `dir`, sorted.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// A log of three segments (offsets 0, 1, 2), each rolled by `segment.ms`.
+fn three_segments(dir: &Path, file_delete_delay_ms: u64) -> PartitionLog {
+    let config = LogConfig {
+        segment_ms: 1000,
+        file_delete_delay_ms,
+        ..LogConfig::default()
+    };
+    let mut log = open(dir, config);
+    for (index, value) in [b"a", b"b", b"c"].iter().enumerate() {
+        let now_ms = index as i64 * 1000;
+        log.append(encode_batch(&[*value], Compression::None), 0, now_ms)
+            .unwrap();
+    }
+    assert_eq!(log.segment_count(), 3);
+    log
+}
+
+#[test]
+fn removed_segments_keep_their_files_renamed_for_the_delete_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = three_segments(dir.path(), 60_000);
+    let first = segment_file_name(0, "log");
+    log.advance_log_start_offset(1, 5_000).unwrap();
+    let names = file_names(dir.path());
+    assert!(!names.contains(&first), "{names:?}");
+    for extension in ["log", "index", "timeindex"] {
+        let retired = format!("{}.deleted", segment_file_name(0, extension));
+        assert!(names.contains(&retired), "{retired} in {names:?}");
+    }
+    assert_eq!(log.retired_segments_waiting(), 1);
+    // The delay counts from the first check after the removal.
+    assert_eq!(log.delete_retired_files(10_000).unwrap(), 0);
+    assert_eq!(log.delete_retired_files(69_999).unwrap(), 0);
+    assert!(file_names(dir.path())
+        .iter()
+        .any(|n| n.ends_with(".deleted")));
+    assert_eq!(log.delete_retired_files(70_000).unwrap(), 1);
+    assert_eq!(log.retired_segments_waiting(), 0);
+    let names = file_names(dir.path());
+    assert!(!names.iter().any(|n| n.ends_with(".deleted")), "{names:?}");
+    // The log reads on from its new start (a read covers one segment).
+    assert_eq!(log.read(1, 1 << 20, 3, true).unwrap().next_offset, 2);
+}
+
+#[test]
+fn a_zero_delete_delay_deletes_at_once_and_a_restart_deletes_what_waited() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = three_segments(dir.path(), 0);
+    log.advance_log_start_offset(1, 5_000).unwrap();
+    assert_eq!(log.retired_segments_waiting(), 0);
+    let names = file_names(dir.path());
+    for extension in ["log", "index", "timeindex"] {
+        let file = segment_file_name(0, extension);
+        assert!(
+            !names.iter().any(|n| n.starts_with(&file)),
+            "{file}: {names:?}"
+        );
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = three_segments(dir.path(), 60_000);
+    log.truncate_to(1).unwrap();
+    assert_eq!(log.retired_segments_waiting(), 1, "the segment at 2 went");
+    log.close(5_000).unwrap();
+    drop(log);
+    assert!(file_names(dir.path())
+        .iter()
+        .any(|n| n.ends_with(".deleted")));
+    let log = open(dir.path(), LogConfig::default());
+    let names = file_names(dir.path());
+    assert!(!names.iter().any(|n| n.ends_with(".deleted")), "{names:?}");
+    assert_eq!((log.log_start_offset(), log.log_end_offset()), (0, 1));
 }
