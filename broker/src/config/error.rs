@@ -13,6 +13,10 @@ pub enum ConfigError {
     },
     #[error("configuration '{name}' is not supported yet: {reason}")]
     Unsupported { name: String, reason: String },
+    /// A listener that would let connections proving nothing reach the controllers, or be
+    /// super users, from beyond loopback (`security::anonymous_reach`).
+    #[error("listener {listener}: {reason}")]
+    OpenToAnonymous { listener: String, reason: String },
     /// Static broker properties in a dynamic change (Kafka's wording).
     #[error("Cannot update these configs dynamically: [{}]", names.join(", "))]
     NotDynamic { names: Vec<String> },

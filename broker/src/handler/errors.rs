@@ -69,7 +69,9 @@ fn config_error(error: &ConfigError) -> ResponseError {
         ConfigError::Unknown { .. } | ConfigError::InvalidValue { .. } => {
             ResponseError::InvalidConfig
         }
-        ConfigError::Unsupported { .. } => ResponseError::InvalidConfig,
+        ConfigError::Unsupported { .. } | ConfigError::OpenToAnonymous { .. } => {
+            ResponseError::InvalidConfig
+        }
         ConfigError::NotDynamic { .. } => ResponseError::InvalidRequest,
     }
 }

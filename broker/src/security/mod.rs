@@ -9,6 +9,8 @@
 //! - [`ssl_principal`]: a client certificate's subject (RFC 2253) and `ssl.principal.mapping.rules`.
 //! - [`tls`]: an SSL listener's rustls acceptor from PEM files, rebuilt when they change (the
 //!   client and controller listeners share it).
+//! - [`anonymous_reach`]: refuses at start-up listeners that would let connections proving
+//!   nothing reach the controllers, or be super users, from beyond loopback.
 //! - [`broker_identity`]: the other side — what this broker presents when it connects to
 //!   other brokers and controllers (TLS files, the inter-broker SASL login), as the
 //!   [`weir_wire::ClientSecurity`] its protocol client connects with.
@@ -24,6 +26,7 @@
 //! before authentication succeeds.
 
 pub mod acl;
+pub mod anonymous_reach;
 pub mod broker_identity;
 pub mod jaas;
 pub mod listener;

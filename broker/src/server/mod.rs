@@ -77,6 +77,7 @@ impl Broker {
     }
 
     async fn started(config: BrokerConfig, clock: Arc<dyn Clock>) -> Result<Broker, BrokerError> {
+        crate::security::anonymous_reach::check(&config)?;
         let pool_bytes = config.queued_max_request_bytes()?;
         let storage = startup::open_storage(&config, &clock)?;
         let connection_limits =
