@@ -43,7 +43,7 @@ fn acl(resource: (i8, &str, i8), principal: &str, operation: i8, permission: i8)
         .with_permission_type(permission)
 }
 
-async fn secured_broker(data: &Path) -> (weir_broker::Broker, SocketAddr, SocketAddr) {
+pub(crate) async fn secured_broker(data: &Path) -> (weir_broker::Broker, SocketAddr, SocketAddr) {
     let (plain, sasl) = (free_port(), free_port());
     let listeners = format!("PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}");
     let broker = start(
@@ -66,7 +66,7 @@ async fn secured_broker(data: &Path) -> (weir_broker::Broker, SocketAddr, Socket
 }
 
 /// A raw connection logged in as `user` with SASL PLAIN.
-async fn logged_in(addr: SocketAddr, user: &str, password: &str) -> RawClient {
+pub(crate) async fn logged_in(addr: SocketAddr, user: &str, password: &str) -> RawClient {
     let mut client = RawClient::connect(addr).await;
     let handshake =
         SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));

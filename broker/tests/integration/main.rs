@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![allow(clippy::too_many_lines)] // a test is one scenario, read top to bottom
 
+mod acl_refusals;
 mod acls;
 mod admin;
 mod authorized_operations;
