@@ -87,10 +87,9 @@ fn main() -> std::process::ExitCode {
     if !serves {
         restore_default_sigpipe();
     }
-    init_tracing(matches!(
-        cli.command,
-        Command::Broker(_) | Command::Pipeline(_)
-    ));
+    // What serves logs at info (a job: what it reads, its first checkpoint, then its progress
+    // every 10 s, as a pipeline does); commands that print log only warnings.
+    init_tracing(serves);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

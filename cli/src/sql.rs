@@ -1,12 +1,13 @@
 //! `weir sql`: ad-hoc SQL over topics (every topic a table, read_committed, up to its current
 //! end). With no query, an interactive prompt: statements end with `;`, `exit` or end of input
-//! quits.
+//! quits; the prompt is one session (`SET`, views and tables made with SQL last to the end), and
+//! statements that would write (`COPY … TO`, `INSERT`) are refused with the reason.
 
 use std::io::{BufRead, IsTerminal, Write};
 
 use clap::{Args, ValueEnum};
 use datafusion::arrow::record_batch::RecordBatch;
-use weir_streams::adhoc::{self, AdhocOptions};
+use weir_streams::adhoc::{AdhocOptions, AdhocSession};
 use weir_streams::record::ValueFormat;
 
 use weir_connectors::parquet::read_published_at;
@@ -76,8 +77,9 @@ pub(crate) async fn run(args: SqlArgs) -> anyhow::Result<()> {
             read_published_at(location, &Default::default(), args.max_records).await?;
         options.tables.push((name.to_string(), schema, batches));
     }
+    let mut session = AdhocSession::new(options)?;
     if let Some(query) = &args.query {
-        return run_one(&options, query, args.format).await;
+        return run_one(&mut session, query, args.format).await;
     }
     let interactive = std::io::stdin().is_terminal();
     let mut statement = String::new();
@@ -103,7 +105,7 @@ pub(crate) async fn run(args: SqlArgs) -> anyhow::Result<()> {
         statement.push_str(&line);
         statement.push('\n');
         if let Some(query) = statement.trim().strip_suffix(';') {
-            if let Err(error) = run_one(&options, query, args.format).await {
+            if let Err(error) = run_one(&mut session, query, args.format).await {
                 eprintln!("error: {error:#}");
             }
             statement.clear();
@@ -112,8 +114,8 @@ pub(crate) async fn run(args: SqlArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run_one(options: &AdhocOptions, query: &str, format: Output) -> anyhow::Result<()> {
-    let batches = adhoc::query(options, query).await?;
+async fn run_one(session: &mut AdhocSession, query: &str, format: Output) -> anyhow::Result<()> {
+    let batches = session.run(query).await?;
     print(&batches, format)
 }
 

@@ -145,6 +145,56 @@ fn topics_are_tables_for_ad_hoc_queries() {
     let (ok, _, stderr) = weir_sql(&bootstrap, &["SELECT * FROM nothing_here"]);
     assert!(!ok);
     assert!(stderr.contains("no topic named nothing_here"), "{stderr}");
+    the_prompt_is_one_session_that_only_reads(&bootstrap);
+}
+
+/// `weir sql` reading its statements from stdin, as a prompt.
+fn weir_sql_prompt(bootstrap: &str, statements: &str) -> (bool, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["sql", "-b", bootstrap, "--format", "csv"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("weir sql runs");
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, statements.as_bytes()).unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// A view and a setting made at the prompt last for the statements after them; a statement that
+/// would write a file is refused, and no file is written.
+fn the_prompt_is_one_session_that_only_reads(bootstrap: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let copied = dir.path().join("copied.csv");
+    let statements = format!(
+        "CREATE VIEW failures AS SELECT path FROM weblogs WHERE status >= 500;\n\
+         SET datafusion.execution.batch_size = 7;\n\
+         SELECT count(*) AS failures FROM failures;\n\
+         SHOW datafusion.execution.batch_size;\n\
+         COPY (SELECT * FROM weblogs) TO '{}';\n\
+         SELECT 1 AS still_here;\n",
+        copied.display()
+    );
+    let (ok, stdout, stderr) = weir_sql_prompt(bootstrap, &statements);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("failures\n10\n"), "the view: {stdout}");
+    assert!(
+        stdout.contains("datafusion.execution.batch_size,7"),
+        "the setting: {stdout}"
+    );
+    assert!(stdout.contains("still_here\n1\n"), "{stdout}");
+    assert!(
+        stderr.contains("COPY is refused: weir sql only reads"),
+        "{stderr}"
+    );
+    assert!(!copied.exists(), "COPY wrote {}", copied.display());
 }
 
 /// A keyed topic of upserts and tombstones, as a job's updating aggregate writes it.

@@ -66,6 +66,7 @@ use consumer::JobConsumer;
 use input::{expand_chunks, prepare, schema_sample, table_sample};
 use prefetch::{Prefetch, Prefetched};
 use processor::Processor;
+use stats::Progress;
 use transaction::{Checkpoint, CheckpointWriter};
 
 /// The end of a bounded run's input, told to a running job: whoever watches the input requests it
@@ -197,6 +198,7 @@ pub fn run_with_metrics(
             processor: processor.as_mut(),
             prefetch,
             committer,
+            progress: Progress::new(),
         };
         job.run()
     })?;
@@ -220,6 +222,8 @@ struct Loop<'a, 'p> {
     processor: &'a mut (dyn Processor + 'p),
     prefetch: Prefetch,
     committer: Committer,
+    /// The info lines of what was committed.
+    progress: Progress,
 }
 
 /// A checkpoint sent to the committer: what it did, counted once it committed.
@@ -354,6 +358,7 @@ impl Loop<'_, '_> {
                     end.sent.store(true, Ordering::SeqCst);
                 }
                 stats.add(&flight.done);
+                self.progress.committed(&config.name, &flight.done);
                 // Timed to when the commit completed, not to now (the loop may have been
                 // polling the next checkpoint meanwhile).
                 let finished = self.committer.finished().unwrap_or_else(Instant::now);

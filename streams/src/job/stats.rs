@@ -28,3 +28,50 @@ impl JobStats {
         self.partials_too_late += other.partials_too_late;
     }
 }
+
+/// How often a running job logs (info) what it committed since its last such line.
+pub(super) const PROGRESS_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A running job's progress lines: the first committed checkpoint at once (the job works), then
+/// what was committed every [`PROGRESS_INTERVAL`] while checkpoints commit.
+pub(super) struct Progress {
+    since: JobStats,
+    last_line: Option<std::time::Instant>,
+}
+
+impl Progress {
+    pub(super) fn new() -> Progress {
+        Progress {
+            since: JobStats::default(),
+            last_line: None,
+        }
+    }
+
+    /// Counts a committed checkpoint's `done`, and logs once a line is due.
+    pub(super) fn committed(&mut self, job: &str, done: &JobStats) {
+        self.since.add(done);
+        let due = self
+            .last_line
+            .is_none_or(|last| last.elapsed() >= PROGRESS_INTERVAL);
+        if !due {
+            return;
+        }
+        let what = if self.last_line.is_none() {
+            "first checkpoint committed"
+        } else {
+            "progress"
+        };
+        let since = std::mem::take(&mut self.since);
+        tracing::info!(
+            job,
+            checkpoints = since.checkpoints,
+            records_in = since.records_in,
+            records_out = since.records_out,
+            rejected = since.records_rejected,
+            late = since.records_late,
+            windows_emitted = since.windows_emitted,
+            "{what}"
+        );
+        self.last_line = Some(std::time::Instant::now());
+    }
+}
