@@ -7,7 +7,9 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::{
     CreatableTopicConfigs, CreatableTopicResult,
 };
-use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse, ResponseKind};
+use kafka_protocol::messages::{
+    CreateTopicsRequest, CreateTopicsResponse, ResponseKind, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 
 use crate::cluster::controller::{check_operation_records, topic_creation_records};
@@ -92,14 +94,10 @@ fn refuse_every_topic(
         .topics
         .into_iter()
         .map(|topic| {
-            let result = CreatableTopicResult::default().with_name(topic.name.clone());
-            if !seen.insert(topic.name.to_string()) {
-                with_error(result, &listed_twice(&topic.name))
-            } else if refused.contains(topic.name.as_str()) {
-                not_authorized(result)
-            } else {
+            refused_early(&topic.name, &mut seen, refused).unwrap_or_else(|| {
+                let result = CreatableTopicResult::default().with_name(topic.name.clone());
                 with_error(result, error)
-            }
+            })
         })
         .collect();
     CreateTopicsResponse::default().with_topics(topics)
@@ -117,14 +115,11 @@ fn create_here(
         .topics
         .into_iter()
         .map(|topic| {
+            if let Some(refusal) = refused_early(&topic.name, &mut seen, refused) {
+                return refusal;
+            }
             let name = topic.name.clone();
             let result = CreatableTopicResult::default().with_name(name.clone());
-            if !seen.insert(name.to_string()) {
-                return with_error(result, &listed_twice(&name));
-            }
-            if refused.contains(name.as_str()) {
-                return not_authorized(result);
-            }
             let mut configs = BTreeMap::new();
             for config in &topic.configs {
                 if let Some(value) = &config.value {
@@ -192,16 +187,11 @@ async fn create_in_cluster(
     let mut results = Vec::with_capacity(request.topics.len());
     let mut seen = std::collections::HashSet::new();
     for topic in request.topics {
-        let name = topic.name.clone();
-        let result = CreatableTopicResult::default().with_name(name.clone());
-        if !seen.insert(name.to_string()) {
-            results.push(with_error(result, &listed_twice(&name)));
+        if let Some(refusal) = refused_early(&topic.name, &mut seen, refused) {
+            results.push(refusal);
             continue;
         }
-        if refused.contains(name.as_str()) {
-            results.push(not_authorized(result));
-            continue;
-        }
+        let result = CreatableTopicResult::default().with_name(topic.name.clone());
         match create_one_in_cluster(context, cluster, &topic, request.validate_only).await {
             Ok((topic_id, partitions, replication_factor)) => results.push(
                 result
@@ -303,6 +293,23 @@ fn check_assignments_alone(topic: &CreatableTopic) -> Result<(), BrokerError> {
         ));
     }
     Ok(())
+}
+
+/// The answer for a topic refused before anything else about it is looked at: named a second
+/// time in the request (`seen` holds the names before it), or not the principal's to create.
+fn refused_early(
+    name: &TopicName,
+    seen: &mut std::collections::HashSet<String>,
+    refused: &Refused,
+) -> Option<CreatableTopicResult> {
+    let result = CreatableTopicResult::default().with_name(name.clone());
+    if !seen.insert(name.to_string()) {
+        return Some(with_error(result, &listed_twice(name)));
+    }
+    if refused.contains(name.as_str()) {
+        return Some(not_authorized(result));
+    }
+    None
 }
 
 fn listed_twice(name: &str) -> BrokerError {
