@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, TopicPartitionList};
 
 use crate::common::{self, TIMEOUT};
@@ -50,6 +52,7 @@ async fn poll_shared(
                         String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned(),
                     ));
                 }
+                Some(Err(error)) if is_transient(&error) => eprintln!("transient: {error}"),
                 Some(Err(error)) => panic!("consume error: {error}"),
                 None => {}
             }
@@ -62,6 +65,16 @@ async fn poll_shared(
 
 async fn poll_records(consumer: &Member, count: usize) -> Vec<(i32, i64, String)> {
     poll_shared(consumer, &Arc::new(AtomicUsize::new(0)), count).await
+}
+
+/// librdkafka's reports that it lost (and will re-establish) its connections: a live consumer
+/// logs them and keeps polling. Seen once in CI on a loaded 2-core machine (AllBrokersDown
+/// before any record was produced), with no broker log line saying it closed a connection.
+fn is_transient(error: &KafkaError) -> bool {
+    matches!(
+        error.rdkafka_error_code(),
+        Some(RDKafkaErrorCode::AllBrokersDown | RDKafkaErrorCode::BrokerTransportFailure)
+    )
 }
 
 /// Polls both members until each has partitions assigned (the rebalance is done).
@@ -88,9 +101,11 @@ async fn wait_for_assignments(members: [&Member; 2]) {
 
 async fn poll_briefly(consumer: &Member, _total: &Arc<AtomicUsize>) {
     let consumer = Arc::clone(consumer);
-    tokio::task::spawn_blocking(move || {
-        let message = consumer.poll(Duration::from_millis(50));
-        assert!(message.is_none(), "no records are produced yet");
+    tokio::task::spawn_blocking(move || match consumer.poll(Duration::from_millis(50)) {
+        None => {}
+        Some(Err(error)) if is_transient(&error) => eprintln!("transient: {error}"),
+        Some(Err(error)) => panic!("consume error: {error}"),
+        Some(Ok(message)) => panic!("no records are produced yet, got {message:?}"),
     })
     .await
     .unwrap();
