@@ -21,7 +21,7 @@ case ${1:-} in
   --no-build) build=0; shift ;;
 esac
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(request_frame record_batch segment_recovery log_line http_body pipeline_yaml)
+[ ${#targets[@]} -gt 0 ] || targets=(request_frame request_amplification record_batch segment_recovery log_line http_body pipeline_yaml)
 
 export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \

@@ -43,22 +43,72 @@ impl RequestMemoryPool {
     /// Waits until `bytes` are free and reserves them. `bytes` is at most
     /// `socket.request.max.bytes`, which the pool is never smaller than.
     pub async fn reserve(&self, bytes: usize) -> RequestMemory {
-        let permits = u32::try_from(bytes.min(self.capacity_bytes)).unwrap_or(u32::MAX);
-        let permit = if permits == 0 {
-            None
-        } else {
-            Some(
+        let permit = match self.permits(bytes) {
+            0 => None,
+            permits => Some(
                 Arc::clone(&self.bytes)
                     .acquire_many_owned(permits)
                     .await
                     .expect("the pool's semaphore is never closed"),
-            )
+            ),
         };
+        self.held(permit, bytes)
+    }
+
+    /// Reserves `bytes` if they are free now, without waiting.
+    pub fn try_reserve(&self, bytes: usize) -> Option<RequestMemory> {
+        let permit = match self.permits(bytes) {
+            0 => None,
+            permits => Some(
+                Arc::clone(&self.bytes)
+                    .try_acquire_many_owned(permits)
+                    .ok()?,
+            ),
+        };
+        Some(self.held(permit, bytes))
+    }
+
+    fn permits(&self, bytes: usize) -> u32 {
+        u32::try_from(bytes.min(self.capacity_bytes)).unwrap_or(u32::MAX)
+    }
+
+    fn held(&self, permit: Option<OwnedSemaphorePermit>, bytes: usize) -> RequestMemory {
         self.used_bytes.add(bytes as i64);
         RequestMemory {
             _permit: permit,
             bytes,
             used_bytes: self.used_bytes.clone(),
+        }
+    }
+    /// Bytes free right now (a hint: another task may take them before this one does).
+    pub fn available_bytes(&self) -> usize {
+        self.bytes.available_permits()
+    }
+}
+
+impl RequestMemory {
+    /// A reservation of nothing, to grow with [`RequestMemory::absorb`].
+    pub fn none(pool: &RequestMemoryPool) -> RequestMemory {
+        RequestMemory {
+            _permit: None,
+            bytes: 0,
+            used_bytes: pool.used_bytes.clone(),
+        }
+    }
+
+    /// Bytes this reservation holds.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Takes `other`'s bytes into this reservation (both from the same pool).
+    pub fn absorb(&mut self, mut other: RequestMemory) {
+        // The same gauge counts both: the bytes move, the gauge stays.
+        self.bytes += std::mem::take(&mut other.bytes);
+        match (self._permit.as_mut(), other._permit.take()) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (None, theirs) => self._permit = theirs,
+            (Some(_), None) => {}
         }
     }
 }
@@ -88,6 +138,15 @@ mod tests {
         );
         drop(held);
         assert_eq!(used.get(), 0);
+        let mut grown = RequestMemory::none(&pool);
+        grown.absorb(pool.reserve(30).await);
+        grown.absorb(pool.reserve(30).await);
+        assert_eq!(
+            (grown.bytes(), used.get(), pool.available_bytes()),
+            (60, 60, 40)
+        );
+        drop(grown);
+        assert_eq!((used.get(), pool.available_bytes()), (0, 100));
         let granted = tokio::time::timeout(Duration::from_secs(5), pool.reserve(40)).await;
         assert!(granted.is_ok());
     }

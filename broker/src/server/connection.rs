@@ -7,7 +7,8 @@
 //!
 //! Before a connection is served it takes a `max.connections` slot (the accept loop waits for
 //! one) and its address's place under `max.connections.per.ip`; before a frame is allocated its
-//! size is reserved in the `queued.max.request.bytes` pool (see `limits`).
+//! size is reserved in the `queued.max.request.bytes` pool (see `limits`), and so is what its
+//! decoded structs hold, within the frame's `frame::decoded_bytes_bound` (`decode_charged`).
 //!
 //! On a SASL listener, `authentication` decides what happens to each request until the client
 //! has authenticated (and after its session expires); requests then carry its principal.
@@ -26,14 +27,15 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures::future::BoxFuture;
 use kafka_protocol::messages::{ApiKey, FetchResponse, RequestKind, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::Encodable;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 
 use super::authentication::{Authenticator, RawVerdict, Verdict};
-use super::frame::{decode_request, Decoded, FrameHeader};
+use super::frame::{decode_request_within, decoded_bytes_bound, Decoded, FrameHeader};
+use super::frame_reader::{read_frame, FrameBounds, FrameRead, FRAME_BODY_TIMEOUT};
 use super::limits::{ConnectionLimits, ConnectionSlot, ListenerSlot};
 use super::response_frame::{write_frame, ChunkedBuf, ResponseFrame};
 use crate::context::BrokerContext;
@@ -240,31 +242,43 @@ async fn serve<R, W>(
             .unwrap_or(600_000),
     );
     loop {
-        let frame_limit = link.authenticator.max_frame(max_frame);
-        let frame = tokio::select! {
-            frame = tokio::time::timeout(idle, read_frame(&mut reader, frame_limit, &shared.pool)) => frame,
+        let bounds = FrameBounds {
+            max_frame: link.authenticator.max_frame(max_frame),
+            pool: &shared.pool,
+            idle,
+            body_timeout: FRAME_BODY_TIMEOUT,
+        };
+        let read = tokio::select! {
+            read = read_frame(&mut reader, &bounds) => read,
             _ = crate::shutdown::stopped(&mut shutdown) => break,
         };
-        let frame = match frame {
-            Err(_) => {
+        let frame = match read {
+            Ok(FrameRead::Frame(frame, reserved)) => (frame, reserved),
+            Ok(FrameRead::Closed) => break,
+            Ok(FrameRead::Idle) => {
                 tracing::debug!(%peer, "closing idle connection");
                 break;
             }
-            Ok(Ok(Some(read))) => read,
-            Ok(Ok(None)) => break,
-            Ok(Err(reason)) => {
+            Err(reason) => {
                 tracing::warn!(%peer, %reason, "closing connection");
                 break;
             }
         };
-        let (frame, reserved) = frame;
+        let (frame, mut reserved) = frame;
         let started = Instant::now();
         let handled = if link.authenticator.expects_raw_token() {
             raw_token(&context, &mut link.authenticator, &frame)
         } else {
-            handle_frame(&context, &mut link, frame, started).await
+            match decode_charged(frame, &shared.pool).await {
+                Ok((decoded, decoded_memory)) => {
+                    reserved.absorb(decoded_memory);
+                    handle_frame(&context, &mut link, decoded, started).await
+                }
+                Err(reason) => Err(reason),
+            }
         };
-        // Handled: the request's bytes leave the pool (a deferred response no longer needs them).
+        // Handled: the request's bytes and its decoded structs leave the pool (a deferred
+        // response no longer needs them).
         drop(reserved);
         let (pending, then_close) = match handled {
             Ok(Handled::Respond(pending)) => (pending, None),
@@ -289,39 +303,37 @@ async fn serve<R, W>(
     tracing::debug!(%peer, "connection closed");
 }
 
-/// Reads one size-prefixed frame, its bytes reserved in the pool before they are allocated;
-/// `None` at a clean end of stream.
-async fn read_frame(
-    reader: &mut BufReader<impl AsyncRead + Unpin>,
-    max_frame: usize,
+/// Decodes a frame with what its structs hold taken from the pool: each attempt may use what
+/// it holds plus what the pool has free, up to the frame's `decoded_bytes_bound`; an attempt
+/// stopped short waits for the bytes it asked for (twice what it held at least) and decodes
+/// again. A request past its bound is refused.
+async fn decode_charged(
+    frame: Bytes,
     pool: &RequestMemoryPool,
-) -> Result<Option<(Bytes, RequestMemory)>, String> {
-    let size = match reader.read_i32().await {
-        Ok(size) => size,
-        // A client that goes away between requests (EOF, or a reset when it closes with unread
-        // data) is an ordinary end of a connection.
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset
-            ) =>
-        {
-            return Ok(None)
-        }
-        Err(e) => return Err(format!("read failed: {e}")),
-    };
-    if size < 0 || size as usize > max_frame {
-        return Err(format!(
-            "request of {size} bytes exceeds socket.request.max.bytes {max_frame}"
-        ));
+) -> Result<(Decoded, RequestMemory), String> {
+    let bound = decoded_bytes_bound(frame.len()).min(pool.capacity_bytes());
+    let mut held = RequestMemory::none(pool);
+    loop {
+        let limit = held
+            .bytes()
+            .saturating_add(pool.available_bytes())
+            .min(bound);
+        let (decoded, cost) = decode_request_within(frame.clone(), limit);
+        let wanted = match (decoded, cost.refused_at_bytes) {
+            (Ok(decoded), _) => {
+                // Normally free at once: the pool had these bytes when the decode began.
+                let more = cost.charged_bytes.saturating_sub(held.bytes());
+                if more > 0 {
+                    held.absorb(pool.reserve(more).await);
+                }
+                return Ok((decoded, held));
+            }
+            (Err(reason), None) => return Err(reason),
+            (Err(reason), Some(wanted)) if wanted > bound || limit >= bound => return Err(reason),
+            (Err(_), Some(wanted)) => wanted.max(held.bytes() * 2).min(bound),
+        };
+        held.absorb(pool.reserve(wanted - held.bytes()).await);
     }
-    let reserved = pool.reserve(size as usize).await;
-    let mut frame = BytesMut::zeroed(size as usize);
-    reader
-        .read_exact(&mut frame)
-        .await
-        .map_err(|e| format!("truncated request: {e}"))?;
-    Ok(Some((frame.freeze(), reserved)))
 }
 
 /// What a frame came to.
@@ -355,11 +367,11 @@ fn raw_token(
 async fn handle_frame(
     context: &Arc<BrokerContext>,
     link: &mut Link,
-    frame: Bytes,
+    decoded: Decoded,
     started: Instant,
 ) -> Result<Handled, String> {
     let ready = |bytes| Ok(Handled::Respond(Pending::Ready(bytes)));
-    let (header_info, request_header, request) = match decode_request(frame)? {
+    let (header_info, request_header, request) = match decoded {
         Decoded::Request {
             header,
             request_header,

@@ -1,9 +1,16 @@
 //! Decoding one request frame (the bytes after its size prefix): the header's API key and
 //! version, checked against what the broker serves, then the header and body. Shared by the
 //! connection and the fuzz targets, so that what is fuzzed is what serves.
+//!
+//! Decoded size is bounded, not only wire size: a request's structs may hold at most
+//! [`decoded_bytes_bound`] of its frame's length beyond the frame itself (the decoder charges
+//! each array and tagged field before it allocates, `kafka_protocol::protocol::decode_budget`).
+//! An empty OffsetFetch group is 3 bytes on the wire and ~120 decoded; unbounded, 30 MB of them
+//! took 1.3 GB. The connection charges what a decode holds to the request-memory pool.
 
 use bytes::{Buf, Bytes};
 use kafka_protocol::messages::{ApiKey, RequestHeader, RequestKind};
+use kafka_protocol::protocol::decode_budget::{self, DecodeCost};
 use kafka_protocol::protocol::Decodable;
 
 use crate::handler;
@@ -34,8 +41,47 @@ pub enum Decoded {
     },
 }
 
-/// Decodes a frame; `Err` says why the connection must be closed.
-pub fn decode_request(mut frame: Bytes) -> Result<Decoded, String> {
+/// What a request's decoded structs may hold per byte of its frame.
+pub const DECODED_BYTES_PER_FRAME_BYTE: usize = 16;
+/// What any request's decoded structs may hold, however small its frame.
+pub const DECODED_BYTES_FLOOR: usize = 4 << 20;
+
+/// The most a frame of `frame_bytes` may hold once decoded: 16 bytes per byte, at least 4 MiB.
+/// Real clients' requests stay below (a Fetch partition is ~33 bytes on the wire and ~90
+/// decoded; an OffsetFetch group named `group-1234` 13 and 120); what needs more is a request of
+/// many near-empty elements. The pool bounds what all requests hold together.
+pub fn decoded_bytes_bound(frame_bytes: usize) -> usize {
+    frame_bytes
+        .saturating_mul(DECODED_BYTES_PER_FRAME_BYTE)
+        .max(DECODED_BYTES_FLOOR)
+}
+
+/// Decodes a frame within its [`decoded_bytes_bound`]; `Err` says why the connection must be
+/// closed.
+pub fn decode_request(frame: Bytes) -> Result<Decoded, String> {
+    let bound = decoded_bytes_bound(frame.len());
+    decode_request_within(frame, bound).0
+}
+
+/// Decodes a frame holding at most `limit_bytes` in decoded structs; says what it held, and
+/// when the limit stopped it, what it had asked for.
+pub fn decode_request_within(
+    frame: Bytes,
+    limit_bytes: usize,
+) -> (Result<Decoded, String>, DecodeCost) {
+    let frame_bytes = frame.len();
+    let (decoded, cost) = decode_budget::within(limit_bytes, || decode_unbounded(frame));
+    let decoded = match (decoded, cost.refused_at_bytes) {
+        (Err(_), Some(wanted)) => Err(format!(
+            "a request of {frame_bytes} bytes would hold over {wanted} bytes once decoded \
+             (the bound is {limit_bytes})"
+        )),
+        (decoded, _) => decoded,
+    };
+    (decoded, cost)
+}
+
+fn decode_unbounded(mut frame: Bytes) -> Result<Decoded, String> {
     if frame.len() < 8 {
         return Err(format!(
             "request of {} bytes is too short for a header",
@@ -91,3 +137,7 @@ fn decode_parts(
         .map_err(|e| format!("malformed {api_key:?} v{version} request: {e}"))?;
     Ok((header, request))
 }
+
+#[cfg(test)]
+#[path = "frame_tests.rs"]
+mod tests;

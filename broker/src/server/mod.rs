@@ -16,6 +16,7 @@ mod authentication;
 mod background;
 mod connection;
 pub mod frame;
+mod frame_reader;
 mod limits;
 mod metadata;
 mod metrics_http;

@@ -119,6 +119,7 @@ impl Decodable for AddPartitionsToTxnPartitionResult {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -346,6 +347,7 @@ impl Decodable for AddPartitionsToTxnResponse {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -515,6 +517,7 @@ impl Decodable for AddPartitionsToTxnResult {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -677,6 +680,7 @@ impl Decodable for AddPartitionsToTxnTopicResult {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 3 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;

@@ -114,6 +114,7 @@ impl Decodable for CreatePartitionsAssignment {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -274,6 +275,7 @@ impl Decodable for CreatePartitionsRequest {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -451,6 +453,7 @@ impl Decodable for CreatePartitionsTopic {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;

@@ -149,6 +149,7 @@ impl Decodable for DeleteShareGroupOffsetsResponse {
         let responses = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -313,6 +314,7 @@ impl Decodable for DeleteShareGroupOffsetsResponseTopic {
         let error_message = types::CompactString.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;

@@ -149,6 +149,7 @@ impl Decodable for DescribeDelegationTokenResponse {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -514,6 +515,7 @@ impl Decodable for DescribedDelegationToken {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -686,6 +688,7 @@ impl Decodable for DescribedDelegationTokenRenewer {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 2 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;

@@ -170,6 +170,7 @@ impl Decodable for EndQuorumEpochRequest {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -369,6 +370,7 @@ impl Decodable for LeaderEndpoint {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -572,6 +574,7 @@ impl Decodable for PartitionData {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -742,6 +745,7 @@ impl Decodable for ReplicaInfo {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -899,6 +903,7 @@ impl Decodable for TopicData {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 1 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;

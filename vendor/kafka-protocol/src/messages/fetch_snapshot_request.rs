@@ -176,6 +176,7 @@ impl Decodable for FetchSnapshotRequest {
         let topics = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -398,6 +399,7 @@ impl Decodable for PartitionSnapshot {
         let mut replica_directory_id = Uuid::nil();
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -541,6 +543,7 @@ impl Decodable for SnapshotId {
         let epoch = types::Int32.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -668,6 +671,7 @@ impl Decodable for TopicSnapshot {
         let partitions = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;

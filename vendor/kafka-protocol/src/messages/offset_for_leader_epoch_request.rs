@@ -140,6 +140,7 @@ impl Decodable for OffsetForLeaderEpochRequest {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -289,6 +290,7 @@ impl Decodable for OffsetForLeaderPartition {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -448,6 +450,7 @@ impl Decodable for OffsetForLeaderTopic {
         let mut unknown_tagged_fields = BTreeMap::new();
         if version >= 4 {
             let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+            crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
             for _ in 0..num_tagged_fields {
                 let tag: u32 = types::UnsignedVarInt.decode(buf)?;
                 let size: u32 = types::UnsignedVarInt.decode(buf)?;

@@ -182,6 +182,7 @@ impl Decodable for PartitionResult {
         let start_offset = types::Int64.decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -299,6 +300,7 @@ impl Decodable for ReadShareGroupStateSummaryResponse {
         let results = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -424,6 +426,7 @@ impl Decodable for ReadStateSummaryResult {
         let partitions = types::CompactArray(types::Struct { version }).decode(buf)?;
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;

@@ -180,6 +180,7 @@ impl Decodable for FeatureUpdateKey {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;
@@ -344,6 +345,7 @@ impl Decodable for UpdateFeaturesRequest {
         };
         let mut unknown_tagged_fields = BTreeMap::new();
         let num_tagged_fields = types::UnsignedVarInt.decode(buf)?;
+        crate::protocol::decode_budget::charge_tagged_fields(num_tagged_fields)?; // Weir patch
         for _ in 0..num_tagged_fields {
             let tag: u32 = types::UnsignedVarInt.decode(buf)?;
             let size: u32 = types::UnsignedVarInt.decode(buf)?;

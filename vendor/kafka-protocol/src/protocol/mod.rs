@@ -11,6 +11,8 @@ use buf::{ByteBuf, ByteBufMut};
 use bytes::Bytes;
 
 pub mod buf;
+/// Weir patch: a bound on what one decode may allocate.
+pub mod decode_budget;
 pub mod types;
 
 mod str_bytes {

@@ -993,6 +993,8 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
                         buf.remaining()
                     );
                 }
+                // Weir patch: the decoded elements are charged before they are reserved.
+                super::decode_budget::charge_elements::<T>(n as usize)?;
                 let mut result = Vec::with_capacity(n as usize);
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
@@ -1109,6 +1111,7 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
                         buf.remaining()
                     );
                 }
+                super::decode_budget::charge_elements::<T>((n - 1) as usize)?;
                 let mut result = Vec::with_capacity((n - 1) as usize);
                 for _ in 1..n {
                     result.push(self.0.decode(buf)?);
