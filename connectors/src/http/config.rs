@@ -24,7 +24,8 @@ pub struct HttpSourceConfig {
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
     /// A connection that sends nothing for this long (stalled headers or body, or idle between
-    /// requests) is closed. Above the time a write may take to be acknowledged.
+    /// requests) is closed, and a body must arrive whole within it (else 408). Above the time a
+    /// write may take to be acknowledged.
     #[serde(default = "default_read_timeout_seconds")]
     pub read_timeout_seconds: u64,
     /// The `Retry-After` of 429 and 503 answers.

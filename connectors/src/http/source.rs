@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -10,6 +11,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
 
 use super::auth::Authenticator;
 use super::config::HttpSourceConfig;
@@ -96,6 +99,83 @@ fn too_large(reason: String) -> Response {
     )
 }
 
+/// Why a body was not read whole.
+enum BodyRefusal {
+    TooLarge,
+    Busy,
+    TooSlow,
+    Broken(String),
+}
+
+impl BodyRefusal {
+    fn answer(self, config: &HttpSourceConfig) -> Response {
+        match self {
+            BodyRefusal::TooLarge => too_large(format!(
+                "the body is larger than max_body_bytes ({})",
+                config.max_body_bytes
+            )),
+            BodyRefusal::Busy => retry_later(
+                StatusCode::TOO_MANY_REQUESTS,
+                config.retry_after_seconds,
+                format!(
+                    "busy: more than {} bytes are being written",
+                    config.max_pending_bytes
+                ),
+            ),
+            BodyRefusal::TooSlow => answer(
+                StatusCode::REQUEST_TIMEOUT,
+                serde_json::json!({ "error": format!(
+                    "the body did not arrive within read_timeout_seconds ({} s)",
+                    config.read_timeout_seconds
+                ) }),
+            ),
+            BodyRefusal::Broken(reason) => answer(
+                StatusCode::BAD_REQUEST,
+                serde_json::json!({ "error": format!("the body could not be read: {reason}") }),
+            ),
+        }
+    }
+}
+
+/// Reads a body whole within `read_timeout_seconds` (however it trickles), its bytes reserved
+/// against `max_pending_bytes` as they arrive, so a slow client holds only what it sent. Refused
+/// at once (429) when the bytes being written leave no room for the `expected` ones.
+async fn read_body(
+    endpoint: &Endpoint,
+    body: Body,
+    expected: usize,
+) -> Result<(Bytes, Reservation<'_>), BodyRefusal> {
+    let config = &endpoint.config;
+    let pending = &endpoint.pending_bytes;
+    if pending.load(Ordering::SeqCst).saturating_add(expected) > config.max_pending_bytes {
+        return Err(BodyRefusal::Busy);
+    }
+    let mut reservation = Reservation { pending, bytes: 0 };
+    let mut collected = BytesMut::new();
+    let mut chunks = body.into_data_stream();
+    let reading = async {
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|error| BodyRefusal::Broken(error.to_string()))?;
+            if collected.len() + chunk.len() > config.max_body_bytes {
+                return Err(BodyRefusal::TooLarge);
+            }
+            reservation.bytes += chunk.len();
+            if pending.fetch_add(chunk.len(), Ordering::SeqCst) + chunk.len()
+                > config.max_pending_bytes
+            {
+                return Err(BodyRefusal::Busy);
+            }
+            collected.extend_from_slice(&chunk);
+        }
+        Ok(())
+    };
+    let whole_body = Duration::from_secs(config.read_timeout_seconds);
+    tokio::time::timeout(whole_body, reading)
+        .await
+        .map_err(|_| BodyRefusal::TooSlow)??;
+    Ok((collected.freeze(), reservation))
+}
+
 /// Gives the reserved bytes back however the request ends.
 struct Reservation<'a> {
     pending: &'a AtomicUsize,
@@ -131,8 +211,6 @@ async fn ingest(
         );
     }
     let config = &endpoint.config;
-    // Bytes are reserved before the body is read: what the Content-Length announces, or the
-    // largest body allowed when it is not given (chunked).
     let announced = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
@@ -143,33 +221,9 @@ async fn ingest(
             config.max_body_bytes
         ));
     }
-    let reserving = announced.unwrap_or(config.max_body_bytes);
-    let reserved = endpoint
-        .pending_bytes
-        .fetch_add(reserving, Ordering::SeqCst)
-        + reserving;
-    let _reservation = Reservation {
-        pending: &endpoint.pending_bytes,
-        bytes: reserving,
-    };
-    if reserved > config.max_pending_bytes {
-        let reason = format!(
-            "busy: more than {} bytes are being written",
-            config.max_pending_bytes
-        );
-        return retry_later(
-            StatusCode::TOO_MANY_REQUESTS,
-            config.retry_after_seconds,
-            reason,
-        );
-    }
-    let body = match axum::body::to_bytes(body, reserving).await {
-        Ok(body) => body,
-        Err(error) => {
-            return too_large(format!(
-                "the body could not be read within {reserving} bytes: {error}"
-            ))
-        }
+    let (body, _reservation) = match read_body(&endpoint, body, announced.unwrap_or(1)).await {
+        Ok(read) => read,
+        Err(refusal) => return refusal.answer(config),
     };
     let lines = match body_lines(&body, config.format, config.max_lines) {
         Ok(lines) => lines,

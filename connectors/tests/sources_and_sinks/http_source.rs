@@ -230,3 +230,64 @@ async fn the_listener_bounds_connections_and_closes_silent_ones() {
         .unwrap();
     assert_eq!(served.status, 200);
 }
+
+#[tokio::test]
+async fn slow_bodies_hold_only_what_they_sent_and_are_cut_off_whole() {
+    // Seven chunked bodies could each be max_body_bytes: reserved up front, two would fill
+    // max_pending_bytes and turn every other request into 429.
+    let mut bounded = config(1 << 20, 2 << 20);
+    bounded.read_timeout_seconds = 2;
+    let port = serve(bounded, open_target()).await;
+    let mut slow = Vec::new();
+    for _ in 0..7 {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        stream
+            .write_all(
+                b"POST /ingest/events HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n",
+            )
+            .await
+            .unwrap();
+        slow.push(tokio::spawn(async move {
+            // A chunk of one line every 300 ms: never silent for the listener's timer, never
+            // done within the body's deadline.
+            let started = std::time::Instant::now();
+            let mut answer = Vec::new();
+            loop {
+                if stream.write_all(b"3\r\n{}\n\r\n").await.is_err() {
+                    break;
+                }
+                let mut byte = [0u8; 1];
+                match tokio::time::timeout(
+                    std::time::Duration::from_millis(300),
+                    stream.read(&mut byte),
+                )
+                .await
+                {
+                    Ok(Ok(0)) | Ok(Err(_)) => break,
+                    Ok(Ok(_)) => {
+                        answer.push(byte[0]);
+                        let _ = stream.read_to_end(&mut answer).await;
+                        break;
+                    }
+                    Err(_) => {}
+                }
+            }
+            (
+                started.elapsed(),
+                String::from_utf8_lossy(&answer).into_owned(),
+            )
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let body = format!("{{\"pad\": \"{}\"}}", "x".repeat(900));
+    let beside = post(port, "/ingest/events", body.as_bytes()).await;
+    assert_eq!(beside.status, 200, "{}", beside.body);
+    for client in slow {
+        let (after, answer) = client.await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(
+            after >= std::time::Duration::from_secs(2) && after < std::time::Duration::from_secs(5),
+            "cut off after {after:?}"
+        );
+    }
+}
