@@ -164,6 +164,7 @@ impl BrokerConfig {
             name: name.to_string(),
         })?;
         validate_value(name, value, def.kind, def.min, def.choices)?;
+        super::kafka_only::check_broker_value(name, value)?;
         if name == "controller.quorum.voters" {
             parse_quorum_voters(value)?;
         }
@@ -372,11 +373,24 @@ impl BrokerConfig {
     }
 
     /// `inter.broker.listener.name`: the listener other brokers reach this one on (replica
-    /// fetches, transaction markers). Unset: PLAINTEXT if there is one, else the first.
+    /// fetches, transaction markers). Unset: the listener named as `security.inter.broker.protocol`
+    /// (Kafka's rule), and without that PLAINTEXT if there is one, else the first. Setting both
+    /// is refused, as Kafka does.
     pub fn inter_broker_listener(&self) -> Result<Listener, ConfigError> {
         let listeners = self.client_listeners()?;
-        let wanted = self
-            .explicit("inter.broker.listener.name")
+        let by_name = self.explicit("inter.broker.listener.name");
+        let by_protocol = self.explicit("security.inter.broker.protocol");
+        if let (Some(_), Some(protocol)) = (by_name, by_protocol) {
+            return Err(ConfigError::InvalidValue {
+                name: "security.inter.broker.protocol".into(),
+                value: protocol.to_string(),
+                reason: "only one of inter.broker.listener.name and \
+                         security.inter.broker.protocol may be set"
+                    .into(),
+            });
+        }
+        let wanted = by_name
+            .or(by_protocol)
             .map(|name| name.trim().to_ascii_uppercase());
         let found = match &wanted {
             Some(name) => listeners.iter().find(|listener| listener.name == *name),
@@ -385,11 +399,21 @@ impl BrokerConfig {
                 .find(|listener| listener.name == "PLAINTEXT")
                 .or(listeners.first()),
         };
+        let property = match by_name {
+            Some(_) => "inter.broker.listener.name",
+            None => "security.inter.broker.protocol",
+        };
         found.cloned().ok_or_else(|| ConfigError::InvalidValue {
-            name: "inter.broker.listener.name".into(),
+            name: property.into(),
             value: wanted.unwrap_or_default(),
             reason: "names no client listener of listeners".into(),
         })
+    }
+
+    /// `offset.metadata.max.bytes`: a committed offset's metadata longer than this is refused
+    /// (OFFSET_METADATA_TOO_LARGE).
+    pub fn offset_metadata_max_bytes(&self) -> usize {
+        self.long_or("offset.metadata.max.bytes", 4096).max(0) as usize
     }
 
     /// The controller listener's name and security protocol: the first of
@@ -623,6 +647,8 @@ impl BrokerConfig {
             segment_ms: long("segment.ms", 604_800_000).max(1),
             max_message_bytes: long("max.message.bytes", 1_048_588).max(0) as usize,
             log_append_time: get("message.timestamp.type") == "LogAppendTime",
+            timestamp_before_max_ms: long("message.timestamp.before.max.ms", i64::MAX).max(0),
+            timestamp_after_max_ms: long("message.timestamp.after.max.ms", 3_600_000).max(0),
             flush_messages: long("flush.messages", i64::MAX).max(1),
             flush_ms: long("flush.ms", i64::MAX).max(0),
             flush_on_ack: get("flush.on.ack") == "true",

@@ -37,6 +37,8 @@ const DYNAMIC_PROPERTIES: &[&str] = &[
     "log.message.timestamp.type",
     "log.retention.bytes",
     "log.retention.ms",
+    "log.message.timestamp.after.max.ms",
+    "log.message.timestamp.before.max.ms",
     "log.roll.ms",
     "log.segment.bytes",
     "log.segment.delete.delay.ms",
@@ -52,6 +54,7 @@ const DYNAMIC_PROPERTIES: &[&str] = &[
 /// Whether AlterConfigs may change `name` on a running broker.
 pub fn is_dynamic(name: &str) -> bool {
     DYNAMIC_PROPERTIES.contains(&name)
+        || super::kafka_only::kafka_only_broker(name).is_some_and(|only| only.dynamic)
 }
 
 /// Where a property's value comes from, with Kafka's DescribeConfigs source codes.
@@ -133,6 +136,7 @@ pub fn validate_dynamic(configs: &BTreeMap<String, String>) -> Result<(), Config
         let def =
             broker_property_def(name).ok_or_else(|| ConfigError::Unknown { name: name.clone() })?;
         validate_value(name, value, def.kind, def.min, def.choices)?;
+        super::kafka_only::check_broker_value(name, value)?;
         if name == "max.connections.per.ip.overrides" {
             parse_connection_overrides(value)?;
         }

@@ -21,6 +21,9 @@
 mod broker;
 mod dynamic;
 mod error;
+#[cfg(test)]
+mod kafka_names_tests;
+mod kafka_only;
 mod listeners;
 mod live;
 mod properties;
@@ -37,10 +40,12 @@ pub use dynamic::{
     is_dynamic, validate_combined, validate_dynamic, BrokerResource, ConfigSource, DynamicConfigs,
 };
 pub use error::ConfigError;
+pub use kafka_only::{kafka_only_broker, kafka_only_topic, Missing};
 pub use listeners::{Listener, SecurityProtocol};
 pub use live::LiveConfig;
 pub use properties::{
-    topic_config_def, validate_topic_config, ConfigType, PropertyDef, TopicConfigDef,
-    ACCEPTED_WITHOUT_EFFECT, BROKER_PROPERTIES, MAX_DECOMPRESSED_BATCH_BYTES, TOPIC_CONFIGS,
+    broker_property_defs, topic_config_def, topic_config_defs, validate_topic_config, ConfigType,
+    PropertyDef, TopicConfigDef, ACCEPTED_WITHOUT_EFFECT, BROKER_PROPERTIES,
+    MAX_DECOMPRESSED_BATCH_BYTES, TOPIC_CONFIGS,
 };
 pub use topic::{LogConfig, TopicCompression};

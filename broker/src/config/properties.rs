@@ -45,11 +45,32 @@ pub struct PropertyDef {
 pub(super) const DEFAULT_QUEUED_MAX_REQUEST_BYTES: &str = "268435456";
 
 /// Kafka properties Weir refuses, with the reason (they would otherwise be silently ignored).
-pub(super) const REFUSED_PROPERTIES: &[(&str, &str)] = &[(
-    "queued.max.requests",
-    "Weir has no queue between network and request threads: each connection handles its own \
-     requests in order. Bound request memory with queued.max.request.bytes",
-)];
+pub(super) const REFUSED_PROPERTIES: &[(&str, &str)] = &[
+    (
+        "queued.max.requests",
+        "Weir has no queue between network and request threads: each connection handles its \
+         own requests in order. Bound request memory with queued.max.request.bytes",
+    ),
+    ("log.dir", DATA_DIR_ONLY),
+    ("log.dirs", DATA_DIR_ONLY),
+    ("metadata.log.dir", DATA_DIR_ONLY),
+    (
+        "sasl.jaas.config",
+        "set it per listener and mechanism: listener.name.<listener>.<mechanism>.sasl.jaas.config",
+    ),
+    (
+        "sasl.server.callback.handler.class",
+        "Weir loads no Java classes; OAUTHBEARER tokens are checked with \
+         listener.name.<listener>.oauthbearer.sasl.oauthbearer.* settings",
+    ),
+    (
+        "controller.quorum.bootstrap.servers",
+        "dynamic quorums (KIP-853) are not supported: list the voters in controller.quorum.voters",
+    ),
+];
+
+const DATA_DIR_ONLY: &str = "Weir keeps every log and the cluster metadata in one data directory: \
+    give it with --data-dir (this setting would otherwise be ignored)";
 
 /// Kafka properties Weir accepts that change nothing here, with the reason (COMPATIBILITY.md
 /// lists them). Every other property in the tables takes effect: `config::read_tests` fails when
@@ -186,6 +207,12 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         super::listeners::DEFAULT_PROTOCOL_MAP,
     ),
     prop_unset("inter.broker.listener.name", ConfigType::String),
+    prop_choice(
+        "security.inter.broker.protocol",
+        "PLAINTEXT",
+        &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+    ),
+    prop_min("offset.metadata.max.bytes", ConfigType::Int, "4096", 0),
     prop_unset("controller.listener.names", ConfigType::List),
     // TLS of SSL listeners (PEM only), also per listener as listener.name.<name>.ssl.*.
     prop_choice("ssl.keystore.type", "PEM", &["PEM"]),
@@ -336,6 +363,18 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
     prop_min("log.segment.delete.delay.ms", ConfigType::Long, "60000", 0),
     prop_min("message.max.bytes", ConfigType::Int, "1048588", 0),
     prop_choice("log.message.timestamp.type", "CreateTime", TIMESTAMP_TYPES),
+    prop_min(
+        "log.message.timestamp.before.max.ms",
+        ConfigType::Long,
+        LONG_MAX,
+        0,
+    ),
+    prop_min(
+        "log.message.timestamp.after.max.ms",
+        ConfigType::Long,
+        "3600000",
+        0,
+    ),
     PropertyDef {
         name: "log.cleanup.policy",
         kind: ConfigType::List,
@@ -600,6 +639,22 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         TIMESTAMP_TYPES,
     ),
     topic(
+        "message.timestamp.before.max.ms",
+        Some("log.message.timestamp.before.max.ms"),
+        ConfigType::Long,
+        LONG_MAX,
+        Some(0),
+        &[],
+    ),
+    topic(
+        "message.timestamp.after.max.ms",
+        Some("log.message.timestamp.after.max.ms"),
+        ConfigType::Long,
+        "3600000",
+        Some(0),
+        &[],
+    ),
+    topic(
         "max.compaction.lag.ms",
         Some("log.cleaner.max.compaction.lag.ms"),
         ConfigType::Long,
@@ -666,11 +721,27 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
 ];
 
 pub fn topic_config_def(name: &str) -> Option<&'static TopicConfigDef> {
-    TOPIC_CONFIGS.iter().find(|def| def.name == name)
+    topic_config_defs().find(|def| def.name == name)
+}
+
+/// Every topic config: Weir's, then Kafka's that change nothing here (`kafka_only`).
+pub fn topic_config_defs() -> impl Iterator<Item = &'static TopicConfigDef> {
+    let kafka_only = super::kafka_only::KAFKA_ONLY_TOPIC
+        .iter()
+        .map(|only| &only.def);
+    TOPIC_CONFIGS.iter().chain(kafka_only)
+}
+
+/// Every broker property: Weir's, then Kafka's that change nothing here (`kafka_only`).
+pub fn broker_property_defs() -> impl Iterator<Item = &'static PropertyDef> {
+    let kafka_only = super::kafka_only::KAFKA_ONLY_BROKER
+        .iter()
+        .map(|only| &only.def);
+    BROKER_PROPERTIES.iter().chain(kafka_only)
 }
 
 pub(super) fn broker_property_def(name: &str) -> Option<&'static PropertyDef> {
-    BROKER_PROPERTIES.iter().find(|def| def.name == name)
+    broker_property_defs().find(|def| def.name == name)
 }
 
 fn invalid(name: &str, value: &str, reason: impl Into<String>) -> ConfigError {
@@ -764,5 +835,6 @@ pub fn validate_topic_config(name: &str, value: &str) -> Result<(), ConfigError>
     let def = topic_config_def(name).ok_or_else(|| ConfigError::Unknown {
         name: name.to_string(),
     })?;
-    validate_value(name, value, def.kind, def.min, def.choices)
+    validate_value(name, value, def.kind, def.min, def.choices)?;
+    super::kafka_only::check_topic_value(name, value)
 }

@@ -262,3 +262,34 @@ fn named_listeners_give_the_client_inter_broker_and_controller_listeners() {
         .set("listener.security.protocol.map", "CLIENT:QUIC")
         .is_err());
 }
+
+#[test]
+fn security_inter_broker_protocol_names_the_inter_broker_listener_as_in_kafka() {
+    let mut broker = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), "/tmp".into());
+    broker
+        .set(
+            "listeners",
+            "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:9094",
+        )
+        .unwrap();
+    broker
+        .set(
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,SSL:SSL",
+        )
+        .unwrap();
+    assert_eq!(broker.inter_broker_listener().unwrap().name, "PLAINTEXT");
+    broker.set("security.inter.broker.protocol", "SSL").unwrap();
+    assert_eq!(broker.inter_broker_listener().unwrap().name, "SSL");
+    broker.set("inter.broker.listener.name", "SSL").unwrap();
+    let both = broker.inter_broker_listener().unwrap_err().to_string();
+    assert!(both.contains("only one of"), "{both}");
+    let mut lone = BrokerConfig::new("127.0.0.1:0".parse().unwrap(), "/tmp".into());
+    lone.set("security.inter.broker.protocol", "SASL_SSL")
+        .unwrap();
+    assert!(
+        lone.inter_broker_listener().is_err(),
+        "no listener is named SASL_SSL"
+    );
+    assert!(lone.set("security.inter.broker.protocol", "QUIC").is_err());
+}

@@ -9,6 +9,10 @@ pub struct LogConfig {
     pub segment_ms: i64,
     pub max_message_bytes: usize,
     pub log_append_time: bool,
+    /// CreateTime records older than now less this are refused (INVALID_TIMESTAMP).
+    pub timestamp_before_max_ms: i64,
+    /// CreateTime records newer than now plus this are refused (INVALID_TIMESTAMP).
+    pub timestamp_after_max_ms: i64,
     pub flush_messages: i64,
     pub flush_ms: i64,
     pub flush_on_ack: bool,
@@ -58,6 +62,8 @@ impl Default for LogConfig {
             segment_ms: 604_800_000,
             max_message_bytes: 1_048_588,
             log_append_time: false,
+            timestamp_before_max_ms: i64::MAX,
+            timestamp_after_max_ms: 3_600_000,
             flush_messages: i64::MAX,
             flush_ms: i64::MAX,
             flush_on_ack: false,

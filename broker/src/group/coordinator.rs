@@ -30,8 +30,6 @@ use crate::topic::{internal, Topic, TopicRegistry};
 
 /// How often group timeouts are checked.
 pub const TICK_INTERVAL: Duration = Duration::from_millis(100);
-/// Kafka's `offset.metadata.max.bytes`.
-pub const OFFSET_METADATA_MAX_BYTES: usize = 4096;
 
 enum Parked {
     Join(oneshot::Sender<JoinReply>),

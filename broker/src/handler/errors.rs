@@ -115,6 +115,7 @@ pub fn batch_error(error: &BatchError) -> ResponseError {
         BatchError::Decompression { .. } => ResponseError::CorruptMessage,
         BatchError::DecompressedTooLarge { .. } => ResponseError::MessageTooLarge,
         BatchError::Compression { .. } => ResponseError::UnknownServerError,
+        BatchError::TimestampsOutOfRange { .. } => ResponseError::InvalidTimestamp,
     }
 }
 

@@ -11,7 +11,6 @@ use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse, Respon
 use kafka_protocol::ResponseError;
 
 use crate::context::BrokerContext;
-use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::CommittedOffset;
 use crate::handler::access::Access;
 use crate::handler::commit_order::CommitOrder;
@@ -36,6 +35,7 @@ pub fn handle(
         )
         .map(Into::into);
     let now_ms = context.clock.now_ms();
+    let metadata_max_bytes = context.config().offset_metadata_max_bytes();
     let mut commits = Vec::new();
     let mut answers = CommitOrder::default();
     for topic in &request.topics {
@@ -50,7 +50,7 @@ pub fn handle(
             } else if p
                 .committed_metadata
                 .as_ref()
-                .is_some_and(|m| m.len() > OFFSET_METADATA_MAX_BYTES)
+                .is_some_and(|m| m.len() > metadata_max_bytes)
             {
                 Some(ResponseError::OffsetMetadataTooLarge)
             } else {

@@ -25,7 +25,7 @@ use kafka_protocol::messages::{ProduceRequest, ProduceResponse, ResponseKind};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
-use crate::config::MAX_DECOMPRESSED_BATCH_BYTES;
+use crate::config::{LogConfig, MAX_DECOMPRESSED_BATCH_BYTES};
 use crate::context::BrokerContext;
 use crate::error::BrokerError;
 use crate::handler::access::Access;
@@ -291,11 +291,15 @@ fn accept<'a>(
         max_batch_bytes: topic.config.max_message_bytes,
         max_decompressed_bytes: MAX_DECOMPRESSED_BATCH_BYTES,
         require_keys: topic.config.compact,
+        timestamp_bounds_ms: timestamp_bounds_ms(&topic.config, context.clock.now_ms()),
     };
     let validated = match validate_producer_batch(&records, &limits) {
         Ok(validated) => validated,
         Err(BatchError::MissingKey { record_indexes }) => {
             return Err(Box::new(missing_keys(topic, partition, &record_indexes)));
+        }
+        Err(BatchError::TimestampsOutOfRange { record_errors }) => {
+            return Err(Box::new(timestamps_out_of_range(partition, record_errors)));
         }
         Err(error) => {
             tracing::debug!(topic = %topic.name, partition = index, %error, "rejected batch");
@@ -409,20 +413,51 @@ fn missing_keys(
         "Compacted topic cannot accept message without key in topic partition {}-{}.",
         topic.name, partition.index
     );
-    let record_errors = record_indexes
-        .iter()
-        .map(|&batch_index| {
-            BatchIndexAndErrorMessage::default()
-                .with_batch_index(batch_index)
-                .with_batch_index_error_message(Some(StrBytes::from_string(message.clone())))
-        })
-        .collect();
     let summary = format!(
         "One or more records have been rejected due to {} record errors in total, and only \
          showing the first error in the error message: {message}",
         record_indexes.len()
     );
-    failed(partition.index, ResponseError::InvalidRecord, Some(summary))
+    let errors = record_indexes.iter().map(|&index| (index, message.clone()));
+    rejected_records(partition, ResponseError::InvalidRecord, summary, errors)
+}
+
+/// The record timestamps a producer batch may carry at `now_ms` (KIP-937's
+/// `message.timestamp.before.max.ms` and `after.max.ms`), `None` on a LogAppendTime topic (the
+/// broker stamps those).
+fn timestamp_bounds_ms(config: &LogConfig, now_ms: i64) -> Option<(i64, i64)> {
+    (!config.log_append_time).then(|| {
+        (
+            now_ms.saturating_sub(config.timestamp_before_max_ms),
+            now_ms.saturating_add(config.timestamp_after_max_ms),
+        )
+    })
+}
+
+/// Kafka's answer when CreateTime records are out of `message.timestamp.*.max.ms`.
+fn timestamps_out_of_range(
+    partition: &Partition,
+    record_errors: Vec<(i32, String)>,
+) -> PartitionProduceResponse {
+    let summary = "One or more records have been rejected due to invalid timestamp".to_string();
+    let error = ResponseError::InvalidTimestamp;
+    rejected_records(partition, error, summary, record_errors.into_iter())
+}
+
+fn rejected_records(
+    partition: &Partition,
+    error: ResponseError,
+    summary: String,
+    errors: impl Iterator<Item = (i32, String)>,
+) -> PartitionProduceResponse {
+    let record_errors = errors
+        .map(|(batch_index, message)| {
+            BatchIndexAndErrorMessage::default()
+                .with_batch_index(batch_index)
+                .with_batch_index_error_message(Some(StrBytes::from_string(message)))
+        })
+        .collect();
+    failed(partition.index, error, Some(summary))
         .with_log_start_offset(partition.offsets().log_start_offset)
         .with_record_errors(record_errors)
 }

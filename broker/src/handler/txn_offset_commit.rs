@@ -13,7 +13,6 @@ use kafka_protocol::messages::{TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 use kafka_protocol::ResponseError;
 
 use crate::context::BrokerContext;
-use crate::group::coordinator::OFFSET_METADATA_MAX_BYTES;
 use crate::group::offsets::{CommittedOffset, OFFSETS_TOPIC};
 use crate::group::{CommitMember, TxnCommitError};
 use crate::handler::access::Access;
@@ -36,6 +35,7 @@ pub async fn handle(
     let group_id = request.group_id.as_str();
     let error = check(context, version, &request).await;
     let now_ms = context.clock.now_ms();
+    let metadata_max_bytes = context.config().offset_metadata_max_bytes();
     let mut commits = Vec::new();
     let mut answers = CommitOrder::default();
     for topic in &request.topics {
@@ -50,7 +50,7 @@ pub async fn handle(
             };
             let partition_error = handler_refusal.or(error).or_else(|| {
                 let metadata = p.committed_metadata.as_deref().unwrap_or_default();
-                if metadata.len() > OFFSET_METADATA_MAX_BYTES {
+                if metadata.len() > metadata_max_bytes {
                     return Some(ResponseError::OffsetMetadataTooLarge);
                 }
                 commits.push((

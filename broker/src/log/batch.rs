@@ -175,6 +175,9 @@ pub struct ValidationLimits {
     pub max_decompressed_bytes: usize,
     /// Compacted topics accept only records with a key.
     pub require_keys: bool,
+    /// CreateTime topics: the earliest and latest record timestamps accepted (now less
+    /// `message.timestamp.before.max.ms`, now plus `message.timestamp.after.max.ms`).
+    pub timestamp_bounds_ms: Option<(i64, i64)>,
 }
 
 /// What validation learned about a producer batch.
@@ -225,12 +228,12 @@ pub fn validate_producer_batch(
     let body = &records[BATCH_HEADER_BYTES..];
     let decompressed_records = match codec {
         CompressionCodec::None => {
-            check_producer_records(body, header.records_count, limits.require_keys)?;
+            check_producer_records(body, &header, limits)?;
             None
         }
         codec => {
             let plain = decompress_bounded(codec, body, limits.max_decompressed_bytes)?;
-            check_producer_records(&plain, header.records_count, limits.require_keys)?;
+            check_producer_records(&plain, &header, limits)?;
             Some(plain)
         }
     };
@@ -242,14 +245,18 @@ pub fn validate_producer_batch(
 }
 
 /// Checks the records of a producer batch: framing, offset deltas counting up from zero, nothing
-/// after the last record and, for compacted topics, a key on every record.
+/// after the last record, for compacted topics a key on every record, and timestamps within
+/// `timestamp_bounds_ms` (Kafka's order: a keyless record is reported as such, not for its
+/// timestamp; a record without a timestamp, -1, is not checked).
 fn check_producer_records(
     body: &[u8],
-    records_count: i32,
-    require_keys: bool,
+    header: &BatchHeader,
+    limits: &ValidationLimits,
 ) -> Result<(), BatchError> {
+    let records_count = header.records_count;
     let mut records = RecordIter::new(body, records_count);
     let mut keyless = Vec::new();
+    let mut out_of_range = Vec::new();
     for expected_delta in 0..records_count as i64 {
         let record = records
             .next()
@@ -260,8 +267,17 @@ fn check_producer_records(
                 record.offset_delta
             )));
         }
-        if require_keys && record.key.is_none() {
+        let timestamp = header.base_timestamp.wrapping_add(record.timestamp_delta);
+        if limits.require_keys && record.key.is_none() {
             keyless.push(expected_delta as i32);
+        } else if let Some((earliest, latest)) = limits.timestamp_bounds_ms {
+            if timestamp != NO_TIMESTAMP && (timestamp < earliest || timestamp > latest) {
+                let message = format!(
+                    "Timestamp {timestamp} of message with offset {expected_delta} is out of \
+                     range. The timestamp should be within [{earliest}, {latest}]"
+                );
+                out_of_range.push((expected_delta as i32, message));
+            }
         }
     }
     if records.trailing_bytes() > 0 {
@@ -270,6 +286,11 @@ fn check_producer_records(
             records.trailing_bytes()
         )));
     }
+    if !out_of_range.is_empty() {
+        return Err(BatchError::TimestampsOutOfRange {
+            record_errors: out_of_range,
+        });
+    }
     if !keyless.is_empty() {
         return Err(BatchError::MissingKey {
             record_indexes: keyless,
@@ -277,6 +298,9 @@ fn check_producer_records(
     }
     Ok(())
 }
+
+/// A record's timestamp when it has none.
+const NO_TIMESTAMP: i64 = -1;
 
 /// (offset, timestamp) of every record, given the (decompressed) records section of a stored
 /// batch. Offset deltas must increase but may have gaps: compaction removes records.
@@ -366,5 +390,62 @@ impl<'a> Iterator for BatchIter<'a> {
         let position = self.position;
         self.position += header.total_bytes();
         Some(Ok((position, header)))
+    }
+}
+
+#[cfg(test)]
+mod timestamp_tests {
+    use kafka_protocol::records::Compression;
+
+    use super::*;
+    use crate::log::test_support::{encode_batch_with_timestamps, encode_keyed_batch};
+
+    fn limits(bounds: Option<(i64, i64)>, require_keys: bool) -> ValidationLimits {
+        ValidationLimits {
+            max_batch_bytes: 1 << 20,
+            max_decompressed_bytes: 1 << 20,
+            require_keys,
+            timestamp_bounds_ms: bounds,
+        }
+    }
+
+    #[test]
+    fn records_outside_the_bounds_are_named_with_kafkas_message() {
+        // Timestamps 1000, 1001, 1002, 1003 (compressed: checked after decompression too).
+        let values: [&[u8]; 4] = [b"a", b"b", b"c", b"d"];
+        for compression in [Compression::None, Compression::Lz4] {
+            let batch = encode_batch_with_timestamps(&values, compression, 1000);
+            let error = validate_producer_batch(&batch, &limits(Some((1001, 1002)), false))
+                .expect_err("out of range");
+            let BatchError::TimestampsOutOfRange { record_errors } = error else {
+                panic!("{error:?}");
+            };
+            let indexes: Vec<i32> = record_errors.iter().map(|(i, _)| *i).collect();
+            assert_eq!(indexes, [0, 3]);
+            assert_eq!(
+                record_errors[1].1,
+                "Timestamp 1003 of message with offset 3 is out of range. The timestamp should \
+                 be within [1001, 1002]"
+            );
+            assert!(validate_producer_batch(&batch, &limits(Some((1000, 1003)), false)).is_ok());
+            assert!(validate_producer_batch(&batch, &limits(None, false)).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_keyless_record_is_reported_for_its_key_and_no_timestamp_is_exempt() {
+        let keyed = encode_keyed_batch(
+            &[(Some(b"k"), Some(b"v")), (None, Some(b"v"))],
+            Compression::None,
+            -1,
+        );
+        // Timestamps -1 (none) and 0: only the keyless second record is wrong, for its key.
+        let error = validate_producer_batch(&keyed, &limits(Some((5, 10)), true)).unwrap_err();
+        assert_eq!(
+            error,
+            BatchError::MissingKey {
+                record_indexes: vec![1]
+            }
+        );
     }
 }

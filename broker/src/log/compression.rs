@@ -261,6 +261,7 @@ mod tests {
                 max_batch_bytes: 1 << 20,
                 max_decompressed_bytes: 1 << 20,
                 require_keys: false,
+                timestamp_bounds_ms: None,
             };
             crate::log::batch::validate_producer_batch(&batch, &limits).unwrap();
         }

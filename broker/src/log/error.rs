@@ -30,6 +30,10 @@ pub enum BatchError {
     Compression { codec: &'static str, reason: String },
     #[error("decompressed batch exceeds the bound of {max_bytes} bytes")]
     DecompressedTooLarge { max_bytes: usize },
+    /// CreateTime records outside `message.timestamp.before.max.ms`/`after.max.ms` of now:
+    /// (index in the batch, Kafka's message for it).
+    #[error("{} records have timestamps out of range: {}", record_errors.len(), record_errors[0].1)]
+    TimestampsOutOfRange { record_errors: Vec<(i32, String)> },
 }
 
 /// Errors of a partition's log.

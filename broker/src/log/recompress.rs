@@ -58,6 +58,7 @@ mod tests {
         max_batch_bytes: 1 << 20,
         max_decompressed_bytes: 1 << 20,
         require_keys: false,
+        timestamp_bounds_ms: None,
     };
 
     /// An idempotent, transactional batch of `count` records in `codec`.

@@ -306,3 +306,123 @@ async fn broker_configs_reach_every_broker_through_the_controller() {
         );
     }
 }
+
+/// librdkafka's own admin test (0081 `do_test_AlterConfigs`) alters Kafka's dynamic broker config
+/// `sasl.kerberos.min.time.before.relogin`: Weir accepts it as Kafka does (without effect: no
+/// Kerberos) and describes it; a value asking for a missing feature is refused with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_only_configs_are_accepted_and_described_as_kafka_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("num.network.threads", "8")]).await;
+    let bootstrap = bootstrap(&broker);
+    let change = AlterConfig::new(ResourceSpecifier::Broker(1))
+        .set("sasl.kerberos.min.time.before.relogin", "58000");
+    admin(&bootstrap)
+        .alter_configs([&change], &admin_options())
+        .await
+        .unwrap()[0]
+        .as_ref()
+        .expect("altered as on Kafka");
+    let node = describe(&bootstrap, ResourceSpecifier::Broker(1)).await;
+    assert_eq!(
+        node["sasl.kerberos.min.time.before.relogin"],
+        (Some("58000".into()), ConfigSource::DynamicBroker, false)
+    );
+    assert_eq!(
+        node["num.network.threads"],
+        (Some("8".into()), ConfigSource::StaticBroker, false)
+    );
+    assert_eq!(
+        node["remote.log.storage.system.enable"],
+        (Some("false".into()), ConfigSource::Default, true)
+    );
+    let response = alter_broker(
+        broker.local_addr(),
+        "1",
+        &[("principal.builder.class", SET, Some("com.example.Builder"))],
+    )
+    .await;
+    let refused = &response.responses[0];
+    assert_ne!(refused.error_code, 0, "a Java class is not accepted");
+    let message = refused.error_message.as_deref().unwrap_or_default();
+    assert!(message.contains("loads no Java classes"), "{message}");
+    // A topic config Kafka has and Weir lacks: accepted with its default, another value of a
+    // default-only one refused.
+    let created = admin(&bootstrap)
+        .create_topics(
+            [&rdkafka::admin::NewTopic::new(
+                "tiered",
+                1,
+                rdkafka::admin::TopicReplication::Fixed(1),
+            )
+            .set("remote.storage.enable", "true")],
+            &admin_options(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        created[0].is_err(),
+        "tiered storage was asked for: {created:?}"
+    );
+    create_topic(&bootstrap, "described", 1, &[("segment.jitter.ms", "1000")]).await;
+    let topic = describe(&bootstrap, ResourceSpecifier::Topic("described")).await;
+    assert_eq!(topic["segment.jitter.ms"].0.as_deref(), Some("1000"));
+    assert_eq!(topic["preallocate"].0.as_deref(), Some("false"));
+    broker.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_weir_would_ignore_dangerously_stop_it_at_start_up() {
+    for (name, value, reason) in [
+        ("log.dirs", "/var/lib/kafka", "--data-dir"),
+        (
+            "controller.quorum.bootstrap.servers",
+            "localhost:9093",
+            "controller.quorum.voters",
+        ),
+        (
+            "transaction.two.phase.commit.enable",
+            "true",
+            "two-phase commit",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config =
+            weir_broker::BrokerConfig::new("127.0.0.1:0".parse().unwrap(), dir.path().into());
+        let error = config.set(name, value).expect_err(name).to_string();
+        assert!(error.contains(reason), "{name}: {error}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_with_metadata_over_offset_metadata_max_bytes_are_refused() {
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{GroupId, OffsetCommitRequest, TopicName};
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path(), &[("offset.metadata.max.bytes", "10")]).await;
+    create_topic(&bootstrap(&broker), "committed", 1, &[]).await;
+    let commit = |metadata: &str| {
+        let partition = OffsetCommitRequestPartition::default()
+            .with_partition_index(0)
+            .with_committed_offset(1)
+            .with_committed_metadata(Some(StrBytes::from_string(metadata.to_string())));
+        let topic = OffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("committed")))
+            .with_partitions(vec![partition]);
+        OffsetCommitRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("metadata")))
+            .with_generation_id_or_member_epoch(-1)
+            .with_topics(vec![topic])
+    };
+    let mut client = RawClient::connect(broker.local_addr()).await;
+    for (metadata, expected) in [("ten bytes!", 0), ("eleven byte", 12)] {
+        let response = client.call(8, &commit(metadata)).await;
+        assert_eq!(
+            response.topics[0].partitions[0].error_code, expected,
+            "{metadata}"
+        );
+    }
+    broker.shutdown().await.unwrap();
+}

@@ -3,6 +3,7 @@
 use rdkafka::consumer::Consumer;
 use rdkafka::message::{Header, Headers, OwnedHeaders};
 use rdkafka::producer::FutureRecord;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Message, Offset, Timestamp, TopicPartitionList};
 
 use crate::common::{self, TIMEOUT};
@@ -143,6 +144,59 @@ async fn log_append_time_topics_stamp_the_broker_time() {
             other => panic!("expected LogAppendTime, got {other:?}"),
         }
     }
+    broker.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_times_beyond_the_topics_timestamp_bounds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), &[]).await;
+    let bootstrap = common::bootstrap(&broker);
+    // Kafka 4's defaults: at most an hour ahead, any age.
+    common::create_topic(&bootstrap, "bounded", 1, &[]).await;
+    common::create_topic(
+        &bootstrap,
+        "recent-only",
+        1,
+        &[("message.timestamp.before.max.ms", "86400000")],
+    )
+    .await;
+    let producer = common::producer(&bootstrap, &[("retries", "0")]);
+    let send = |topic: &'static str, value: &'static str, timestamp: i64| {
+        let producer = producer.clone();
+        async move {
+            let record = FutureRecord::<(), str>::to(topic)
+                .payload(value)
+                .timestamp(timestamp);
+            producer
+                .send(record, TIMEOUT)
+                .await
+                .map(|_| ())
+                .map_err(|(error, _)| error)
+        }
+    };
+    let (hour, day) = (3_600_000, 86_400_000);
+    let refused = send("bounded", "two hours ahead", now_ms() + 2 * hour).await;
+    assert_eq!(
+        refused.unwrap_err().rdkafka_error_code(),
+        Some(RDKafkaErrorCode::InvalidTimestamp)
+    );
+    send("bounded", "ten years old", now_ms() - 3650 * day)
+        .await
+        .unwrap();
+    send("bounded", "now", now_ms()).await.unwrap();
+    let refused = send("recent-only", "two days old", now_ms() - 2 * day).await;
+    assert_eq!(
+        refused.unwrap_err().rdkafka_error_code(),
+        Some(RDKafkaErrorCode::InvalidTimestamp)
+    );
+    send("recent-only", "an hour old", now_ms() - hour)
+        .await
+        .unwrap();
+    let kept = common::consume(&bootstrap, "bounded", 0, Offset::Beginning, 2).await;
+    assert_eq!(common::payloads(&kept), ["ten years old", "now"]);
+    let kept = common::consume(&bootstrap, "recent-only", 0, Offset::Beginning, 1).await;
+    assert_eq!(common::payloads(&kept), ["an hour old"]);
     broker.shutdown().await.unwrap();
 }
 

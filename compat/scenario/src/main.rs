@@ -48,6 +48,8 @@ const COMPARED_CONFIGS: &[&str] = &[
     "min.compaction.lag.ms",
     "max.message.bytes",
     "message.timestamp.type",
+    "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms",
     "retention.bytes",
     "retention.ms",
     "segment.bytes",

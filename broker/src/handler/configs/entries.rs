@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use crate::config::{
-    is_dynamic, BrokerConfig, BrokerResource, ConfigSource, ConfigType, BROKER_PROPERTIES,
-    TOPIC_CONFIGS,
+    broker_property_defs, is_dynamic, topic_config_defs, BrokerConfig, BrokerResource,
+    ConfigSource, ConfigType,
 };
 
 pub const SOURCE_DYNAMIC_TOPIC_CONFIG: i8 = 1;
@@ -33,8 +33,7 @@ pub fn describe_topic_configs(
     overrides: &BTreeMap<String, String>,
     keys: Option<&[String]>,
 ) -> Vec<ConfigEntry> {
-    TOPIC_CONFIGS
-        .iter()
+    topic_config_defs()
         .filter(|def| keys.is_none_or(|keys| keys.iter().any(|k| k == def.name)))
         .map(|def| {
             let mut synonyms: Vec<(String, String, i8)> = def
@@ -92,8 +91,7 @@ pub(super) fn describe_broker_configs(
     let wanted = |name: &str| keys.is_none_or(|keys| keys.iter().any(|k| k == name));
     if resource == BrokerResource::ClusterDefault {
         let source = ConfigSource::DynamicDefault.code();
-        return BROKER_PROPERTIES
-            .iter()
+        return broker_property_defs()
             .filter(|def| wanted(def.name))
             .filter_map(|def| {
                 let value = broker.layer(def.name, ConfigSource::DynamicDefault)?;
@@ -109,8 +107,7 @@ pub(super) fn describe_broker_configs(
             })
             .collect();
     }
-    BROKER_PROPERTIES
-        .iter()
+    broker_property_defs()
         .filter(|def| wanted(def.name))
         .map(|def| {
             let mut synonyms = broker_synonyms(broker, def.name);

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::{ConfigError, ConfigType, BROKER_PROPERTIES};
+use crate::config::{broker_property_defs, ConfigError, ConfigType};
 use crate::error::BrokerError;
 
 const OPERATION_SET: i8 = 0;
@@ -37,7 +37,7 @@ pub(super) fn apply_incremental(
                 let kind = crate::config::topic_config_def(name)
                     .map(|def| def.kind)
                     .or_else(|| {
-                        let mut broker = BROKER_PROPERTIES.iter();
+                        let mut broker = broker_property_defs();
                         broker.find(|def| def.name == name).map(|def| def.kind)
                     });
                 let is_list = kind == Some(ConfigType::List);
@@ -78,7 +78,7 @@ pub(super) fn apply_incremental(
 fn list_default(name: &str) -> Option<String> {
     let topic = crate::config::topic_config_def(name).map(|def| def.default);
     let broker = || {
-        let mut broker = BROKER_PROPERTIES.iter();
+        let mut broker = broker_property_defs();
         broker
             .find(|def| def.name == name)
             .and_then(|def| def.default)
