@@ -11,6 +11,7 @@ const LIMITS: ValidationLimits = ValidationLimits {
     max_batch_bytes: 1 << 20,
     max_decompressed_bytes: 4 << 20,
     require_keys: false,
+    timestamp_bounds_ms: None,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -23,8 +24,10 @@ fuzz_target!(|data: &[u8]| {
         batch[17..21].copy_from_slice(&crc.to_be_bytes());
     }
     let _ = validate_producer_batch(&batch, &LIMITS);
+    // Compacted, and bounded timestamps (every record's timestamp is read and checked).
     let limits = ValidationLimits {
         require_keys: true,
+        timestamp_bounds_ms: Some((1_000_000, 2_000_000)),
         ..LIMITS
     };
     let _ = validate_producer_batch(&batch, &limits);
