@@ -350,6 +350,15 @@ impl GroupCoordinator {
         }
     }
 
+    /// `__consumer_offsets` was deleted (a broker running alone; Kafka allows it): every group
+    /// and committed offset goes with it, as on Kafka. Members find out when they next call
+    /// (UNKNOWN_MEMBER_ID) and join again; the topic comes back with the next commit.
+    pub fn offsets_topic_deleted(&self) {
+        let mut state = self.lock();
+        state.drop_groups(|_| true);
+        tracing::warn!("__consumer_offsets deleted: every group and committed offset is gone");
+    }
+
     /// Cluster mode: groups are served only once their offsets partition is loaded here.
     pub fn follow_partition_leadership(&self) {
         self.in_cluster

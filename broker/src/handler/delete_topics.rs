@@ -78,7 +78,13 @@ pub async fn handle(
                     .await
                     .map(|_| id.unwrap_or(topic_id))
             }
-            None => context.topics.delete(&topic),
+            None => {
+                let deleted = context.topics.delete(&topic);
+                if deleted.is_ok() && topic == crate::group::offsets::OFFSETS_TOPIC {
+                    context.groups.offsets_topic_deleted();
+                }
+                deleted
+            }
         };
         responses.push(match deleted {
             Ok(id) => result

@@ -358,3 +358,40 @@ async fn delete_records_moves_the_log_start_offset() {
     );
     broker.shutdown().await.unwrap();
 }
+
+/// Committed offset of partition 0 of `topic` for `group` (`Offset::Invalid` when none).
+fn committed(bootstrap: &str, group: &str, topic: &str) -> Offset {
+    let consumer = common::assigned_consumer(
+        bootstrap,
+        topic,
+        0,
+        Offset::Beginning,
+        &[("group.id", group)],
+    );
+    let mut wanted = TopicPartitionList::new();
+    wanted.add_partition(topic, 0);
+    let committed = consumer.committed_offsets(wanted, TIMEOUT).unwrap();
+    committed.elements()[0].offset()
+}
+
+/// Kafka 4.4, measured on a fresh broker with kafka-python, lets an admin delete
+/// `__consumer_offsets` (DeleteTopics answers 0, the topic is gone); the committed offsets go
+/// with it and the next group brings the topic back. Weir does the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_offsets_topic_may_be_deleted_as_on_kafka_and_comes_back_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = common::start(dir.path(), &[]).await;
+    let bootstrap = common::bootstrap(&broker);
+    common::create_topic(&bootstrap, "work", 1, &[]).await;
+    common::commit(&bootstrap, "before", "work", &[(0, 5)]);
+    assert_eq!(committed(&bootstrap, "before", "work"), Offset::Offset(5));
+    let deleted = common::admin(&bootstrap)
+        .delete_topics(&["__consumer_offsets"], &admin_options())
+        .await
+        .unwrap();
+    assert_eq!(deleted[0], Ok("__consumer_offsets".to_string()));
+    common::commit(&bootstrap, "after", "work", &[(0, 7)]);
+    assert_eq!(committed(&bootstrap, "after", "work"), Offset::Offset(7));
+    assert_eq!(committed(&bootstrap, "before", "work"), Offset::Invalid);
+    broker.shutdown().await.unwrap();
+}
