@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::durable_file::{self, read_small_file, SmallFile};
+use crate::durable_file;
 use crate::error::BrokerError;
 use crate::log::error::LogError;
 pub use crate::security::acl::{authorizer_settings, STANDARD_AUTHORIZER};
@@ -65,21 +65,9 @@ pub struct AclStore {
 impl AclStore {
     pub fn open(meta_dir: &Path) -> Result<AclStore, BrokerError> {
         let path = meta_dir.join(FILE_NAME);
-        let corrupt = |reason: String| BrokerError::DataDirectory {
-            path: path.clone(),
-            reason,
-        };
-        let bindings =
-            match read_small_file(&path, MAX_FILE_BYTES).map_err(|e| LogError::io(&path, e))? {
-                SmallFile::Missing => BTreeSet::new(),
-                SmallFile::TooLarge(size) => {
-                    return Err(corrupt(format!(
-                        "{size} bytes is more than the {MAX_FILE_BYTES} the ACLs can take"
-                    )))
-                }
-                SmallFile::Bytes(bytes) => serde_json::from_slice(&bytes)
-                    .map_err(|e| corrupt(format!("the ACLs do not decode: {e}")))?,
-            };
+        let bindings = durable_file::read_json(&path, MAX_FILE_BYTES, "the ACLs")
+            .map_err(|e| BrokerError::metadata_file(&path, e))?
+            .unwrap_or_default();
         Ok(AclStore {
             path,
             bindings: Mutex::new(Arc::new(bindings)),

@@ -21,7 +21,7 @@ use std::sync::Mutex;
 use crate::config::{
     validate_combined, validate_dynamic, BrokerResource, DynamicConfigs, LiveConfig,
 };
-use crate::durable_file::{self, read_small_file, SmallFile};
+use crate::durable_file;
 use crate::error::BrokerError;
 use crate::log::error::LogError;
 use crate::topic::TopicRegistry;
@@ -114,17 +114,10 @@ fn read_sets(path: &Path) -> Result<BrokerConfigSets, BrokerError> {
         path: path.to_path_buf(),
         reason,
     };
-    let bytes = match read_small_file(path, MAX_FILE_BYTES).map_err(|e| LogError::io(path, e))? {
-        SmallFile::Missing => return Ok(BTreeMap::new()),
-        SmallFile::TooLarge(size) => {
-            return Err(corrupt(format!(
-                "{size} bytes is more than the {MAX_FILE_BYTES} a set of broker configs can take"
-            )))
-        }
-        SmallFile::Bytes(bytes) => bytes,
-    };
-    let sets: BrokerConfigSets = serde_json::from_slice(&bytes)
-        .map_err(|e| corrupt(format!("the dynamic broker configs do not decode: {e}")))?;
+    let sets: BrokerConfigSets =
+        durable_file::read_json(path, MAX_FILE_BYTES, "the dynamic broker configs")
+            .map_err(|e| BrokerError::metadata_file(path, e))?
+            .unwrap_or_default();
     for (resource, configs) in &sets {
         BrokerResource::parse(resource).map_err(|e| corrupt(e.to_string()))?;
         validate_dynamic(configs).map_err(|e| corrupt(format!("resource {resource:?}: {e}")))?;

@@ -25,6 +25,10 @@ pub struct BrokerContext {
     pub user_credentials: crate::user_credentials::UserCredentialStore,
     /// ACLs of a broker running alone (in a cluster, the metadata image has them).
     pub acls: crate::acls::AclStore,
+    /// Client quotas set (a broker running alone keeps them).
+    pub quotas: crate::quota::QuotaStore,
+    /// The rates client quotas are enforced on.
+    pub quota_sensors: crate::quota::QuotaSensors,
     pub topics: TopicRegistry,
     /// Incremental fetch sessions (KIP-227).
     pub fetch_sessions: crate::fetch_session::FetchSessionCache,

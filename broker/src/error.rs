@@ -46,6 +46,22 @@ pub enum BrokerError {
     },
 }
 
+impl BrokerError {
+    /// A metadata file of the data directory (`path`) that could not be read.
+    pub fn metadata_file(
+        path: &std::path::Path,
+        error: crate::durable_file::JsonFileError,
+    ) -> Self {
+        match error {
+            crate::durable_file::JsonFileError::Io(e) => LogError::io(path, e).into(),
+            other => BrokerError::DataDirectory {
+                path: path.to_path_buf(),
+                reason: other.to_string(),
+            },
+        }
+    }
+}
+
 impl From<BatchError> for BrokerError {
     fn from(error: BatchError) -> Self {
         BrokerError::Log(LogError::Batch(error))

@@ -29,7 +29,8 @@
 //!    fetching from leaders, ISR changes sent to the controller), [`broker_configs`] (dynamic
 //!    broker configs: stored, validated, applied to the live config and the topics),
 //!    [`user_credentials`] (SCRAM users: Kafka's rules for a change, the single node's file),
-//!    [`acls`] (the ACLs' store and the authorizer's settings), [`fetch_session`] (KIP-227
+//!    [`acls`] (the ACLs' store and the authorizer's settings), [`quota`] (client quotas: who
+//!    they are for, the single node's file, rates and throttles), [`fetch_session`] (KIP-227
 //!    incremental fetch sessions: the bounded cache, epochs, what an answer includes). Each
 //!    speaks its own errors ([`group::GroupError`], [`transaction::TxnError`], …).
 //! 7. [`context`] (what every handler shares), [`metrics`] (the Prometheus registry and what
@@ -72,6 +73,7 @@ pub mod memory_pool;
 pub mod metrics;
 pub mod partition;
 pub mod producer;
+pub mod quota;
 pub mod replication;
 pub mod security;
 #[cfg(test)]

@@ -19,6 +19,8 @@ pub struct Metrics {
     pub request_errors_total: IntCounterVec,
     pub request_duration_seconds: HistogramVec,
     pub bytes_in_total: IntCounterVec,
+    /// Requests over a client quota (throttled), by quota type.
+    pub throttled_requests: IntCounterVec,
     pub records_in_total: IntCounterVec,
     pub bytes_out_total: IntCounterVec,
     pub records_out_total: IntCounterVec,
@@ -302,6 +304,12 @@ impl Metrics {
                 "request_errors_total",
                 "Partition- or topic-level errors returned, per API and Kafka error code",
                 &["api", "error"],
+            ),
+            throttled_requests: counter_vec(
+                &registry,
+                "throttled_requests_total",
+                "Requests over a client quota, answered with a throttle time",
+                &["quota"],
             ),
             bytes_in_total: counter_vec(
                 &registry,

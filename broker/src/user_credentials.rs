@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::durable_file::{self, read_small_file, SmallFile};
+use crate::durable_file;
 use crate::error::BrokerError;
 use crate::log::error::LogError;
 pub use crate::security::scram::UserCredentials;
@@ -203,17 +203,10 @@ fn read_credentials(path: &Path) -> Result<UserCredentials, BrokerError> {
         path: path.to_path_buf(),
         reason,
     };
-    let bytes = match read_small_file(path, MAX_FILE_BYTES).map_err(|e| LogError::io(path, e))? {
-        SmallFile::Missing => return Ok(BTreeMap::new()),
-        SmallFile::TooLarge(size) => {
-            return Err(corrupt(format!(
-                "{size} bytes is more than the {MAX_FILE_BYTES} the SCRAM credentials can take"
-            )))
-        }
-        SmallFile::Bytes(bytes) => bytes,
-    };
-    let credentials: UserCredentials = serde_json::from_slice(&bytes)
-        .map_err(|e| corrupt(format!("the SCRAM credentials do not decode: {e}")))?;
+    let credentials: UserCredentials =
+        crate::durable_file::read_json(path, MAX_FILE_BYTES, "the SCRAM credentials")
+            .map_err(|e| BrokerError::metadata_file(path, e))?
+            .unwrap_or_default();
     for (user, by_mechanism) in &credentials {
         for (mechanism, credential) in by_mechanism {
             if credential.stored_key.len() != mechanism.key_len()

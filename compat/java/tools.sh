@@ -74,6 +74,19 @@ for _ in $(seq 1 20); do
   sleep 0.3
 done
 if [ "$status" -eq 0 ] && ! grep -q "log.segment.bytes" <<< "$out"; then pass; else fail "kafka-configs --entity-default --describe after --delete-config" "$out"; fi
+# Client quotas (a client id of this run's own, removed again: the reference Kafka is shared).
+configs --entity-type clients --entity-name "quota-$topic" --alter \
+  --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
+expect "kafka-configs --alter client quotas" "Completed updating config for client quota-$topic" "$out"
+configs --entity-type clients --entity-name "quota-$topic" --describe
+expect "kafka-configs --describe client quotas" \
+  "Quota configs for client-id 'quota-$topic' are .*producer_byte_rate=1048576.0" "$out"
+expect "kafka-configs --describe client quotas (consumer)" "consumer_byte_rate=2097152.0" "$out"
+configs --entity-type clients --entity-name "quota-$topic" --alter \
+  --delete-config producer_byte_rate,consumer_byte_rate
+expect "kafka-configs --delete-config client quotas" "Completed updating config for client quota-$topic" "$out"
+configs --entity-type clients --entity-name "quota-$topic" --describe
+if [ "$status" -eq 0 ] && ! grep -q "byte_rate" <<< "$out"; then pass; else fail "kafka-configs --describe after removing client quotas" "$out"; fi
 run org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" --topic "$topic" < <(seq 1 100)
 expect_success "kafka-console-producer"
 run org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic "$topic"

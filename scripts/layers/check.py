@@ -29,7 +29,7 @@ CRATE_LAYERS = {
         ["partition"],
         ["cluster", "topic", "error"],
         ["group", "transaction", "replication", "broker_configs", "user_credentials", "acls",
-         "fetch_session"],
+         "fetch_session", "quota"],
         ["context", "metrics"],
         ["handler"],
         ["server"],

@@ -410,6 +410,16 @@ impl BrokerConfig {
         })
     }
 
+    /// `quota.window.size.seconds`: the length of one sample window of client quotas.
+    pub fn quota_window_size_seconds(&self) -> i64 {
+        self.long_or("quota.window.size.seconds", 1).max(1)
+    }
+
+    /// `quota.window.num`: how many sample windows a client quota's rate is measured over.
+    pub fn quota_window_num(&self) -> usize {
+        self.long_or("quota.window.num", 11).clamp(2, 1000) as usize
+    }
+
     /// `offset.metadata.max.bytes`: a committed offset's metadata longer than this is refused
     /// (OFFSET_METADATA_TOO_LARGE).
     pub fn offset_metadata_max_bytes(&self) -> usize {

@@ -213,6 +213,8 @@ pub const BROKER_PROPERTIES: &[PropertyDef] = &[
         &["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
     ),
     prop_min("offset.metadata.max.bytes", ConfigType::Int, "4096", 0),
+    prop_min("quota.window.num", ConfigType::Int, "11", 1),
+    prop_min("quota.window.size.seconds", ConfigType::Int, "1", 1),
     prop_unset("controller.listener.names", ConfigType::List),
     // TLS of SSL listeners (PEM only), also per listener as listener.name.<name>.ssl.*.
     prop_choice("ssl.keystore.type", "PEM", &["PEM"]),

@@ -106,5 +106,45 @@ pub fn read_small_file(path: &Path, max_bytes: u64) -> io::Result<SmallFile> {
     fs::read(path).map(SmallFile::Bytes)
 }
 
+/// Why a small JSON metadata file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonFileError {
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    #[error("{size} bytes is more than the {max_bytes} {what} can take")]
+    TooLarge {
+        size: u64,
+        max_bytes: u64,
+        what: &'static str,
+    },
+    #[error("{what} do not decode: {reason}")]
+    Undecodable { what: &'static str, reason: String },
+}
+
+/// Reads a small JSON metadata file holding `what` (`None` when it does not exist), its size
+/// checked against `max_bytes` before anything is read.
+pub fn read_json<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    max_bytes: u64,
+    what: &'static str,
+) -> Result<Option<T>, JsonFileError> {
+    match read_small_file(path, max_bytes)? {
+        SmallFile::Missing => Ok(None),
+        SmallFile::TooLarge(size) => Err(JsonFileError::TooLarge {
+            size,
+            max_bytes,
+            what,
+        }),
+        SmallFile::Bytes(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| JsonFileError::Undecodable {
+                    what,
+                    reason: e.to_string(),
+                })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

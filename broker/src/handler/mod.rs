@@ -8,6 +8,7 @@ pub mod access;
 pub mod acl_requests;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_client_quotas;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod commit_order;
@@ -46,6 +47,7 @@ pub mod offset_for_leader_epoch;
 pub mod partition_reassignments;
 pub mod produce;
 pub mod produce_txn;
+pub mod quota_throttle;
 pub mod request;
 pub mod request_gate;
 pub mod sasl_authenticate;
@@ -60,7 +62,7 @@ use std::sync::Arc;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
 use crate::context::BrokerContext;
-pub use request::{led_partition, HandlerOutput, RequestOrigin};
+pub use request::{led_partition, ConnectionMute, HandlerOutput, RequestOrigin};
 
 /// Kafka APIs this broker implements, with the version ranges it implements.
 pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
@@ -109,6 +111,7 @@ pub const SUPPORTED_APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreateAcls, 1, 3),
     (ApiKey::DeleteAcls, 1, 3),
     (ApiKey::DescribeClientQuotas, 0, 1),
+    (ApiKey::AlterClientQuotas, 0, 1),
 ];
 
 /// The version range implemented for an API, if any.
@@ -152,10 +155,20 @@ pub async fn handle(
             origin.listener,
             r,
         ))),
-        RequestKind::Produce(r) => produce::handle(context, &access, version, origin, r).await,
-        RequestKind::Fetch(r) => ready(ResponseKind::Fetch(
-            fetch::handle(context, &access, version, r).await,
-        )),
+        RequestKind::Produce(r) => {
+            let throttle_ms = quota_throttle::produce(context, origin, &r);
+            let output = produce::handle(context, &access, version, origin, r).await;
+            quota_throttle::with_produce_throttle(output, throttle_ms)
+        }
+        RequestKind::Fetch(r) => {
+            let consumer = r.replica_id.0 < 0;
+            let mut response = fetch::handle(context, &access, version, r).await;
+            if consumer {
+                let throttle_ms = quota_throttle::fetch(context, origin, &response);
+                response.throttle_time_ms = response.throttle_time_ms.max(throttle_ms);
+            }
+            ready(ResponseKind::Fetch(response))
+        }
         RequestKind::ListOffsets(r) => ready(ResponseKind::ListOffsets(list_offsets::handle(
             context, &access, version, r,
         ))),
@@ -270,7 +283,10 @@ pub async fn handle(
             ))
         }
         RequestKind::DescribeClientQuotas(r) => ready(ResponseKind::DescribeClientQuotas(
-            describe_client_quotas::handle(r),
+            describe_client_quotas::handle(context, r),
+        )),
+        RequestKind::AlterClientQuotas(r) => ready(ResponseKind::AlterClientQuotas(
+            alter_client_quotas::handle(context, &access, r),
         )),
         RequestKind::WriteTxnMarkers(r) => ready(ResponseKind::WriteTxnMarkers(
             write_txn_markers::handle(context, r).await,

@@ -43,9 +43,30 @@ pub struct RequestOrigin<'a> {
     pub listener: &'a str,
     /// Who the connection authenticated as (`User:ANONYMOUS` without authentication).
     pub principal: &'a crate::security::KafkaPrincipal,
+    /// How long the connection is muted after this request (a client quota's throttle).
+    pub mute: &'a ConnectionMute,
+}
+
+/// A connection's mute: a request over a client quota sets it, and the connection reads nothing
+/// more from its client until that time has passed (Kafka's muting, KIP-219).
+#[derive(Default)]
+pub struct ConnectionMute(std::sync::atomic::AtomicU64);
+
+impl ConnectionMute {
+    /// Takes the mute set since the last call (0: none).
+    pub fn take_ms(&self) -> u64 {
+        self.0.swap(0, std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 impl RequestOrigin<'_> {
+    /// Mutes the connection for `ms` after this request (the longest asked for wins).
+    pub fn mute_for(&self, ms: u64) {
+        self.mute
+            .0
+            .fetch_max(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The client host as Kafka shows it in DescribeGroups ("/127.0.0.1").
     pub fn client_host(&self) -> String {
         format!("/{}", self.peer.ip())

@@ -105,7 +105,7 @@ pub(super) async fn accept_loop(
                         None => {
                             let (read_half, write_half) = stream.into_split();
                             let authenticator = Authenticator::new(Arc::clone(&security.name), security.sasl.clone(), KafkaPrincipal::anonymous());
-                            let link = Link { peer, listener: security.name, authenticator };
+                            let link = Link { peer, listener: security.name, authenticator, mute: Default::default() };
                             connections.spawn(serve(read_half, write_half, link, slot, shared, shutdown));
                         }
                         Some(tls) => {
@@ -198,6 +198,7 @@ async fn serve_tls(
         peer,
         listener,
         authenticator,
+        mute: Default::default(),
     };
     serve(read_half, write_half, link, slot, shared, shutdown).await;
 }
@@ -207,6 +208,8 @@ struct Link {
     peer: SocketAddr,
     listener: Arc<str>,
     authenticator: Authenticator,
+    /// Set by a request over a client quota: nothing more is read until it has passed.
+    mute: handler::ConnectionMute,
 }
 
 async fn serve<R, W>(
@@ -295,6 +298,14 @@ async fn serve<R, W>(
         if let Some(reason) = then_close {
             tracing::info!(%peer, %reason, "closing connection");
             break;
+        }
+        // Over a client quota: the response goes out now, the next request waits (KIP-219).
+        let muted_ms = link.mute.take_ms();
+        if muted_ms > 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(muted_ms)) => {}
+                _ = crate::shutdown::stopped(&mut shutdown) => break,
+            }
         }
     }
     drop(queue);
@@ -435,6 +446,7 @@ async fn handle_frame(
         peer: link.peer,
         listener: &link.listener,
         principal: link.authenticator.principal(),
+        mute: &link.mute,
     };
     match handler::handle(context, version, &origin, request).await {
         HandlerOutput::Ready(response) => ready(encode(context, header_info, &response, started)?),

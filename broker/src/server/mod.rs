@@ -94,6 +94,11 @@ impl Broker {
         let context = Arc::new(BrokerContext {
             live_config: storage.live_config,
             broker_configs: storage.broker_configs,
+            quotas: storage.quotas,
+            quota_sensors: crate::quota::QuotaSensors::new(
+                config.quota_window_size_seconds() * 1000,
+                config.quota_window_num(),
+            ),
             user_credentials: storage.user_credentials,
             acls: storage.acls,
             topics: storage.topics,

@@ -53,6 +53,7 @@ pub(super) struct Storage {
     pub broker_configs: BrokerConfigStore,
     pub user_credentials: UserCredentialStore,
     pub acls: AclStore,
+    pub quotas: crate::quota::QuotaStore,
 }
 
 /// Recovers the logs and loads the coordinators. Alone, groups and transactional ids load now;
@@ -78,6 +79,7 @@ pub(super) fn open_storage(
     let live_config = LiveConfig::new(config.with_dynamic(layers));
     let user_credentials = UserCredentialStore::open(&meta_dir)?;
     let acls = AclStore::open(&meta_dir)?;
+    let quotas = crate::quota::QuotaStore::open(&meta_dir)?;
     let started = std::time::Instant::now();
     let topics = TopicRegistry::open(live_config.clone(), Arc::clone(clock), clean_shutdown)?;
     tracing::info!(
@@ -124,6 +126,7 @@ pub(super) fn open_storage(
         broker_configs,
         user_credentials,
         acls,
+        quotas,
     })
 }
 

@@ -70,7 +70,8 @@ fn expected(api: ApiKey) -> Option<Expected> {
         | ApiKey::DescribeAcls
         | ApiKey::CreateAcls
         | ApiKey::DeleteAcls
-        | ApiKey::DescribeClientQuotas => Refused(CLUSTER),
+        | ApiKey::DescribeClientQuotas
+        | ApiKey::AlterClientQuotas => Refused(CLUSTER),
         ApiKey::ApiVersions | ApiKey::SaslHandshake | ApiKey::SaslAuthenticate => {
             NeedsNoAcl("before and during authentication")
         }
@@ -428,6 +429,19 @@ async fn first_error(client: &mut RawClient, api: ApiKey) -> i16 {
         ApiKey::DescribeClientQuotas => {
             let request = DescribeClientQuotasRequest::default();
             client.call(1, &request).await.error_code
+        }
+        ApiKey::AlterClientQuotas => {
+            let entity = alter_client_quotas_request::EntityData::default()
+                .with_entity_type(StrBytes::from_static_str("client-id"))
+                .with_entity_name(Some(StrBytes::from_static_str("app")));
+            let op = alter_client_quotas_request::OpData::default()
+                .with_key(StrBytes::from_static_str("producer_byte_rate"))
+                .with_value(1024.0);
+            let entry = alter_client_quotas_request::EntryData::default()
+                .with_entity(vec![entity])
+                .with_ops(vec![op]);
+            let request = AlterClientQuotasRequest::default().with_entries(vec![entry]);
+            client.call(1, &request).await.entries[0].error_code
         }
         ApiKey::DescribeCluster => {
             client

@@ -30,6 +30,7 @@ mod listeners;
 mod metadata_limits;
 mod oauthbearer;
 mod produce_consume;
+mod quotas;
 mod raw;
 #[path = "../support/records.rs"]
 mod records;

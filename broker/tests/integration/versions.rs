@@ -700,6 +700,23 @@ async fn every_api_answers_every_advertised_version() {
             "DescribeClientQuotas v{v}"
         );
     }
+    for v in range(ApiKey::AlterClientQuotas) {
+        // validate_only: checked whole, nothing set (DescribeClientQuotas above stays empty).
+        let entity = alter_client_quotas_request::EntityData::default()
+            .with_entity_type(StrBytes::from_static_str("user"))
+            .with_entity_name(None);
+        let op = alter_client_quotas_request::OpData::default()
+            .with_key(StrBytes::from_static_str("consumer_byte_rate"))
+            .with_value(1_048_576.0);
+        let entry = alter_client_quotas_request::EntryData::default()
+            .with_entity(vec![entity])
+            .with_ops(vec![op]);
+        let request = AlterClientQuotasRequest::default()
+            .with_entries(vec![entry])
+            .with_validate_only(true);
+        let r = client.call(v, &request).await;
+        assert_eq!(r.entries[0].error_code, 0, "AlterClientQuotas v{v}");
+    }
     // No authorizer configured: the ACL APIs answer SECURITY_DISABLED, as Kafka's do.
     for v in range(ApiKey::DescribeAcls) {
         let request = DescribeAclsRequest::default()
