@@ -245,6 +245,15 @@ async fn serve<R, W>(
             .unwrap_or(600_000),
     );
     loop {
+        // Over a client quota (with or without a response, acks=0 too): the response went out,
+        // the next request waits (KIP-219).
+        let muted_ms = link.mute.take_ms();
+        if muted_ms > 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(muted_ms)) => {}
+                _ = crate::shutdown::stopped(&mut shutdown) => break,
+            }
+        }
         let bounds = FrameBounds {
             max_frame: link.authenticator.max_frame(max_frame),
             pool: &shared.pool,
@@ -298,14 +307,6 @@ async fn serve<R, W>(
         if let Some(reason) = then_close {
             tracing::info!(%peer, %reason, "closing connection");
             break;
-        }
-        // Over a client quota: the response goes out now, the next request waits (KIP-219).
-        let muted_ms = link.mute.take_ms();
-        if muted_ms > 0 {
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(muted_ms)) => {}
-                _ = crate::shutdown::stopped(&mut shutdown) => break,
-            }
         }
     }
     drop(queue);

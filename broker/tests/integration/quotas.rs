@@ -242,6 +242,17 @@ async fn clients_over_their_byte_rates_are_throttled_and_muted_and_nothing_is_lo
         waited.as_millis() as i32 >= throttle_ms * 9 / 10,
         "the next request was read after {waited:?} of a {throttle_ms} ms throttle"
     );
+    // acks=0: no response to carry the throttle, the connection is muted all the same.
+    let mut unacknowledged = RawClient::connect(addr).await.with_client_id("throttled");
+    let (_, body) = unacknowledged.encode(9, &request.clone().with_acks(0));
+    unacknowledged.send_frame(&body).await;
+    let started = Instant::now();
+    unacknowledged.call(3, &ApiVersionsRequest::default()).await;
+    assert!(
+        started.elapsed().as_millis() >= 1_000,
+        "after an acks=0 produce over the quota the next request was read after {:?}",
+        started.elapsed()
+    );
     let mut free = RawClient::connect(addr).await.with_client_id("free");
     let (free_throttle_ms, _) =
         throttled_then_muted(&mut free, 9, &request, produce_throttle).await;
@@ -276,7 +287,7 @@ async fn clients_over_their_byte_rates_are_throttled_and_muted_and_nothing_is_lo
         .map(|i| format!("{i}-{}", "x".repeat(2_000)))
         .collect();
     common::produce_values(&producer, "metered", 0, &values).await;
-    let consumed = common::consume(&bootstrap, "metered", 0, Offset::Offset(2), 20).await;
+    let consumed = common::consume(&bootstrap, "metered", 0, Offset::Offset(3), 20).await;
     assert_eq!(common::payloads(&consumed), values);
     assert!(
         broker
